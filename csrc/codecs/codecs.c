@@ -1,0 +1,242 @@
+/* Built-in codecs and the user codec/filter registries (FORMAT.md 3). */
+#include <limits.h>
+#include <stdio.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include <lz4.h>
+#include <lz4hc.h>
+#include <zlib.h>
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include "blosclz.h"
+#include "codecs.h"
+#include "../common/internal.h"
+#include "../common/tls.h"
+
+typedef struct {
+  int registered;
+  int version;
+  ndp_codec_fn encoder, decoder;
+  void *userdata;
+} user_codec;
+
+typedef struct {
+  int registered;
+  ndp_filter_fn forward, backward;
+  void *userdata;
+} user_filter;
+
+static user_codec user_codecs[256];
+static user_filter user_filters[256];
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int ndp_codec_format(int compcode) {
+  switch (compcode) {
+    case NDP_BLOSCLZ: return 0;
+    case NDP_LZ4: case NDP_LZ4HC: return 1;
+    case NDP_ZLIB: return 3;
+    case NDP_ZSTD: return 4;
+    default: return 6;
+  }
+}
+
+int ndp_codec_from_format(int format) {
+  switch (format) {
+    case 0: return NDP_BLOSCLZ;
+    case 1: return NDP_LZ4;
+    case 3: return NDP_ZLIB;
+    case 4: return NDP_ZSTD;
+    default: return -1;
+  }
+}
+
+int ndp_codec_available(int compcode) {
+  switch (compcode) {
+    case NDP_BLOSCLZ: case NDP_LZ4: case NDP_LZ4HC: case NDP_ZLIB: case NDP_ZSTD:
+      return 1;
+    default:
+      if (compcode < NDP_USER_CODEC_MIN || compcode > 255) return 0;
+      pthread_mutex_lock(&registry_lock);
+      int r = user_codecs[compcode].registered;
+      pthread_mutex_unlock(&registry_lock);
+      return r;
+  }
+}
+
+static int zstd_level(int clevel) {
+  return clevel >= 9 ? ZSTD_maxCLevel() : 2 * clevel - 1;
+}
+
+int32_t ndp_codec_encode(int compcode, int clevel, int meta, const uint8_t *src,
+                         int32_t n, uint8_t *dst, int32_t maxout) {
+  if (maxout <= 0) return 0;
+  ndp_tls *t = ndp_tls_get();
+  if (t == NULL) return NDP_ERR_MEMORY;
+  switch (compcode) {
+    case NDP_BLOSCLZ:
+      return ndp_blosclz_compress(clevel, src, n, dst, maxout);
+    case NDP_LZ4: {
+      if (t->lz4_state == NULL && (t->lz4_state = malloc((size_t)LZ4_sizeofState())) == NULL)
+        return NDP_ERR_MEMORY;
+      int accel = 10 - clevel;
+      if (accel < 1) accel = 1;
+      return LZ4_compress_fast_extState(t->lz4_state, (const char *)src, (char *)dst, n,
+                                        maxout, accel);
+    }
+    case NDP_LZ4HC: {
+      if (t->lz4hc_state == NULL &&
+          (t->lz4hc_state = malloc((size_t)LZ4_sizeofStateHC())) == NULL)
+        return NDP_ERR_MEMORY;
+      return LZ4_compress_HC_extStateHC(t->lz4hc_state, (const char *)src, (char *)dst, n,
+                                        maxout, clevel);
+    }
+    case NDP_ZLIB: {
+      uLongf dlen = (uLongf)maxout;
+      int rc = compress2(dst, &dlen, src, (uLong)n, clevel);
+      if (rc == Z_BUF_ERROR) return 0;
+      if (rc != Z_OK) return rc == Z_MEM_ERROR ? NDP_ERR_MEMORY : NDP_ERR_PARAM;
+      return (int32_t)dlen;
+    }
+    case NDP_ZSTD: {
+      if (t->zstd_cctx == NULL && (t->zstd_cctx = ZSTD_createCCtx()) == NULL)
+        return NDP_ERR_MEMORY;
+      size_t r = ZSTD_compressCCtx((ZSTD_CCtx *)t->zstd_cctx, dst, (size_t)maxout, src,
+                                   (size_t)n, zstd_level(clevel));
+      if (ZSTD_isError(r)) {
+        return ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall ? 0 : NDP_ERR_CODEC;
+      }
+      return (int32_t)r;
+    }
+    default: {
+      if (compcode < NDP_USER_CODEC_MIN || compcode > 255) return NDP_ERR_CODEC;
+      pthread_mutex_lock(&registry_lock);
+      user_codec c = user_codecs[compcode];
+      pthread_mutex_unlock(&registry_lock);
+      if (!c.registered || c.encoder == NULL) return NDP_ERR_CODEC;
+      int r = c.encoder(src, n, dst, maxout, meta, c.userdata);
+      if (r < 0) return NDP_ERR_CALLBACK;
+      return r > maxout ? NDP_ERR_CALLBACK : r;
+    }
+  }
+}
+
+int32_t ndp_codec_decode(int compcode, int meta, const uint8_t *src, int32_t n,
+                         uint8_t *dst, int32_t dstlen, const ndp_dict *dict) {
+  switch (compcode) {
+    case NDP_BLOSCLZ:
+      return ndp_blosclz_decompress(src, n, dst, dstlen);
+    case NDP_LZ4:
+    case NDP_LZ4HC: {
+      int r;
+      if (dict != NULL && dict->data != NULL) {
+        r = LZ4_decompress_safe_usingDict((const char *)src, (char *)dst, n, dstlen,
+                                          (const char *)dict->data, dict->size);
+      } else {
+        r = LZ4_decompress_safe((const char *)src, (char *)dst, n, dstlen);
+      }
+      return r < 0 ? NDP_ERR_FORMAT : r;
+    }
+    case NDP_ZLIB: {
+      uLongf dlen = (uLongf)dstlen;
+      uLong slen = (uLong)n;
+      int rc = uncompress2(dst, &dlen, src, &slen);
+      return rc == Z_OK ? (int32_t)dlen : NDP_ERR_FORMAT;
+    }
+    case NDP_ZSTD: {
+      ndp_tls *t = ndp_tls_get();
+      if (t == NULL) return NDP_ERR_MEMORY;
+      if (t->zstd_dctx == NULL && (t->zstd_dctx = ZSTD_createDCtx()) == NULL)
+        return NDP_ERR_MEMORY;
+      size_t r;
+      if (dict != NULL && dict->zstd_ddict != NULL) {
+        r = ZSTD_decompress_usingDDict((ZSTD_DCtx *)t->zstd_dctx, dst, (size_t)dstlen, src,
+                                       (size_t)n, (const ZSTD_DDict *)dict->zstd_ddict);
+      } else {
+        r = ZSTD_decompressDCtx((ZSTD_DCtx *)t->zstd_dctx, dst, (size_t)dstlen, src,
+                                (size_t)n);
+      }
+      return ZSTD_isError(r) ? NDP_ERR_FORMAT : (int32_t)r;
+    }
+    default: {
+      if (compcode < NDP_USER_CODEC_MIN || compcode > 255) return NDP_ERR_CODEC;
+      pthread_mutex_lock(&registry_lock);
+      user_codec c = user_codecs[compcode];
+      pthread_mutex_unlock(&registry_lock);
+      if (!c.registered || c.decoder == NULL) return NDP_ERR_CODEC;
+      int r = c.decoder(src, n, dst, dstlen, meta, c.userdata);
+      return r < 0 ? NDP_ERR_CALLBACK : r;
+    }
+  }
+}
+
+int ndp_dict_init(ndp_dict *d, int compcode, const uint8_t *data, int32_t size) {
+  d->data = data;
+  d->size = size;
+  d->zstd_ddict = NULL;
+  if (compcode == NDP_ZSTD) {
+    d->zstd_ddict = ZSTD_createDDict(data, (size_t)size);
+    if (d->zstd_ddict == NULL) return NDP_ERR_FORMAT;
+  }
+  return NDP_OK;
+}
+
+void ndp_dict_free(ndp_dict *d) {
+  if (d->zstd_ddict != NULL) ZSTD_freeDDict((ZSTD_DDict *)d->zstd_ddict);
+  d->zstd_ddict = NULL;
+}
+
+int ndp_register_codec(int id, int format_version, ndp_codec_fn encoder,
+                       ndp_codec_fn decoder, void *userdata, ndp_error *err) {
+  if (id < NDP_USER_CODEC_MIN || id > 255)
+    return ndp_fail(err, NDP_ERR_PARAM, "user codec ids are 160..255, got %d", id);
+  pthread_mutex_lock(&registry_lock);
+  user_codecs[id].registered = 1;
+  user_codecs[id].version = format_version;
+  user_codecs[id].encoder = encoder;
+  user_codecs[id].decoder = decoder;
+  user_codecs[id].userdata = userdata;
+  pthread_mutex_unlock(&registry_lock);
+  return NDP_OK;
+}
+
+int ndp_register_filter(int id, ndp_filter_fn forward, ndp_filter_fn backward,
+                        void *userdata, ndp_error *err) {
+  if (id < NDP_USER_FILTER_MIN || id > 255)
+    return ndp_fail(err, NDP_ERR_PARAM, "user filter ids are 160..255, got %d", id);
+  pthread_mutex_lock(&registry_lock);
+  user_filters[id].registered = 1;
+  user_filters[id].forward = forward;
+  user_filters[id].backward = backward;
+  user_filters[id].userdata = userdata;
+  pthread_mutex_unlock(&registry_lock);
+  return NDP_OK;
+}
+
+int ndp_user_filter(int id, ndp_filter_fn *fwd, ndp_filter_fn *bwd, void **userdata) {
+  if (id < 0 || id > 255) return 0;
+  pthread_mutex_lock(&registry_lock);
+  user_filter f = user_filters[id];
+  pthread_mutex_unlock(&registry_lock);
+  if (!f.registered) return 0;
+  *fwd = f.forward;
+  *bwd = f.backward;
+  *userdata = f.userdata;
+  return 1;
+}
+
+const char *ndp_codec_library_version(int compcode) {
+  static char lz4v[32], zstdv[32];
+  switch (compcode) {
+    case NDP_BLOSCLZ: return "ndpack-blosclz-1";
+    case NDP_LZ4: case NDP_LZ4HC:
+      snprintf(lz4v, sizeof lz4v, "%s", LZ4_versionString());
+      return lz4v;
+    case NDP_ZLIB: return zlibVersion();
+    case NDP_ZSTD:
+      snprintf(zstdv, sizeof zstdv, "%s", ZSTD_versionString());
+      return zstdv;
+    default: return "";
+  }
+}

@@ -1,0 +1,35 @@
+/* Codec table: the built-in codecs (through the system liblz4, libzstd and
+ * zlib, and our BloscLZ) and user codecs registered at run time. */
+#ifndef NDPACK_CODECS_H
+#define NDPACK_CODECS_H
+
+#include <stdint.h>
+
+#include "ndpack.h"
+
+typedef struct {
+  const uint8_t *data;   /* dictionary bytes (inside the chunk) */
+  int32_t size;
+  void *zstd_ddict;      /* ZSTD_DDict*, built once per decompress call */
+} ndp_dict;
+
+/* Format code stored in flags bits 5-7 for a compcode (6 for user codecs). */
+int ndp_codec_format(int compcode);
+/* compcode for a format code; -1 for 6/7 (the caller reads udcodec). */
+int ndp_codec_from_format(int format);
+
+/* Encode: > 0 compressed size, 0 when the output would not fit in `maxout`
+ * (store raw), < 0 on failure.  Decode: the decoded size or < 0. */
+int32_t ndp_codec_encode(int compcode, int clevel, int meta, const uint8_t *src,
+                         int32_t n, uint8_t *dst, int32_t maxout);
+int32_t ndp_codec_decode(int compcode, int meta, const uint8_t *src, int32_t n,
+                         uint8_t *dst, int32_t dstlen, const ndp_dict *dict);
+
+/* Dictionary support for decoding (zstd: builds a DDict; LZ4: raw bytes). */
+int ndp_dict_init(ndp_dict *d, int compcode, const uint8_t *data, int32_t size);
+void ndp_dict_free(ndp_dict *d);
+
+/* User filters (ids 160-255), or NULL. */
+int ndp_user_filter(int id, ndp_filter_fn *fwd, ndp_filter_fn *bwd, void **userdata);
+
+#endif

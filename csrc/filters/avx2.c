@@ -1,0 +1,464 @@
+/* AVX2 filter kernels: shuffle, bitshuffle, bytedelta (FORMAT.md 2.2, 2.3,
+ * 2.6).  This file alone is compiled with -mavx2; its code runs only after
+ * dispatch.c has seen AVX2 in cpuid.  Unaligned loads and stores; nothing is
+ * read or written outside [src, src+n) and [dst, dst+n); whatever the vectors
+ * do not cover is handed to the scalar reference kernels of generic.c.
+ *
+ * The byte transposes are the networks of sse2.c (see the comment there),
+ * run in both 128-bit lanes at once: for 32 elements of g bytes, lane 0 of
+ * the g input vectors holds the first 16 elements (bytes 0..16g) and lane 1
+ * the next 16 (bytes 16g..32g).  Every step is lane-local, so lane 0 of each
+ * output plane holds elements 0..15 and lane 1 elements 16..31: the planes
+ * come out in order and are stored whole.
+ */
+#include "generic.h"
+
+#if defined(__AVX2__)
+
+#include <immintrin.h>
+#include <string.h>
+
+#define LD(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define ST(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), (v))
+#define LD128(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
+#define ST128(p, v) _mm_storeu_si128((__m128i *)(void *)(p), (v))
+/* lane 0 from p0, lane 1 from p1 */
+#define LD2(p0, p1) \
+  _mm256_inserti128_si256(_mm256_castsi128_si256(LD128(p0)), LD128(p1), 1)
+/* lane 0 to p0, lane 1 to p1 */
+#define ST2(p0, p1, v)                                                      \
+  do {                                                                      \
+    ST128((p0), _mm256_castsi256_si128(v));                                 \
+    ST128((p1), _mm256_extracti128_si256((v), 1));                          \
+  } while (0)
+
+/* (a, b) <- (even bytes of a||b, odd bytes of a||b), per lane */
+#define SPLIT(a, b)                                                         \
+  do {                                                                      \
+    __m256i ev_ = _mm256_packus_epi16(_mm256_and_si256((a), lo8),           \
+                                      _mm256_and_si256((b), lo8));          \
+    __m256i od_ = _mm256_packus_epi16(_mm256_srli_epi16((a), 8),            \
+                                      _mm256_srli_epi16((b), 8));           \
+    (a) = ev_;                                                              \
+    (b) = od_;                                                              \
+  } while (0)
+
+/* (a, b) <- (interleave of low halves, interleave of high halves), per lane */
+#define ZIP(a, b)                                                           \
+  do {                                                                      \
+    __m256i lo_ = _mm256_unpacklo_epi8((a), (b));                           \
+    (b) = _mm256_unpackhi_epi8((a), (b));                                   \
+    (a) = lo_;                                                              \
+  } while (0)
+
+/* ------------------------------------------------------------------------ */
+/* SHUFFLE: elements [0, m) of src -> planes dst + j*m.  Each returns the
+ * number of elements done (a multiple of 32); the caller does the rest. */
+
+static size_t shuffle2(size_t m, const uint8_t *src, uint8_t *dst) {
+  const __m256i lo8 = _mm256_set1_epi16(0x00FF);
+  size_t i = 0;
+  for (; i + 32 <= m; i += 32) {
+    const uint8_t *s = src + 2 * i;
+    __m256i a = LD2(s, s + 32), b = LD2(s + 16, s + 48);
+    SPLIT(a, b);
+    ST(dst + i, a);
+    ST(dst + m + i, b);
+  }
+  return i;
+}
+
+static size_t shuffle4(size_t m, const uint8_t *src, uint8_t *dst) {
+  const __m256i lo8 = _mm256_set1_epi16(0x00FF);
+  size_t i = 0;
+  for (; i + 32 <= m; i += 32) {
+    const uint8_t *s = src + 4 * i;
+    __m256i v0 = LD2(s, s + 64), v1 = LD2(s + 16, s + 80);
+    __m256i v2 = LD2(s + 32, s + 96), v3 = LD2(s + 48, s + 112);
+    SPLIT(v0, v1);
+    SPLIT(v2, v3);
+    SPLIT(v0, v2);
+    SPLIT(v1, v3);
+    ST(dst + i, v0);
+    ST(dst + m + i, v1);
+    ST(dst + 2 * m + i, v2);
+    ST(dst + 3 * m + i, v3);
+  }
+  return i;
+}
+
+static size_t shuffle8(size_t m, const uint8_t *src, uint8_t *dst) {
+  const __m256i lo8 = _mm256_set1_epi16(0x00FF);
+  size_t i = 0;
+  for (; i + 32 <= m; i += 32) {
+    const uint8_t *s = src + 8 * i;
+    __m256i v0 = LD2(s, s + 128), v1 = LD2(s + 16, s + 144);
+    __m256i v2 = LD2(s + 32, s + 160), v3 = LD2(s + 48, s + 176);
+    __m256i v4 = LD2(s + 64, s + 192), v5 = LD2(s + 80, s + 208);
+    __m256i v6 = LD2(s + 96, s + 224), v7 = LD2(s + 112, s + 240);
+    SPLIT(v0, v1);
+    SPLIT(v2, v3);
+    SPLIT(v4, v5);
+    SPLIT(v6, v7);
+    SPLIT(v0, v2);
+    SPLIT(v1, v3);
+    SPLIT(v4, v6);
+    SPLIT(v5, v7);
+    SPLIT(v0, v4);
+    SPLIT(v1, v5);
+    SPLIT(v2, v6);
+    SPLIT(v3, v7);
+    ST(dst + i, v0);
+    ST(dst + m + i, v1);
+    ST(dst + 2 * m + i, v2);
+    ST(dst + 3 * m + i, v3);
+    ST(dst + 4 * m + i, v4);
+    ST(dst + 5 * m + i, v5);
+    ST(dst + 6 * m + i, v6);
+    ST(dst + 7 * m + i, v7);
+  }
+  return i;
+}
+
+/* 16x16 byte transpose in each lane of v[0..15]. */
+static inline void transpose16(__m256i *v) {
+  ZIP(v[0], v[8]); ZIP(v[1], v[9]); ZIP(v[2], v[10]); ZIP(v[3], v[11]);
+  ZIP(v[4], v[12]); ZIP(v[5], v[13]); ZIP(v[6], v[14]); ZIP(v[7], v[15]);
+  ZIP(v[0], v[4]); ZIP(v[1], v[5]); ZIP(v[2], v[6]); ZIP(v[3], v[7]);
+  ZIP(v[8], v[12]); ZIP(v[9], v[13]); ZIP(v[10], v[14]); ZIP(v[11], v[15]);
+  ZIP(v[0], v[2]); ZIP(v[1], v[3]); ZIP(v[4], v[6]); ZIP(v[5], v[7]);
+  ZIP(v[8], v[10]); ZIP(v[9], v[11]); ZIP(v[12], v[14]); ZIP(v[13], v[15]);
+  ZIP(v[0], v[1]); ZIP(v[2], v[3]); ZIP(v[4], v[5]); ZIP(v[6], v[7]);
+  ZIP(v[8], v[9]); ZIP(v[10], v[11]); ZIP(v[12], v[13]); ZIP(v[14], v[15]);
+}
+
+static size_t shuffle16(size_t m, const uint8_t *src, uint8_t *dst) {
+  size_t i = 0;
+  for (; i + 32 <= m; i += 32) {
+    const uint8_t *s = src + 16 * i;
+    __m256i v[16];
+    for (int k = 0; k < 16; k++) v[k] = LD2(s + 16 * k, s + 256 + 16 * k);
+    transpose16(v);
+    for (int j = 0; j < 16; j++) ST(dst + j * m + i, v[j]);
+  }
+  return i;
+}
+
+static void shuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
+  size_t done;
+  switch (g) {
+    case 2: done = shuffle2(m, src, dst); break;
+    case 4: done = shuffle4(m, src, dst); break;
+    case 8: done = shuffle8(m, src, dst); break;
+    case 16: done = shuffle16(m, src, dst); break;
+    default: done = 0; break;
+  }
+  ndp_shuffle_scalar_part(g, m, done, m, src, dst);
+}
+
+/* ---- UNSHUFFLE: planes src + j*m -> elements [0, m) of dst ---- */
+
+static size_t unshuffle2(size_t m, const uint8_t *src, uint8_t *dst) {
+  size_t i = 0;
+  for (; i + 32 <= m; i += 32) {
+    __m256i a = LD(src + i), b = LD(src + m + i);
+    ZIP(a, b);
+    uint8_t *d = dst + 2 * i;
+    ST(d, _mm256_permute2x128_si256(a, b, 0x20));
+    ST(d + 32, _mm256_permute2x128_si256(a, b, 0x31));
+  }
+  return i;
+}
+
+static size_t unshuffle4(size_t m, const uint8_t *src, uint8_t *dst) {
+  size_t i = 0;
+  for (; i + 32 <= m; i += 32) {
+    __m256i v0 = LD(src + i), v1 = LD(src + m + i);
+    __m256i v2 = LD(src + 2 * m + i), v3 = LD(src + 3 * m + i);
+    ZIP(v0, v2);
+    ZIP(v1, v3);
+    ZIP(v0, v1);
+    ZIP(v2, v3);
+    uint8_t *d = dst + 4 * i;
+    ST(d, _mm256_permute2x128_si256(v0, v1, 0x20));
+    ST(d + 32, _mm256_permute2x128_si256(v2, v3, 0x20));
+    ST(d + 64, _mm256_permute2x128_si256(v0, v1, 0x31));
+    ST(d + 96, _mm256_permute2x128_si256(v2, v3, 0x31));
+  }
+  return i;
+}
+
+/* Planes v[0..7] (32 elements) -> element bytes: lane 0 of v[k] is bytes
+ * 16k..16k+15, lane 1 bytes 128+16k.. */
+static inline void unshuffle8_regs(__m256i *v) {
+  ZIP(v[0], v[4]);
+  ZIP(v[1], v[5]);
+  ZIP(v[2], v[6]);
+  ZIP(v[3], v[7]);
+  ZIP(v[0], v[2]);
+  ZIP(v[1], v[3]);
+  ZIP(v[4], v[6]);
+  ZIP(v[5], v[7]);
+  ZIP(v[0], v[1]);
+  ZIP(v[2], v[3]);
+  ZIP(v[4], v[5]);
+  ZIP(v[6], v[7]);
+}
+
+/* Store 2q vectors whose lanes 0 are bytes 0..32q and lanes 1 bytes 32q..64q. */
+static inline void store_lanes(uint8_t *d, const __m256i *v, int q2) {
+  for (int k = 0; k < q2; k += 2) {
+    ST(d + 16 * k, _mm256_permute2x128_si256(v[k], v[k + 1], 0x20));
+    ST(d + 16 * q2 + 16 * k, _mm256_permute2x128_si256(v[k], v[k + 1], 0x31));
+  }
+}
+
+static size_t unshuffle8(size_t m, const uint8_t *src, uint8_t *dst) {
+  size_t i = 0;
+  for (; i + 32 <= m; i += 32) {
+    __m256i v[8];
+    for (int j = 0; j < 8; j++) v[j] = LD(src + j * m + i);
+    unshuffle8_regs(v);
+    store_lanes(dst + 8 * i, v, 8);
+  }
+  return i;
+}
+
+static size_t unshuffle16(size_t m, const uint8_t *src, uint8_t *dst) {
+  size_t i = 0;
+  for (; i + 32 <= m; i += 32) {
+    __m256i v[16];
+    for (int j = 0; j < 16; j++) v[j] = LD(src + j * m + i);
+    transpose16(v);
+    store_lanes(dst + 16 * i, v, 16);
+  }
+  return i;
+}
+
+static void unshuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
+  size_t done;
+  switch (g) {
+    case 2: done = unshuffle2(m, src, dst); break;
+    case 4: done = unshuffle4(m, src, dst); break;
+    case 8: done = unshuffle8(m, src, dst); break;
+    case 16: done = unshuffle16(m, src, dst); break;
+    default: done = 0; break;
+  }
+  ndp_unshuffle_scalar_part(g, m, done, m, src, dst);
+}
+
+static void shuffle_avx2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
+  size_t m = (g > 1) ? n / g : 0;
+  if (m < 32 || (g != 2 && g != 4 && g != 8 && g != 16)) {
+    ndp_shuffle_scalar(g, n, src, dst);
+    return;
+  }
+  shuffle_range(g, m, src, dst);
+  if (n > m * g) memcpy(dst + m * g, src + m * g, n - m * g);
+}
+
+static void unshuffle_avx2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
+  size_t m = (g > 1) ? n / g : 0;
+  if (m < 32 || (g != 2 && g != 4 && g != 8 && g != 16)) {
+    ndp_unshuffle_scalar(g, n, src, dst);
+    return;
+  }
+  unshuffle_range(g, m, src, dst);
+  if (n > m * g) memcpy(dst + m * g, src + m * g, n - m * g);
+}
+
+/* ------------------------------------------------------------------------ */
+/* BITSHUFFLE                                                                */
+
+/* One plane of `len` bytes (a multiple of 8) -> 8 bit-rows, row k at
+ * rows + k*stride: movemask takes bit 7 of every byte, adding the vector to
+ * itself brings the next bit up. */
+static void bitplane_fwd(const uint8_t *p, size_t len, uint8_t *rows, size_t stride) {
+  size_t o = 0;
+  for (; o + 64 <= len; o += 64) {
+    __m256i a = LD(p + o), b = LD(p + o + 32);
+    uint8_t *r = rows + o / 8;
+    for (size_t k = 8; k-- > 0;) {
+      uint64_t mk = (uint32_t)_mm256_movemask_epi8(a) |
+                    ((uint64_t)(uint32_t)_mm256_movemask_epi8(b) << 32);
+      memcpy(r + k * stride, &mk, 8);
+      a = _mm256_add_epi8(a, a);
+      b = _mm256_add_epi8(b, b);
+    }
+  }
+  for (; o + 32 <= len; o += 32) {
+    __m256i a = LD(p + o);
+    uint8_t *r = rows + o / 8;
+    for (size_t k = 8; k-- > 0;) {
+      uint32_t mk = (uint32_t)_mm256_movemask_epi8(a);
+      memcpy(r + k * stride, &mk, 4);
+      a = _mm256_add_epi8(a, a);
+    }
+  }
+  ndp_bitplane_fwd_scalar(p + o, len - o, rows + o / 8, stride);
+}
+
+/* 8x8 bit transpose across 8 vectors: bit e of byte c of x[k] <-> bit k of
+ * byte c of x[e].  Swaps 4x4, 2x2 then 1x1 blocks between vector pairs. */
+#define BITSWAP(a, b, sh, mask)                                             \
+  do {                                                                      \
+    __m256i t_ = _mm256_and_si256(                                          \
+        _mm256_xor_si256(_mm256_srli_epi16((a), (sh)), (b)), (mask));       \
+    (b) = _mm256_xor_si256((b), t_);                                        \
+    (a) = _mm256_xor_si256((a), _mm256_slli_epi16(t_, (sh)));               \
+  } while (0)
+
+static inline void bit_transpose8(__m256i *x) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x33);
+  const __m256i m1 = _mm256_set1_epi8(0x55);
+  BITSWAP(x[0], x[4], 4, m4);
+  BITSWAP(x[1], x[5], 4, m4);
+  BITSWAP(x[2], x[6], 4, m4);
+  BITSWAP(x[3], x[7], 4, m4);
+  BITSWAP(x[0], x[2], 2, m2);
+  BITSWAP(x[1], x[3], 2, m2);
+  BITSWAP(x[4], x[6], 2, m2);
+  BITSWAP(x[5], x[7], 2, m2);
+  BITSWAP(x[0], x[1], 1, m1);
+  BITSWAP(x[2], x[3], 1, m1);
+  BITSWAP(x[4], x[5], 1, m1);
+  BITSWAP(x[6], x[7], 1, m1);
+}
+
+/* 8 bit-rows (row k at rows + k*stride) -> one plane of `len` bytes. */
+static void bitplane_inv(const uint8_t *rows, size_t stride, size_t len, uint8_t *p) {
+  size_t o = 0;
+  for (; o + 256 <= len; o += 256) {
+    __m256i x[8];
+    for (int k = 0; k < 8; k++) x[k] = LD(rows + k * stride + o / 8);
+    bit_transpose8(x); /* x[e] byte c = plane byte 8c + e */
+    unshuffle8_regs(x);
+    store_lanes(p + o, x, 8);
+  }
+  ndp_bitplane_inv_scalar(rows + o / 8, stride, len - o, p + o);
+}
+
+#define TMP_BYTES 16384
+
+/* Elements per round of the byte transpose into the stack buffer. */
+static size_t chunk_elems(size_t t) {
+  size_t c = TMP_BYTES / t;
+  if (c >= 256) return c & ~(size_t)255;
+  return c & ~(size_t)7;
+}
+
+static void bitshuffle_avx2(size_t t, size_t n, const uint8_t *src, uint8_t *dst) {
+  size_t ne = (t > 0) ? n / t : 0;
+  size_t m = ne - ne % 8;
+  if (m == 0 || t > TMP_BYTES / 8) {
+    ndp_bitshuffle_scalar(t, n, src, dst);
+    return;
+  }
+  size_t stride = m / 8;
+  if (t == 1) {
+    bitplane_fwd(src, m, dst, stride);
+  } else {
+    uint8_t tmp[TMP_BYTES];
+    size_t C = chunk_elems(t);
+    for (size_t i0 = 0; i0 < m; i0 += C) {
+      size_t c = (m - i0 < C) ? m - i0 : C;
+      shuffle_range(t, c, src + i0 * t, tmp);
+      for (size_t j = 0; j < t; j++)
+        bitplane_fwd(tmp + j * c, c, dst + 8 * j * stride + i0 / 8, stride);
+    }
+  }
+  if (n > m * t) memcpy(dst + m * t, src + m * t, n - m * t);
+}
+
+static void bitunshuffle_avx2(size_t t, size_t n, const uint8_t *src, uint8_t *dst) {
+  size_t ne = (t > 0) ? n / t : 0;
+  size_t m = ne - ne % 8;
+  if (m == 0 || t > TMP_BYTES / 8) {
+    ndp_bitunshuffle_scalar(t, n, src, dst);
+    return;
+  }
+  size_t stride = m / 8;
+  if (t == 1) {
+    bitplane_inv(src, stride, m, dst);
+  } else {
+    uint8_t tmp[TMP_BYTES];
+    size_t C = chunk_elems(t);
+    for (size_t i0 = 0; i0 < m; i0 += C) {
+      size_t c = (m - i0 < C) ? m - i0 : C;
+      for (size_t j = 0; j < t; j++)
+        bitplane_inv(src + 8 * j * stride + i0 / 8, stride, c, tmp + j * c);
+      unshuffle_range(t, c, tmp, dst + i0 * t);
+    }
+  }
+  if (n > m * t) memcpy(dst + m * t, src + m * t, n - m * t);
+}
+
+/* ------------------------------------------------------------------------ */
+/* BYTEDELTA                                                                 */
+
+static void bytedelta_encode_avx2(size_t s, size_t n, const uint8_t *src, uint8_t *dst) {
+  size_t L = (s > 0) ? n / s : 0;
+  if (L == 0) {
+    ndp_bytedelta_encode_scalar(s, n, src, dst);
+    return;
+  }
+  for (size_t c = 0; c < s; c++) {
+    const uint8_t *cs = src + c * L;
+    uint8_t *cd = dst + c * L;
+    cd[0] = cs[0];
+    size_t k = 1;
+    for (; k + 32 <= L; k += 32) ST(cd + k, _mm256_sub_epi8(LD(cs + k), LD(cs + k - 1)));
+    ndp_bytedelta_encode_scalar_part(k, L, cs, cd);
+  }
+  if (n > s * L) memcpy(dst + s * L, src + s * L, n - s * L);
+}
+
+static void bytedelta_decode_avx2(size_t s, size_t n, const uint8_t *src, uint8_t *dst) {
+  size_t L = (s > 0) ? n / s : 0;
+  if (L == 0) {
+    ndp_bytedelta_decode_scalar(s, n, src, dst);
+    return;
+  }
+  const __m256i idx15 = _mm256_set1_epi8(15);
+  for (size_t c = 0; c < s; c++) {
+    const uint8_t *cs = src + c * L;
+    uint8_t *cd = dst + c * L;
+    __m256i acc = _mm256_setzero_si256();
+    size_t k = 0;
+    for (; k + 32 <= L; k += 32) {
+      __m256i v = LD(cs + k);
+      /* prefix sums inside each lane */
+      v = _mm256_add_epi8(v, _mm256_slli_si256(v, 1));
+      v = _mm256_add_epi8(v, _mm256_slli_si256(v, 2));
+      v = _mm256_add_epi8(v, _mm256_slli_si256(v, 4));
+      v = _mm256_add_epi8(v, _mm256_slli_si256(v, 8));
+      /* carry lane 0's total into lane 1 */
+      __m256i last = _mm256_shuffle_epi8(v, idx15);
+      v = _mm256_add_epi8(v, _mm256_permute2x128_si256(last, last, 0x08));
+      ST(cd + k, _mm256_add_epi8(v, acc));
+      /* byte 31 (the block total) everywhere */
+      __m256i tot = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, idx15), 0xFF);
+      acc = _mm256_add_epi8(acc, tot);
+    }
+    ndp_bytedelta_decode_scalar_part(k, L, cs, cd);
+  }
+  if (n > s * L) memcpy(dst + s * L, src + s * L, n - s * L);
+}
+
+static const ndp_filter_kernels avx2_kernels = {
+    "avx2",
+    shuffle_avx2,
+    unshuffle_avx2,
+    bitshuffle_avx2,
+    bitunshuffle_avx2,
+    bytedelta_encode_avx2,
+    bytedelta_decode_avx2,
+};
+
+const ndp_filter_kernels *ndp_filters_avx2(void) { return &avx2_kernels; }
+
+#else /* this build has no AVX2 */
+
+const ndp_filter_kernels *ndp_filters_avx2(void) { return 0; }
+
+#endif

@@ -1,0 +1,443 @@
+/* SSE2 filter kernels: shuffle, bitshuffle, bytedelta (FORMAT.md 2.2, 2.3,
+ * 2.6).  SSE2 instructions only.  Unaligned loads and stores; nothing is read
+ * or written outside [src, src+n) and [dst, dst+n); whatever the vectors do
+ * not cover is handed to the scalar reference kernels of generic.c.
+ *
+ * Byte transposes (see also avx2.c, which runs the same networks in both
+ * 128-bit lanes): an array of 2^k vectors is viewed as a matrix whose byte
+ * address splits into a vector index and a 4-bit position.
+ *  - split(a, b) (even bytes of a||b, odd bytes of a||b), built from
+ *    and/shift + packus, moves a vector-index bit to the top of the position
+ *    and the lowest position bit into the vector index.  k levels of splits
+ *    over pairs (v, v ^ 1), (v, v ^ 2), ... turn 16 elements of 2^k bytes
+ *    into 2^k planes of 16 bytes, in order (shuffle 2, 4, 8).
+ *  - unpacklo/hi_epi8(a, b) moves a vector-index bit to the bottom of the
+ *    position and the top position bit into the vector index.  Stages over
+ *    pairs (v, v ^ 2^(k-1)), ..., (v, v ^ 1) turn 2^k planes into elements
+ *    (unshuffle 2, 4, 8, 16); four stages over 16 vectors are the 16x16
+ *    transpose (shuffle 16).
+ */
+#include "generic.h"
+
+#if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+
+#include <emmintrin.h>
+#include <string.h>
+
+#define LD(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
+#define ST(p, v) _mm_storeu_si128((__m128i *)(void *)(p), (v))
+
+/* (a, b) <- (even bytes of a||b, odd bytes of a||b) */
+#define SPLIT(a, b)                                                         \
+  do {                                                                      \
+    __m128i ev_ = _mm_packus_epi16(_mm_and_si128((a), lo8),                 \
+                                   _mm_and_si128((b), lo8));                \
+    __m128i od_ = _mm_packus_epi16(_mm_srli_epi16((a), 8),                  \
+                                   _mm_srli_epi16((b), 8));                 \
+    (a) = ev_;                                                              \
+    (b) = od_;                                                              \
+  } while (0)
+
+/* (a, b) <- (interleave of the low halves, interleave of the high halves) */
+#define ZIP(a, b)                                                           \
+  do {                                                                      \
+    __m128i lo_ = _mm_unpacklo_epi8((a), (b));                              \
+    (b) = _mm_unpackhi_epi8((a), (b));                                      \
+    (a) = lo_;                                                              \
+  } while (0)
+
+/* ------------------------------------------------------------------------ */
+/* SHUFFLE: elements [0, m) of src -> planes dst + j*m.  Returns the number
+ * of elements done (a multiple of 16); the caller does the rest. */
+
+static size_t shuffle2(size_t m, const uint8_t *src, uint8_t *dst) {
+  const __m128i lo8 = _mm_set1_epi16(0x00FF);
+  size_t i = 0;
+  for (; i + 16 <= m; i += 16) {
+    const uint8_t *s = src + 2 * i;
+    __m128i a = LD(s), b = LD(s + 16);
+    SPLIT(a, b);
+    ST(dst + i, a);
+    ST(dst + m + i, b);
+  }
+  return i;
+}
+
+static size_t shuffle4(size_t m, const uint8_t *src, uint8_t *dst) {
+  const __m128i lo8 = _mm_set1_epi16(0x00FF);
+  size_t i = 0;
+  for (; i + 16 <= m; i += 16) {
+    const uint8_t *s = src + 4 * i;
+    __m128i v0 = LD(s), v1 = LD(s + 16), v2 = LD(s + 32), v3 = LD(s + 48);
+    SPLIT(v0, v1);
+    SPLIT(v2, v3);
+    SPLIT(v0, v2);
+    SPLIT(v1, v3);
+    ST(dst + i, v0);
+    ST(dst + m + i, v1);
+    ST(dst + 2 * m + i, v2);
+    ST(dst + 3 * m + i, v3);
+  }
+  return i;
+}
+
+static size_t shuffle8(size_t m, const uint8_t *src, uint8_t *dst) {
+  const __m128i lo8 = _mm_set1_epi16(0x00FF);
+  size_t i = 0;
+  for (; i + 16 <= m; i += 16) {
+    const uint8_t *s = src + 8 * i;
+    __m128i v0 = LD(s), v1 = LD(s + 16), v2 = LD(s + 32), v3 = LD(s + 48);
+    __m128i v4 = LD(s + 64), v5 = LD(s + 80), v6 = LD(s + 96), v7 = LD(s + 112);
+    SPLIT(v0, v1);
+    SPLIT(v2, v3);
+    SPLIT(v4, v5);
+    SPLIT(v6, v7);
+    SPLIT(v0, v2);
+    SPLIT(v1, v3);
+    SPLIT(v4, v6);
+    SPLIT(v5, v7);
+    SPLIT(v0, v4);
+    SPLIT(v1, v5);
+    SPLIT(v2, v6);
+    SPLIT(v3, v7);
+    ST(dst + i, v0);
+    ST(dst + m + i, v1);
+    ST(dst + 2 * m + i, v2);
+    ST(dst + 3 * m + i, v3);
+    ST(dst + 4 * m + i, v4);
+    ST(dst + 5 * m + i, v5);
+    ST(dst + 6 * m + i, v6);
+    ST(dst + 7 * m + i, v7);
+  }
+  return i;
+}
+
+/* 16x16 byte transpose of v[0..15] in place. */
+static inline void transpose16(__m128i *v) {
+  ZIP(v[0], v[8]); ZIP(v[1], v[9]); ZIP(v[2], v[10]); ZIP(v[3], v[11]);
+  ZIP(v[4], v[12]); ZIP(v[5], v[13]); ZIP(v[6], v[14]); ZIP(v[7], v[15]);
+  ZIP(v[0], v[4]); ZIP(v[1], v[5]); ZIP(v[2], v[6]); ZIP(v[3], v[7]);
+  ZIP(v[8], v[12]); ZIP(v[9], v[13]); ZIP(v[10], v[14]); ZIP(v[11], v[15]);
+  ZIP(v[0], v[2]); ZIP(v[1], v[3]); ZIP(v[4], v[6]); ZIP(v[5], v[7]);
+  ZIP(v[8], v[10]); ZIP(v[9], v[11]); ZIP(v[12], v[14]); ZIP(v[13], v[15]);
+  ZIP(v[0], v[1]); ZIP(v[2], v[3]); ZIP(v[4], v[5]); ZIP(v[6], v[7]);
+  ZIP(v[8], v[9]); ZIP(v[10], v[11]); ZIP(v[12], v[13]); ZIP(v[14], v[15]);
+}
+
+static size_t shuffle16(size_t m, const uint8_t *src, uint8_t *dst) {
+  size_t i = 0;
+  for (; i + 16 <= m; i += 16) {
+    __m128i v[16];
+    for (int k = 0; k < 16; k++) v[k] = LD(src + 16 * i + 16 * k);
+    transpose16(v);
+    for (int j = 0; j < 16; j++) ST(dst + j * m + i, v[j]);
+  }
+  return i;
+}
+
+/* Whole-range shuffle of m elements of g bytes (planes m bytes apart). */
+static void shuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
+  size_t done;
+  switch (g) {
+    case 2: done = shuffle2(m, src, dst); break;
+    case 4: done = shuffle4(m, src, dst); break;
+    case 8: done = shuffle8(m, src, dst); break;
+    case 16: done = shuffle16(m, src, dst); break;
+    default: done = 0; break;
+  }
+  ndp_shuffle_scalar_part(g, m, done, m, src, dst);
+}
+
+/* ---- UNSHUFFLE: planes src + j*m -> elements [0, m) of dst ---- */
+
+static size_t unshuffle2(size_t m, const uint8_t *src, uint8_t *dst) {
+  size_t i = 0;
+  for (; i + 16 <= m; i += 16) {
+    __m128i a = LD(src + i), b = LD(src + m + i);
+    ZIP(a, b);
+    ST(dst + 2 * i, a);
+    ST(dst + 2 * i + 16, b);
+  }
+  return i;
+}
+
+static size_t unshuffle4(size_t m, const uint8_t *src, uint8_t *dst) {
+  size_t i = 0;
+  for (; i + 16 <= m; i += 16) {
+    __m128i v0 = LD(src + i), v1 = LD(src + m + i);
+    __m128i v2 = LD(src + 2 * m + i), v3 = LD(src + 3 * m + i);
+    ZIP(v0, v2);
+    ZIP(v1, v3);
+    ZIP(v0, v1);
+    ZIP(v2, v3);
+    uint8_t *d = dst + 4 * i;
+    ST(d, v0);
+    ST(d + 16, v1);
+    ST(d + 32, v2);
+    ST(d + 48, v3);
+  }
+  return i;
+}
+
+/* Planes v[0..7] (16 elements) -> the 128 element bytes in v[0..7]. */
+static inline void unshuffle8_regs(__m128i *v) {
+  ZIP(v[0], v[4]);
+  ZIP(v[1], v[5]);
+  ZIP(v[2], v[6]);
+  ZIP(v[3], v[7]);
+  ZIP(v[0], v[2]);
+  ZIP(v[1], v[3]);
+  ZIP(v[4], v[6]);
+  ZIP(v[5], v[7]);
+  ZIP(v[0], v[1]);
+  ZIP(v[2], v[3]);
+  ZIP(v[4], v[5]);
+  ZIP(v[6], v[7]);
+}
+
+static size_t unshuffle8(size_t m, const uint8_t *src, uint8_t *dst) {
+  size_t i = 0;
+  for (; i + 16 <= m; i += 16) {
+    __m128i v[8];
+    for (int j = 0; j < 8; j++) v[j] = LD(src + j * m + i);
+    unshuffle8_regs(v);
+    for (int k = 0; k < 8; k++) ST(dst + 8 * i + 16 * k, v[k]);
+  }
+  return i;
+}
+
+static size_t unshuffle16(size_t m, const uint8_t *src, uint8_t *dst) {
+  size_t i = 0;
+  for (; i + 16 <= m; i += 16) {
+    __m128i v[16];
+    for (int j = 0; j < 16; j++) v[j] = LD(src + j * m + i);
+    transpose16(v);
+    for (int k = 0; k < 16; k++) ST(dst + 16 * i + 16 * k, v[k]);
+  }
+  return i;
+}
+
+static void unshuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
+  size_t done;
+  switch (g) {
+    case 2: done = unshuffle2(m, src, dst); break;
+    case 4: done = unshuffle4(m, src, dst); break;
+    case 8: done = unshuffle8(m, src, dst); break;
+    case 16: done = unshuffle16(m, src, dst); break;
+    default: done = 0; break;
+  }
+  ndp_unshuffle_scalar_part(g, m, done, m, src, dst);
+}
+
+static void shuffle_sse2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
+  size_t m = (g > 1) ? n / g : 0;
+  if (m < 16 || (g != 2 && g != 4 && g != 8 && g != 16)) {
+    ndp_shuffle_scalar(g, n, src, dst);
+    return;
+  }
+  shuffle_range(g, m, src, dst);
+  if (n > m * g) memcpy(dst + m * g, src + m * g, n - m * g);
+}
+
+static void unshuffle_sse2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
+  size_t m = (g > 1) ? n / g : 0;
+  if (m < 16 || (g != 2 && g != 4 && g != 8 && g != 16)) {
+    ndp_unshuffle_scalar(g, n, src, dst);
+    return;
+  }
+  unshuffle_range(g, m, src, dst);
+  if (n > m * g) memcpy(dst + m * g, src + m * g, n - m * g);
+}
+
+/* ------------------------------------------------------------------------ */
+/* BITSHUFFLE                                                                */
+
+/* One plane of `len` bytes (a multiple of 8) -> 8 bit-rows, row k at
+ * rows + k*stride: movemask takes bit 7 of every byte, adding the vector to
+ * itself brings the next bit up. */
+static void bitplane_fwd(const uint8_t *p, size_t len, uint8_t *rows, size_t stride) {
+  size_t o = 0;
+  for (; o + 32 <= len; o += 32) {
+    __m128i a = LD(p + o), b = LD(p + o + 16);
+    uint8_t *r = rows + o / 8;
+    for (size_t k = 8; k-- > 0;) {
+      uint32_t mk = (uint32_t)_mm_movemask_epi8(a) | ((uint32_t)_mm_movemask_epi8(b) << 16);
+      memcpy(r + k * stride, &mk, 4);
+      a = _mm_add_epi8(a, a);
+      b = _mm_add_epi8(b, b);
+    }
+  }
+  for (; o + 16 <= len; o += 16) {
+    __m128i a = LD(p + o);
+    uint8_t *r = rows + o / 8;
+    for (size_t k = 8; k-- > 0;) {
+      uint16_t mk = (uint16_t)_mm_movemask_epi8(a);
+      memcpy(r + k * stride, &mk, 2);
+      a = _mm_add_epi8(a, a);
+    }
+  }
+  ndp_bitplane_fwd_scalar(p + o, len - o, rows + o / 8, stride);
+}
+
+/* 8x8 bit transpose across 8 vectors: bit e of byte c of x[k] <-> bit k of
+ * byte c of x[e].  Swaps 4x4, 2x2 then 1x1 blocks between vector pairs. */
+#define BITSWAP(a, b, sh, mask)                                             \
+  do {                                                                      \
+    __m128i t_ = _mm_and_si128(_mm_xor_si128(_mm_srli_epi16((a), (sh)), (b)), (mask)); \
+    (b) = _mm_xor_si128((b), t_);                                           \
+    (a) = _mm_xor_si128((a), _mm_slli_epi16(t_, (sh)));                     \
+  } while (0)
+
+static inline void bit_transpose8(__m128i *x) {
+  const __m128i m4 = _mm_set1_epi8(0x0F), m2 = _mm_set1_epi8(0x33), m1 = _mm_set1_epi8(0x55);
+  BITSWAP(x[0], x[4], 4, m4);
+  BITSWAP(x[1], x[5], 4, m4);
+  BITSWAP(x[2], x[6], 4, m4);
+  BITSWAP(x[3], x[7], 4, m4);
+  BITSWAP(x[0], x[2], 2, m2);
+  BITSWAP(x[1], x[3], 2, m2);
+  BITSWAP(x[4], x[6], 2, m2);
+  BITSWAP(x[5], x[7], 2, m2);
+  BITSWAP(x[0], x[1], 1, m1);
+  BITSWAP(x[2], x[3], 1, m1);
+  BITSWAP(x[4], x[5], 1, m1);
+  BITSWAP(x[6], x[7], 1, m1);
+}
+
+/* 8 bit-rows (row k at rows + k*stride) -> one plane of `len` bytes. */
+static void bitplane_inv(const uint8_t *rows, size_t stride, size_t len, uint8_t *p) {
+  size_t o = 0;
+  for (; o + 128 <= len; o += 128) {
+    __m128i x[8];
+    for (int k = 0; k < 8; k++) x[k] = LD(rows + k * stride + o / 8);
+    bit_transpose8(x); /* x[e] byte c = plane byte 8c + e */
+    unshuffle8_regs(x);
+    for (int k = 0; k < 8; k++) ST(p + o + 16 * k, x[k]);
+  }
+  ndp_bitplane_inv_scalar(rows + o / 8, stride, len - o, p + o);
+}
+
+/* Elements per round of the byte transpose into the stack buffer. */
+#define TMP_BYTES 16384
+
+static size_t chunk_elems(size_t t) {
+  size_t c = TMP_BYTES / t;
+  if (c >= 256) return c & ~(size_t)255;
+  return c & ~(size_t)7; /* t <= 2048 keeps c >= 8 */
+}
+
+static void bitshuffle_sse2(size_t t, size_t n, const uint8_t *src, uint8_t *dst) {
+  size_t ne = (t > 0) ? n / t : 0;
+  size_t m = ne - ne % 8;
+  if (m == 0 || t > TMP_BYTES / 8) {
+    ndp_bitshuffle_scalar(t, n, src, dst);
+    return;
+  }
+  size_t stride = m / 8;
+  if (t == 1) {
+    bitplane_fwd(src, m, dst, stride);
+  } else {
+    uint8_t tmp[TMP_BYTES];
+    size_t C = chunk_elems(t);
+    for (size_t i0 = 0; i0 < m; i0 += C) {
+      size_t c = (m - i0 < C) ? m - i0 : C;
+      shuffle_range(t, c, src + i0 * t, tmp);
+      for (size_t j = 0; j < t; j++)
+        bitplane_fwd(tmp + j * c, c, dst + 8 * j * stride + i0 / 8, stride);
+    }
+  }
+  if (n > m * t) memcpy(dst + m * t, src + m * t, n - m * t);
+}
+
+static void bitunshuffle_sse2(size_t t, size_t n, const uint8_t *src, uint8_t *dst) {
+  size_t ne = (t > 0) ? n / t : 0;
+  size_t m = ne - ne % 8;
+  if (m == 0 || t > TMP_BYTES / 8) {
+    ndp_bitunshuffle_scalar(t, n, src, dst);
+    return;
+  }
+  size_t stride = m / 8;
+  if (t == 1) {
+    bitplane_inv(src, stride, m, dst);
+  } else {
+    uint8_t tmp[TMP_BYTES];
+    size_t C = chunk_elems(t);
+    for (size_t i0 = 0; i0 < m; i0 += C) {
+      size_t c = (m - i0 < C) ? m - i0 : C;
+      for (size_t j = 0; j < t; j++)
+        bitplane_inv(src + 8 * j * stride + i0 / 8, stride, c, tmp + j * c);
+      unshuffle_range(t, c, tmp, dst + i0 * t);
+    }
+  }
+  if (n > m * t) memcpy(dst + m * t, src + m * t, n - m * t);
+}
+
+/* ------------------------------------------------------------------------ */
+/* BYTEDELTA                                                                 */
+
+static void bytedelta_encode_sse2(size_t s, size_t n, const uint8_t *src, uint8_t *dst) {
+  size_t L = (s > 0) ? n / s : 0;
+  if (L == 0) {
+    ndp_bytedelta_encode_scalar(s, n, src, dst);
+    return;
+  }
+  for (size_t c = 0; c < s; c++) {
+    const uint8_t *cs = src + c * L;
+    uint8_t *cd = dst + c * L;
+    cd[0] = cs[0];
+    size_t k = 1;
+    for (; k + 16 <= L; k += 16) ST(cd + k, _mm_sub_epi8(LD(cs + k), LD(cs + k - 1)));
+    ndp_bytedelta_encode_scalar_part(k, L, cs, cd);
+  }
+  if (n > s * L) memcpy(dst + s * L, src + s * L, n - s * L);
+}
+
+/* Byte 15 of v in all 16 bytes. */
+static inline __m128i bcast15(__m128i v) {
+  __m128i x = _mm_unpackhi_epi8(v, v);
+  x = _mm_shufflehi_epi16(x, 0xFF);
+  return _mm_shuffle_epi32(x, 0xFF);
+}
+
+static void bytedelta_decode_sse2(size_t s, size_t n, const uint8_t *src, uint8_t *dst) {
+  size_t L = (s > 0) ? n / s : 0;
+  if (L == 0) {
+    ndp_bytedelta_decode_scalar(s, n, src, dst);
+    return;
+  }
+  for (size_t c = 0; c < s; c++) {
+    const uint8_t *cs = src + c * L;
+    uint8_t *cd = dst + c * L;
+    __m128i acc = _mm_setzero_si128();
+    size_t k = 0;
+    for (; k + 16 <= L; k += 16) {
+      __m128i v = LD(cs + k);
+      v = _mm_add_epi8(v, _mm_slli_si128(v, 1));
+      v = _mm_add_epi8(v, _mm_slli_si128(v, 2));
+      v = _mm_add_epi8(v, _mm_slli_si128(v, 4));
+      v = _mm_add_epi8(v, _mm_slli_si128(v, 8));
+      ST(cd + k, _mm_add_epi8(v, acc));
+      acc = _mm_add_epi8(acc, bcast15(v));
+    }
+    ndp_bytedelta_decode_scalar_part(k, L, cs, cd);
+  }
+  if (n > s * L) memcpy(dst + s * L, src + s * L, n - s * L);
+}
+
+static const ndp_filter_kernels sse2_kernels = {
+    "sse2",
+    shuffle_sse2,
+    unshuffle_sse2,
+    bitshuffle_sse2,
+    bitunshuffle_sse2,
+    bytedelta_encode_sse2,
+    bytedelta_decode_sse2,
+};
+
+const ndp_filter_kernels *ndp_filters_sse2(void) { return &sse2_kernels; }
+
+#else /* no SSE2 in this build */
+
+const ndp_filter_kernels *ndp_filters_sse2(void) { return 0; }
+
+#endif

@@ -1,0 +1,37 @@
+/* Internal interface of the chunk codec (format/). */
+#ifndef NDPACK_CHUNK_H
+#define NDPACK_CHUNK_H
+
+#include <stdint.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "ndpack.h"
+#include "../common/internal.h"
+
+/* header.c */
+int ndp_split_rule(const ndp_cparams *cp, int32_t typesize, int32_t bs);
+int32_t ndp_auto_blocksize(const ndp_cparams *cp, int32_t nbytes);
+void ndp_write_header(uint8_t *h, int version, int flags, int32_t typesize, int32_t nbytes,
+                      int32_t blocksize, int32_t cbytes);
+
+/* pipeline.c: run the filter pipeline over one block.
+ * Forward: src (raw block) -> returns a pointer to the filtered block (one of
+ * the scratch buffers, or src itself when no filter changes bytes).
+ * `chunk_src` is the raw chunk (DELTA's reference), `offset` the block offset. */
+int ndp_pipeline_forward(const uint8_t filters[6], const uint8_t meta[6], int32_t typesize,
+                         const uint8_t *chunk_src, int32_t offset, const uint8_t *src,
+                         int32_t n, uint8_t *buf_a, uint8_t *buf_b, const uint8_t **out,
+                         ndp_error *err);
+/* Backward: `in` (filtered block, may be modified) -> dst.  `ref` is the
+ * decoded block 0 (DELTA), `legacy_bitshuffle` the version <= 2 rule. */
+int ndp_pipeline_backward(const uint8_t filters[6], const uint8_t meta[6], int32_t typesize,
+                          const uint8_t *ref, int32_t offset, uint8_t *in, int32_t n,
+                          uint8_t *dst, uint8_t *buf, int legacy_bitshuffle, ndp_error *err);
+/* Whether the backward pipeline changes any byte (0: streams decode into place). */
+int ndp_pipeline_active(const uint8_t filters[6]);
+/* Check that every filter id is known and its parameters valid (compression). */
+int ndp_pipeline_check(const uint8_t filters[6], const uint8_t meta[6], int32_t typesize,
+                       ndp_error *err);
+
+#endif

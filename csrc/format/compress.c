@@ -1,0 +1,231 @@
+/* Chunk writer (FORMAT.md 1.8): filters, split streams, run/zero streams,
+ * codec streams, memcpy fallback and the all-zeros collapse.  Blocks are
+ * compressed in parallel in the process-wide pool; each finished block is
+ * appended at an atomically reserved position, so bstarts may be out of order
+ * when nthreads > 1 (the format allows it, readers parse each block's own
+ * streams). */
+#include <stdatomic.h>
+
+#include "chunk.h"
+
+#include "../codecs/codecs.h"
+#include "../common/tls.h"
+
+typedef struct {
+  const ndp_cparams *cp;
+  const uint8_t *src;
+  int32_t nbytes, blocksize, nblocks, typesize;
+  int split;
+  uint8_t filters[NDP_NFILTERS], meta[NDP_NFILTERS];
+  uint8_t *dst;
+  int32_t limit;              /* python-blosc2 destsize: nbytes + 32 */
+  int32_t bstarts_pos;        /* where bstarts are written */
+  atomic_int pos;             /* next free byte in dst */
+  atomic_int overflow;        /* output would exceed `limit` */
+  atomic_int all_zero;        /* every stream so far was a zero run */
+  atomic_int failed;
+  ndp_error err;
+  pthread_mutex_t err_lock;
+} cjob;
+
+/* 1 if the n bytes at p are all equal (n >= 1). */
+static int all_equal(const uint8_t *p, int32_t n) {
+  return n <= 1 || (p[0] == p[n - 1] && memcmp(p, p + 1, (size_t)n - 1) == 0);
+}
+
+static void job_fail(cjob *job, int code, const char *what, int32_t block) {
+  pthread_mutex_lock(&job->err_lock);
+  if (!atomic_load(&job->failed)) {
+    ndp_fail(&job->err, code, "%s (block %d)", what, (int)block);
+    atomic_store(&job->failed, code);
+  }
+  pthread_mutex_unlock(&job->err_lock);
+}
+
+/* Encode the streams of one filtered block into out[0..cap); returns the
+ * number of bytes or -1 when it does not fit in cap. */
+static int32_t encode_streams(cjob *job, const uint8_t *fb, int32_t bsize, uint8_t *out,
+                              int32_t cap, int *zero_block, int *errcode) {
+  int nstreams = (job->split && bsize == job->blocksize) ? job->typesize : 1;
+  int32_t neblock = bsize / nstreams;
+  int32_t o = 0;
+  *zero_block = 1;
+  for (int s = 0; s < nstreams; s++) {
+    const uint8_t *p = fb + (size_t)s * neblock;
+    if (o + 4 > cap) return -1;
+    if (all_equal(p, neblock)) {
+      if (p[0] == 0) {
+        ndp_wr32(out + o, 0);
+        o += 4;
+      } else {
+        if (o + 5 > cap) return -1;
+        ndp_wr32(out + o, -(int32_t)p[0]);
+        out[o + 4] = 0x01;
+        o += 5;
+        *zero_block = 0;
+      }
+      continue;
+    }
+    *zero_block = 0;
+    int32_t room = cap - o - 4;
+    int32_t maxout = room < neblock ? room : neblock;
+    int32_t c = ndp_codec_encode(job->cp->compcode, job->cp->clevel, job->cp->compcode_meta, p,
+                                 neblock, out + o + 4, maxout);
+    if (c < 0) {
+      *errcode = c;
+      return -1;
+    }
+    if (c == 0 || c >= neblock) {  /* store raw */
+      if (neblock > room) return -1;
+      memcpy(out + o + 4, p, (size_t)neblock);
+      c = neblock;
+    }
+    ndp_wr32(out + o, c);
+    o += 4 + c;
+  }
+  return o;
+}
+
+static void compress_block(void *ctx, int32_t j) {
+  cjob *job = (cjob *)ctx;
+  if (atomic_load(&job->failed) || atomic_load(&job->overflow)) return;
+  int32_t off = j * job->blocksize;
+  int32_t bsize = job->nbytes - off < job->blocksize ? job->nbytes - off : job->blocksize;
+  uint8_t *a = ndp_scratch(0, (size_t)job->blocksize);
+  uint8_t *b = ndp_scratch(1, (size_t)job->blocksize);
+  /* Worst case of one block's streams: 4 + 1 bytes each, plus the bytes. */
+  int32_t wcap = bsize + 5 * job->typesize + 8;
+  uint8_t *w = ndp_scratch(2, (size_t)wcap);
+  if (a == NULL || b == NULL || w == NULL) {
+    job_fail(job, NDP_ERR_MEMORY, "cannot allocate block buffers", j);
+    return;
+  }
+  const uint8_t *fb;
+  ndp_error ferr = {0, {0}};
+  if (ndp_pipeline_forward(job->filters, job->meta, job->typesize, job->src, off,
+                           job->src + off, bsize, a, b, &fb, &ferr) != NDP_OK) {
+    job_fail(job, ferr.code, ferr.msg, j);
+    return;
+  }
+  int zero_block, errcode = 0;
+  int32_t len = encode_streams(job, fb, bsize, w, wcap, &zero_block, &errcode);
+  if (len < 0) {
+    if (errcode) job_fail(job, errcode, "codec failed", j);
+    else atomic_store(&job->overflow, 1);
+    return;
+  }
+  if (!zero_block) atomic_store(&job->all_zero, 0);
+  int32_t at = atomic_fetch_add(&job->pos, len);
+  if ((int64_t)at + len > job->limit) {
+    atomic_store(&job->overflow, 1);
+    return;
+  }
+  memcpy(job->dst + at, w, (size_t)len);
+  ndp_wr32(job->dst + job->bstarts_pos + 4 * j, at);
+}
+
+static int32_t emit_memcpy(const uint8_t *src, int32_t nbytes, uint8_t *dst, int32_t dstsize,
+                           ndp_error *err) {
+  if ((int64_t)nbytes + NDP_EXT_HEADER > dstsize)
+    return ndp_fail(err, NDP_ERR_DEST_SIZE,
+                    "destination of %d bytes cannot hold %d bytes stored uncompressed",
+                    (int)dstsize, (int)(nbytes + NDP_EXT_HEADER));
+  if (nbytes > 0) memcpy(dst + NDP_EXT_HEADER, src, (size_t)nbytes);
+  dst[2] |= 0x02;
+  ndp_wr32(dst + 12, nbytes + NDP_EXT_HEADER);
+  return nbytes + NDP_EXT_HEADER;
+}
+
+static int check_params(const ndp_cparams *cp, int32_t srcsize, ndp_error *err) {
+  if (cp->clevel < 0 || cp->clevel > 9)
+    return ndp_fail(err, NDP_ERR_PARAM, "clevel must be 0..9, got %d", cp->clevel);
+  if (cp->typesize < 1)
+    return ndp_fail(err, NDP_ERR_PARAM, "typesize must be >= 1, got %d", (int)cp->typesize);
+  if (cp->blocksize < 0)
+    return ndp_fail(err, NDP_ERR_PARAM, "blocksize must be >= 0, got %d", (int)cp->blocksize);
+  if (cp->blocksize > NDP_MAX_BLOCKSIZE)
+    return ndp_fail(err, NDP_ERR_PARAM, "blocksize %d exceeds the maximum %d",
+                    (int)cp->blocksize, NDP_MAX_BLOCKSIZE);
+  if (cp->splitmode < NDP_ALWAYS_SPLIT || cp->splitmode > NDP_FORWARD_COMPAT_SPLIT)
+    return ndp_fail(err, NDP_ERR_PARAM, "splitmode must be 1..4, got %d", cp->splitmode);
+  if (srcsize < 0 || srcsize > NDP_MAX_BUFFERSIZE)
+    return ndp_fail(err, NDP_ERR_PARAM, "source of %ld bytes exceeds the chunk limit of %d bytes",
+                    (long)srcsize, NDP_MAX_BUFFERSIZE);
+  if (!ndp_codec_available(cp->compcode))
+    return ndp_fail(err, NDP_ERR_CODEC, "codec %d is not available (built in: 0 blosclz, "
+                    "1 lz4, 2 lz4hc, 4 zlib, 5 zstd; 160..255 when registered)", cp->compcode);
+  if (cp->use_dict)
+    return ndp_fail(err, NDP_ERR_PARAM,
+                    "writing dictionary chunks is not supported yet (reading them is)");
+  int32_t ts = cp->typesize > NDP_MAX_TYPESIZE ? 1 : cp->typesize;
+  return ndp_pipeline_check(cp->filters, cp->filters_meta, ts, err);
+}
+
+int32_t ndp_compress(const ndp_cparams *cp, const void *src_, int32_t srcsize, void *dst_,
+                     int32_t dstsize, ndp_error *err) {
+  const uint8_t *src = (const uint8_t *)src_;
+  uint8_t *dst = (uint8_t *)dst_;
+  int rc = check_params(cp, srcsize, err);
+  if (rc != NDP_OK) return rc;
+  if (dstsize < NDP_EXT_HEADER)
+    return ndp_fail(err, NDP_ERR_DEST_SIZE, "destination must hold at least 32 bytes");
+
+  int32_t ts = cp->typesize > NDP_MAX_TYPESIZE ? 1 : cp->typesize;
+  int32_t nbytes = srcsize;
+  int32_t blocksize = ndp_auto_blocksize(cp, nbytes);
+  int has_delta = 0;
+  for (int i = 0; i < NDP_NFILTERS; i++) has_delta |= cp->filters[i] == NDP_DELTA;
+
+  /* Header as computed for compression (FORMAT.md 1.2/1.3/1.8). */
+  if (cp->clevel == 0 || nbytes < 32) {
+    ndp_write_header(dst, 5, 0x05, cp->typesize, nbytes, blocksize, NDP_EXT_HEADER);
+    memcpy(dst + 16, cp->filters, NDP_NFILTERS);
+    dst[22] = (uint8_t)cp->compcode;
+    return emit_memcpy(src, nbytes, dst, dstsize, err);
+  }
+  int split = ndp_split_rule(cp, ts, blocksize) && blocksize % ts == 0;
+  int flags = 0x05 | (has_delta ? 0x08 : 0) | (split ? 0 : 0x10) |
+              (ndp_codec_format(cp->compcode) << 5);
+  ndp_write_header(dst, 5, flags, cp->typesize, nbytes, blocksize, 0);
+  memcpy(dst + 16, cp->filters, NDP_NFILTERS);
+  dst[22] = (uint8_t)cp->compcode;
+  dst[23] = (uint8_t)cp->compcode_meta;
+  memcpy(dst + 24, cp->filters_meta, NDP_NFILTERS);
+
+  cjob job;
+  job.cp = cp;
+  job.src = src;
+  job.nbytes = nbytes;
+  job.blocksize = blocksize;
+  job.nblocks = (int32_t)(((int64_t)nbytes + blocksize - 1) / blocksize);
+  job.typesize = ts;
+  job.split = split;
+  memcpy(job.filters, cp->filters, NDP_NFILTERS);
+  memcpy(job.meta, cp->filters_meta, NDP_NFILTERS);
+  job.dst = dst;
+  job.limit = nbytes + NDP_MAX_OVERHEAD < dstsize ? nbytes + NDP_MAX_OVERHEAD : dstsize;
+  job.bstarts_pos = NDP_EXT_HEADER;
+  int32_t data_start = NDP_EXT_HEADER + 4 * job.nblocks;
+  atomic_init(&job.pos, data_start);
+  atomic_init(&job.overflow, data_start > job.limit);
+  atomic_init(&job.all_zero, 1);
+  atomic_init(&job.failed, 0);
+  job.err.code = 0;
+  job.err.msg[0] = 0;
+  pthread_mutex_init(&job.err_lock, NULL);
+
+  if (!atomic_load(&job.overflow))
+    ndp_parallel_for(cp->nthreads, job.nblocks, compress_block, &job);
+  pthread_mutex_destroy(&job.err_lock);
+
+  if (atomic_load(&job.failed)) return ndp_fail(err, job.err.code, "%s", job.err.msg);
+  if (atomic_load(&job.overflow)) return emit_memcpy(src, nbytes, dst, dstsize, err);
+  if (atomic_load(&job.all_zero)) {
+    ndp_wr32(dst + 12, NDP_EXT_HEADER);
+    dst[31] = NDP_SPECIAL_ZERO << 4;
+    return NDP_EXT_HEADER;
+  }
+  int32_t cbytes = atomic_load(&job.pos);
+  ndp_wr32(dst + 12, cbytes);
+  return cbytes;
+}

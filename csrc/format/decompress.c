@@ -1,0 +1,378 @@
+/* Chunk reader (FORMAT.md 1.4-1.7, 1.9, 1.11): whole chunks, item ranges and
+ * block subsets.  Every length read from the chunk is checked against cbytes
+ * before it is used. */
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "chunk.h"
+
+#include "../codecs/codecs.h"
+#include "../common/tls.h"
+
+typedef struct {
+  const uint8_t *src;
+  ndp_chunk_info ci;
+  ndp_dict dict;
+  int has_dict;
+  int32_t data_start;        /* first byte after bstarts (and dictionary) */
+  int32_t typesize;
+  int active;                /* the backward pipeline changes bytes */
+  int has_delta;
+  const uint8_t *ref;        /* decoded block 0 (DELTA) */
+  /* block list mode */
+  const int32_t *blocks;
+  uint8_t *dst;
+  atomic_int failed;
+  ndp_error err;
+  pthread_mutex_t err_lock;
+} djob;
+
+static void djob_fail(djob *job, const ndp_error *e) {
+  pthread_mutex_lock(&job->err_lock);
+  if (!atomic_load(&job->failed)) {
+    job->err = *e;
+    atomic_store(&job->failed, 1);
+  }
+  pthread_mutex_unlock(&job->err_lock);
+}
+
+static int32_t block_size(const ndp_chunk_info *ci, int32_t j) {
+  int32_t off = j * ci->blocksize;
+  return ci->nbytes - off < ci->blocksize ? ci->nbytes - off : ci->blocksize;
+}
+
+/* Fill n bytes for chunk offset `off` of a special chunk. */
+static void fill_special(const djob *job, int32_t off, int32_t n, uint8_t *out) {
+  const ndp_chunk_info *ci = &job->ci;
+  if (ci->special == NDP_SPECIAL_ZERO || ci->special == NDP_SPECIAL_UNINIT) {
+    memset(out, 0, (size_t)n);
+    return;
+  }
+  uint8_t pat[8];
+  const uint8_t *v;
+  int32_t t;
+  if (ci->special == NDP_SPECIAL_NAN) {
+    t = ci->typesize;
+    if (t == 4) { float f = __builtin_nanf(""); memcpy(pat, &f, 4); }
+    else { double d = __builtin_nan(""); memcpy(pat, &d, 8); }
+    v = pat;
+  } else {
+    t = ci->cbytes - NDP_EXT_HEADER;
+    v = job->src + NDP_EXT_HEADER;
+  }
+  /* Write the first period, then double the filled prefix. */
+  int32_t phase = off % t, done = 0;
+  while (done < n && done < t) { out[done] = v[(phase + done) % t]; done++; }
+  while (done < n) {
+    int32_t c = done <= n - done ? done : n - done;
+    c -= c % t;
+    if (c == 0) c = n - done < t ? n - done : t;
+    memcpy(out + done, out, (size_t)c);
+    done += c;
+  }
+}
+
+/* Decode the streams of regular block j into `out` (bsize bytes). */
+static int decode_streams(const djob *job, int32_t j, int32_t bsize, uint8_t *out,
+                          ndp_error *err) {
+  const ndp_chunk_info *ci = &job->ci;
+  const uint8_t *src = job->src;
+  int32_t cbytes = ci->cbytes;
+  int32_t pos = ndp_rd32(src + ci->header_len + 4 * j);
+  if (pos < job->data_start || pos >= cbytes)
+    return ndp_fail(err, NDP_ERR_FORMAT, "block %d starts at %d, outside the data area [%d, %d)",
+                    (int)j, (int)pos, (int)job->data_start, (int)cbytes);
+  int nstreams = (!ci->dont_split && bsize == ci->blocksize) ? job->typesize : 1;
+  if (bsize % nstreams != 0)
+    return ndp_fail(err, NDP_ERR_FORMAT, "block %d of %d bytes cannot be split in %d streams",
+                    (int)j, (int)bsize, nstreams);
+  int32_t neblock = bsize / nstreams;
+  for (int s = 0; s < nstreams; s++) {
+    uint8_t *o = out + (size_t)s * neblock;
+    if (cbytes - pos < 4)
+      return ndp_fail(err, NDP_ERR_FORMAT, "block %d stream %d: size field past the end",
+                      (int)j, s);
+    int32_t csize = ndp_rd32(src + pos);
+    pos += 4;
+    if (csize == 0) {
+      memset(o, 0, (size_t)neblock);
+    } else if (csize < 0) {
+      if (csize < -255 || pos >= cbytes || !(src[pos] & 0x01))
+        return ndp_fail(err, NDP_ERR_FORMAT, "block %d stream %d: invalid run (csize %d)",
+                        (int)j, s, (int)csize);
+      memset(o, -csize, (size_t)neblock);
+      pos += 1;
+    } else {
+      if (csize > cbytes - pos)
+        return ndp_fail(err, NDP_ERR_FORMAT,
+                        "block %d stream %d: %d bytes declared, only %d left in the chunk",
+                        (int)j, s, (int)csize, (int)(cbytes - pos));
+      if (csize == neblock) {
+        memcpy(o, src + pos, (size_t)neblock);
+      } else {
+        int32_t r = ndp_codec_decode(ci->compcode, ci->compcode_meta, src + pos, csize, o,
+                                     neblock, job->has_dict ? &job->dict : NULL);
+        if (r == NDP_ERR_CODEC)
+          return ndp_fail(err, NDP_ERR_CODEC, "chunk uses codec %d, which is not available",
+                          ci->compcode);
+        if (r != neblock)
+          return ndp_fail(err, r == NDP_ERR_CALLBACK ? NDP_ERR_CALLBACK : NDP_ERR_FORMAT,
+                          "block %d stream %d: corrupt %s stream (decoded %d of %d bytes)",
+                          (int)j, s, ci->compcode == NDP_ZSTD ? "zstd" :
+                          ci->compcode == NDP_ZLIB ? "zlib" :
+                          ci->compcode == NDP_BLOSCLZ ? "blosclz" : "codec",
+                          (int)(r < 0 ? 0 : r), (int)neblock);
+      }
+      pos += csize;
+    }
+  }
+  return NDP_OK;
+}
+
+/* Decode block j (any kind of chunk) into out. */
+static int decode_block(const djob *job, int32_t j, uint8_t *out, ndp_error *err) {
+  const ndp_chunk_info *ci = &job->ci;
+  int32_t off = j * ci->blocksize;
+  int32_t bsize = block_size(ci, j);
+  if (ci->special) {
+    fill_special(job, off, bsize, out);
+    return NDP_OK;
+  }
+  if (ci->memcpyed) {
+    memcpy(out, job->src + ci->header_len + off, (size_t)bsize);
+    return NDP_OK;
+  }
+  if (!job->active) return decode_streams(job, j, bsize, out, err);
+  uint8_t *a = ndp_scratch(0, (size_t)ci->blocksize);
+  uint8_t *b = ndp_scratch(1, (size_t)ci->blocksize);
+  if (a == NULL || b == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "cannot allocate block buffers");
+  int rc = decode_streams(job, j, bsize, a, err);
+  if (rc != NDP_OK) return rc;
+  return ndp_pipeline_backward(ci->filters, ci->filters_meta, job->typesize, job->ref, off, a,
+                               bsize, out, b, ci->version <= 2, err);
+}
+
+static int djob_init(djob *job, const void *src, int32_t srcsize, ndp_error *err) {
+  memset(job, 0, sizeof *job);
+  int rc = ndp_chunk_parse(src, srcsize, &job->ci, err);
+  if (rc != NDP_OK) return rc;
+  const ndp_chunk_info *ci = &job->ci;
+  job->src = (const uint8_t *)src;
+  job->typesize = ci->typesize;
+  job->active = ndp_pipeline_active(ci->filters);
+  for (int i = 0; i < NDP_NFILTERS; i++) job->has_delta |= ci->filters[i] == NDP_DELTA;
+  job->data_start = ci->header_len + 4 * ci->nblocks;
+  atomic_init(&job->failed, 0);
+  if (ci->special || ci->memcpyed || ci->nbytes == 0) return NDP_OK;
+  if (!ndp_codec_available(ci->compcode))
+    return ndp_fail(err, NDP_ERR_CODEC,
+                    "chunk uses codec %d, which is neither built in nor registered", ci->compcode);
+  if (ci->use_dict) {
+    if (ci->compcode != NDP_ZSTD && ci->compcode != NDP_LZ4 && ci->compcode != NDP_LZ4HC)
+      return ndp_fail(err, NDP_ERR_FORMAT, "dictionary chunk with codec %d", ci->compcode);
+    if (ci->cbytes - job->data_start < 4)
+      return ndp_fail(err, NDP_ERR_FORMAT, "dictionary size field past the end of the chunk");
+    int32_t dsize = ndp_rd32(job->src + job->data_start);
+    if (dsize <= 0 || dsize > NDP_MAX_DICT || dsize > ci->cbytes - job->data_start - 4)
+      return ndp_fail(err, NDP_ERR_FORMAT, "invalid dictionary size %d", (int)dsize);
+    if (ndp_dict_init(&job->dict, ci->compcode, job->src + job->data_start + 4, dsize) != NDP_OK)
+      return ndp_fail(err, NDP_ERR_FORMAT, "invalid zstd dictionary");
+    job->has_dict = 1;
+    job->data_start += 4 + dsize;
+  }
+  pthread_mutex_init(&job->err_lock, NULL);
+  return NDP_OK;
+}
+
+static void djob_free(djob *job) {
+  if (job->has_dict) ndp_dict_free(&job->dict);
+  if (!(job->ci.special || job->ci.memcpyed || job->ci.nbytes == 0))
+    pthread_mutex_destroy(&job->err_lock);
+}
+
+/* ---- VL-block chunks (version 6) ---- */
+
+static int32_t decode_vl(djob *job, uint8_t *dst, ndp_error *err) {
+  const ndp_chunk_info *ci = &job->ci;
+  const uint8_t *src = job->src;
+  int32_t written = 0;
+  for (int32_t j = 0; j < ci->nblocks; j++) {
+    int32_t start = ndp_rd32(src + ci->header_len + 4 * j);
+    int32_t end = j + 1 < ci->nblocks ? ndp_rd32(src + ci->header_len + 4 * (j + 1)) : ci->cbytes;
+    if (start < job->data_start || end > ci->cbytes || end - start < 4)
+      return ndp_fail(err, NDP_ERR_FORMAT, "VL block %d has invalid bounds [%d, %d)",
+                      (int)j, (int)start, (int)end);
+    int32_t usize = ndp_rd32(src + start);
+    int32_t plen = end - start - 4;
+    if (usize < 0 || usize > ci->nbytes - written)
+      return ndp_fail(err, NDP_ERR_FORMAT, "VL block %d declares %d bytes, more than remain",
+                      (int)j, (int)usize);
+    uint8_t *a = ndp_scratch(0, (size_t)usize);
+    uint8_t *b = ndp_scratch(1, (size_t)usize);
+    if (a == NULL || b == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "out of memory");
+    if (plen == usize) {
+      memcpy(a, src + start + 4, (size_t)usize);
+    } else {
+      int32_t r = ndp_codec_decode(ci->compcode, ci->compcode_meta, src + start + 4, plen, a,
+                                   usize, job->has_dict ? &job->dict : NULL);
+      if (r != usize)
+        return ndp_fail(err, NDP_ERR_FORMAT, "VL block %d: corrupt codec stream", (int)j);
+    }
+    int rc = ndp_pipeline_backward(ci->filters, ci->filters_meta, job->typesize,
+                                   dst + written, 0, a, usize, dst + written, b, 0, err);
+    if (rc != NDP_OK) return rc;
+    written += usize;
+  }
+  if (written != ci->nbytes)
+    return ndp_fail(err, NDP_ERR_FORMAT, "VL blocks decode to %d bytes, header says %d",
+                    (int)written, (int)ci->nbytes);
+  return written;
+}
+
+/* ---- whole chunk ---- */
+
+static void whole_task(void *ctx, int32_t t) {
+  djob *job = (djob *)ctx;
+  if (atomic_load(&job->failed)) return;
+  int32_t j = t + (job->has_delta ? 1 : 0);
+  ndp_error e = {0, {0}};
+  if (decode_block(job, j, job->dst + (size_t)j * job->ci.blocksize, &e) != NDP_OK)
+    djob_fail(job, &e);
+}
+
+int32_t ndp_decompress(const void *src, int32_t srcsize, void *dst_, int32_t dstsize,
+                       int nthreads, ndp_error *err) {
+  uint8_t *dst = (uint8_t *)dst_;
+  djob job;
+  int rc = djob_init(&job, src, srcsize, err);
+  if (rc != NDP_OK) return rc;
+  const ndp_chunk_info *ci = &job.ci;
+  int32_t result = ci->nbytes;
+  if (dstsize < ci->nbytes) {
+    result = ndp_fail(err, NDP_ERR_DEST_SIZE, "destination of %d bytes, chunk holds %d",
+                      (int)dstsize, (int)ci->nbytes);
+  } else if (ci->nbytes == 0) {
+    /* nothing to do */
+  } else if (ci->special) {
+    fill_special(&job, 0, ci->nbytes, dst);
+  } else if (ci->memcpyed) {
+    memcpy(dst, job.src + ci->header_len, (size_t)ci->nbytes);
+  } else if (ci->vlblocks) {
+    result = decode_vl(&job, dst, err);
+  } else {
+    job.dst = dst;
+    job.ref = dst;
+    int32_t ntasks = ci->nblocks;
+    if (job.has_delta) {  /* block 0 is DELTA's reference: decode it first */
+      rc = decode_block(&job, 0, dst, err);
+      ntasks--;
+    }
+    if (rc == NDP_OK) {
+      ndp_parallel_for(nthreads, ntasks, whole_task, &job);
+      if (atomic_load(&job.failed)) rc = ndp_fail(err, job.err.code, "%s", job.err.msg);
+    }
+    if (rc != NDP_OK) result = rc;
+  }
+  djob_free(&job);
+  return result;
+}
+
+/* ---- block subsets and item ranges ---- */
+
+/* Make job->ref point at decoded block 0 when DELTA needs it. */
+static int prepare_ref(djob *job, ndp_error *err) {
+  if (!job->has_delta || job->ci.special || job->ci.memcpyed) return NDP_OK;
+  uint8_t *r = (uint8_t *)malloc((size_t)job->ci.blocksize);
+  if (r == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "out of memory");
+  int rc = decode_block(job, 0, r, err);
+  if (rc != NDP_OK) {
+    free(r);
+    return rc;
+  }
+  job->ref = r;
+  return NDP_OK;
+}
+
+static void list_task(void *ctx, int32_t i) {
+  djob *job = (djob *)ctx;
+  if (atomic_load(&job->failed)) return;
+  ndp_error e = {0, {0}};
+  if (decode_block(job, job->blocks[i], job->dst + (size_t)i * job->ci.blocksize, &e) != NDP_OK)
+    djob_fail(job, &e);
+}
+
+int32_t ndp_decompress_blocks(const void *src, int32_t srcsize, const int32_t *blocks,
+                              int32_t nblocks, void *dst, int32_t dstsize, int nthreads,
+                              ndp_error *err) {
+  djob job;
+  int rc = djob_init(&job, src, srcsize, err);
+  if (rc != NDP_OK) return rc;
+  const ndp_chunk_info *ci = &job.ci;
+  int32_t end = 0;
+  for (int32_t i = 0; i < nblocks && rc == NDP_OK; i++) {
+    if (blocks[i] < 0 || blocks[i] >= ci->nblocks)
+      rc = ndp_fail(err, NDP_ERR_PARAM, "block %d out of range (chunk has %d blocks)",
+                    (int)blocks[i], (int)ci->nblocks);
+    else if (ci->vlblocks)
+      rc = ndp_fail(err, NDP_ERR_PARAM, "VL-block chunks can only be decoded whole");
+    else {
+      int64_t e = (int64_t)i * ci->blocksize + block_size(ci, blocks[i]);
+      if (e > dstsize)
+        rc = ndp_fail(err, NDP_ERR_DEST_SIZE, "destination of %d bytes too small for %d blocks",
+                      (int)dstsize, (int)nblocks);
+      if (e > end) end = (int32_t)e;
+    }
+  }
+  if (rc == NDP_OK) rc = prepare_ref(&job, err);
+  if (rc == NDP_OK) {
+    job.blocks = blocks;
+    job.dst = (uint8_t *)dst;
+    ndp_parallel_for(nthreads, nblocks, list_task, &job);
+    if (atomic_load(&job.failed)) rc = ndp_fail(err, job.err.code, "%s", job.err.msg);
+  }
+  if (job.ref != NULL) free((void *)job.ref);
+  djob_free(&job);
+  return rc == NDP_OK ? end : rc;
+}
+
+int32_t ndp_getitem(const void *src, int32_t srcsize, int32_t start, int32_t nitems, void *dst_,
+                    int32_t dstsize, ndp_error *err) {
+  uint8_t *dst = (uint8_t *)dst_;
+  djob job;
+  int rc = djob_init(&job, src, srcsize, err);
+  if (rc != NDP_OK) return rc;
+  const ndp_chunk_info *ci = &job.ci;
+  int64_t ts = ci->typesize;
+  int64_t lo = (int64_t)start * ts, hi = ((int64_t)start + nitems) * ts;
+  if (start < 0 || nitems < 0 || hi > ci->nbytes)
+    rc = ndp_fail(err, NDP_ERR_PARAM, "items [%d, %d) out of range (chunk has %d items)",
+                  (int)start, (int)(start + (int64_t)nitems), (int)(ci->nbytes / ts));
+  else if (hi - lo > dstsize)
+    rc = ndp_fail(err, NDP_ERR_DEST_SIZE, "destination of %d bytes, %d needed", (int)dstsize,
+                  (int)(hi - lo));
+  else if (ci->vlblocks)
+    rc = ndp_fail(err, NDP_ERR_PARAM, "VL-block chunks can only be decoded whole");
+  if (rc == NDP_OK && hi > lo) {
+    if (ci->special) fill_special(&job, (int32_t)lo, (int32_t)(hi - lo), dst);
+    else if (ci->memcpyed) memcpy(dst, job.src + ci->header_len + lo, (size_t)(hi - lo));
+    else rc = prepare_ref(&job, err);
+    if (rc == NDP_OK && !ci->special && !ci->memcpyed) {
+      uint8_t *tmp = (uint8_t *)malloc((size_t)ci->blocksize);
+      if (tmp == NULL) rc = ndp_fail(err, NDP_ERR_MEMORY, "out of memory");
+      for (int32_t j = (int32_t)(lo / ci->blocksize); rc == NDP_OK && (int64_t)j * ci->blocksize < hi; j++) {
+        int64_t boff = (int64_t)j * ci->blocksize, bsz = block_size(ci, j);
+        int64_t a = lo > boff ? lo : boff, b = hi < boff + bsz ? hi : boff + bsz;
+        if (a == boff && b == boff + bsz) {
+          rc = decode_block(&job, j, dst + (a - lo), err);   /* whole block: in place */
+        } else {
+          rc = decode_block(&job, j, tmp, err);
+          if (rc == NDP_OK) memcpy(dst + (a - lo), tmp + (a - boff), (size_t)(b - a));
+        }
+      }
+      free(tmp);
+    }
+  }
+  if (job.ref != NULL) free((void *)job.ref);
+  djob_free(&job);
+  return rc == NDP_OK ? (int32_t)(hi - lo) : rc;
+}

@@ -1,0 +1,165 @@
+/* ndpack C core: the Blosc2 chunk format (FORMAT.md sections 1-3).
+ *
+ * Public API used by the Cython binding.  Every function that can fail
+ * returns a negative code from ndp_status and, when `err` is not NULL, fills
+ * it with a message naming what is wrong.  No function reads or writes
+ * outside the buffers and lengths it is given.
+ */
+#ifndef NDPACK_H
+#define NDPACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NDP_VERSION_STRING "0.1.0"
+
+/* ---- status codes ---- */
+typedef enum {
+  NDP_OK = 0,
+  NDP_ERR_FORMAT = -1,      /* input is not a valid chunk (corrupt, truncated, lying header) */
+  NDP_ERR_CODEC = -2,       /* unknown or unavailable codec id */
+  NDP_ERR_FILTER = -3,      /* unknown filter id or invalid filter parameter */
+  NDP_ERR_PARAM = -4,       /* invalid argument from the caller */
+  NDP_ERR_DEST_SIZE = -5,   /* destination buffer too small */
+  NDP_ERR_MEMORY = -6,      /* allocation failed */
+  NDP_ERR_CALLBACK = -7,    /* a user codec or filter reported failure */
+  NDP_ERR_THREAD = -8,      /* thread creation failed */
+} ndp_status;
+
+#define NDP_ERRMSG_LEN 200
+typedef struct {
+  int code;
+  char msg[NDP_ERRMSG_LEN];
+} ndp_error;
+
+const char *ndp_status_name(int code);
+
+/* ---- identifiers (FORMAT.md 2.1 and 3.1) ---- */
+enum {
+  NDP_BLOSCLZ = 0, NDP_LZ4 = 1, NDP_LZ4HC = 2, NDP_ZLIB = 4, NDP_ZSTD = 5,
+  NDP_USER_CODEC_MIN = 160
+};
+enum {
+  NDP_NOFILTER = 0, NDP_SHUFFLE = 1, NDP_BITSHUFFLE = 2, NDP_DELTA = 3,
+  NDP_TRUNC_PREC = 4, NDP_BYTEDELTA_LEGACY = 34, NDP_BYTEDELTA = 35,
+  NDP_INT_TRUNC = 36, NDP_USER_FILTER_MIN = 160
+};
+enum { NDP_ALWAYS_SPLIT = 1, NDP_NEVER_SPLIT = 2, NDP_AUTO_SPLIT = 3, NDP_FORWARD_COMPAT_SPLIT = 4 };
+enum { NDP_SPECIAL_NONE = 0, NDP_SPECIAL_ZERO = 1, NDP_SPECIAL_NAN = 2,
+       NDP_SPECIAL_VALUE = 3, NDP_SPECIAL_UNINIT = 4 };
+
+#define NDP_MIN_HEADER 16
+#define NDP_EXT_HEADER 32
+#define NDP_MAX_OVERHEAD 32       /* cbytes <= nbytes + NDP_MAX_OVERHEAD always */
+#define NDP_MAX_BUFFERSIZE (INT32_MAX - NDP_MAX_OVERHEAD)
+#define NDP_MAX_BLOCKSIZE 536866816
+#define NDP_MAX_TYPESIZE 255
+#define NDP_NFILTERS 6
+#define NDP_MAX_DICT 32768
+
+/* ---- parameters ---- */
+typedef struct {
+  int compcode;                   /* NDP_BLOSCLZ ... or a registered user codec */
+  int compcode_meta;
+  int clevel;                     /* 0..9; 0 stores memcpyed */
+  int use_dict;
+  int32_t typesize;               /* >= 1; written as 1 when > 255 */
+  int nthreads;                   /* >= 1 */
+  int32_t blocksize;              /* 0 = automatic (FORMAT.md 1.10) */
+  int splitmode;                  /* NDP_*_SPLIT */
+  uint8_t filters[NDP_NFILTERS];
+  uint8_t filters_meta[NDP_NFILTERS];
+} ndp_cparams;
+
+/* python-blosc2's CParams() defaults (zstd, clevel 5, shuffle in slot 5). */
+ndp_cparams ndp_cparams_default(void);
+
+/* ---- chunk inspection ---- */
+typedef struct {
+  int version, versionlz, flags, typesize;
+  int32_t nbytes, blocksize, cbytes;
+  int header_len;                 /* 16 or 32 */
+  int extended;
+  int memcpyed;
+  int dont_split;
+  int special;                    /* NDP_SPECIAL_* */
+  int vlblocks;
+  int use_dict;
+  int compcode;                   /* resolved codec id (compcode numbering) */
+  int compcode_meta;
+  int32_t nblocks;
+  int32_t leftover;               /* bytes of the last block if partial, else 0 */
+  uint8_t filters[NDP_NFILTERS];
+  uint8_t filters_meta[NDP_NFILTERS];
+} ndp_chunk_info;
+
+/* Parse and validate a chunk header (the header only plus the length checks that
+ * need no decoding).  `srcsize` is the number of bytes available. */
+int ndp_chunk_parse(const void *src, int32_t srcsize, ndp_chunk_info *info, ndp_error *err);
+
+/* ---- compression ---- */
+
+/* Compress `srcsize` bytes.  `dstsize` >= srcsize + NDP_MAX_OVERHEAD always
+ * suffices.  Returns cbytes (> 0) or a negative ndp_status. */
+int32_t ndp_compress(const ndp_cparams *cp, const void *src, int32_t srcsize,
+                     void *dst, int32_t dstsize, ndp_error *err);
+
+/* Build a special chunk (zeros, NaN, repeated value, uninitialized) of
+ * `nbytes` with element size `typesize`; `value` holds `typesize` bytes for
+ * NDP_SPECIAL_VALUE.  `blocksize` is stored in the header (0 = automatic).
+ * Returns cbytes or a negative ndp_status. */
+int32_t ndp_chunk_special(int special, int32_t nbytes, int32_t typesize,
+                          int32_t blocksize, const void *value,
+                          void *dst, int32_t dstsize, ndp_error *err);
+
+/* ---- decompression ---- */
+
+/* Decode a whole chunk into dst (dstsize >= nbytes).  Returns nbytes or a
+ * negative ndp_status. */
+int32_t ndp_decompress(const void *src, int32_t srcsize, void *dst, int32_t dstsize,
+                       int nthreads, ndp_error *err);
+
+/* Decode items [start, start+nitems) (items of the chunk's typesize) into dst.
+ * Only the blocks that hold them are decoded.  Returns the bytes written. */
+int32_t ndp_getitem(const void *src, int32_t srcsize, int32_t start, int32_t nitems,
+                    void *dst, int32_t dstsize, ndp_error *err);
+
+/* Decode the blocks listed in `blocks` (indices, any order, no duplicates
+ * needed) writing block blocks[i] at dst + i*blocksize.  Returns the number of
+ * bytes written (the end of the last written byte) or a negative status. */
+int32_t ndp_decompress_blocks(const void *src, int32_t srcsize, const int32_t *blocks,
+                              int32_t nblocks, void *dst, int32_t dstsize,
+                              int nthreads, ndp_error *err);
+
+/* ---- user codecs and filters (ids 160-255) ---- */
+/* encoder: returns compressed size (> 0), 0 if it does not fit / not compressible,
+ *          < 0 on failure.  decoder: returns decoded size or < 0. */
+typedef int (*ndp_codec_fn)(const uint8_t *in, int32_t inlen, uint8_t *out, int32_t outlen,
+                            int meta, void *userdata);
+/* filters: transform n bytes, return 0 or < 0 on failure. */
+typedef int (*ndp_filter_fn)(const uint8_t *in, uint8_t *out, int32_t n, int meta,
+                             int32_t typesize, void *userdata);
+
+int ndp_register_codec(int id, int format_version, ndp_codec_fn encoder,
+                       ndp_codec_fn decoder, void *userdata, ndp_error *err);
+int ndp_register_filter(int id, ndp_filter_fn forward, ndp_filter_fn backward,
+                        void *userdata, ndp_error *err);
+int ndp_codec_available(int compcode);
+
+/* ---- threads ---- */
+int ndp_get_nthreads(void);          /* process default */
+int ndp_set_nthreads(int n);         /* returns the previous value */
+
+/* ---- configuration ---- */
+const char *ndp_isa_name(void);      /* "scalar", "sse2", "avx2" */
+int ndp_set_isa(const char *name);   /* tests: 0 ok, -1 not available */
+const char *ndp_codec_library_version(int compcode);  /* static string */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,70 @@
+"""ndpack: a lazy, out-of-core compute engine for compressed n-dimensional arrays.
+
+The chunk layer is byte-compatible with Blosc2 and uses python-blosc2's names,
+so ``import ndpack as blosc2`` works for the common core.
+
+Examples
+--------
+>>> import numpy as np, ndpack
+>>> data = np.arange(1_000_000, dtype=np.int64)
+>>> chunk = ndpack.compress2(data, typesize=8)
+>>> len(chunk) < data.nbytes // 50
+True
+>>> bool((np.frombuffer(ndpack.decompress2(chunk), np.int64) == data).all())
+True
+"""
+
+from ndpack import _core
+from ndpack.chunks import (chunk_info, compress, compress2, decompress, decompress2,
+                           get_cbuffer_sizes, get_clib)
+from ndpack.codecs import (Codec, CParams, DParams, Filter, SpecialValue, SplitMode, Tuner,
+                           compressor_list, register_codec, register_filter, set_nthreads)
+from ndpack.errors import (CallbackError, CodecError, FilterError, FormatError, NdpackError,
+                           ParameterError)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "__version__",
+    "Codec", "Filter", "SplitMode", "SpecialValue", "Tuner", "CParams", "DParams",
+    "compress", "decompress", "compress2", "decompress2", "get_cbuffer_sizes", "get_clib",
+    "chunk_info", "compressor_list", "register_codec", "register_filter",
+    "nthreads", "set_nthreads", "show_config",
+    "NdpackError", "FormatError", "CodecError", "FilterError", "ParameterError",
+    "CallbackError",
+]
+
+
+def __getattr__(name):
+    # `ndpack.nthreads` reads the live default, as `blosc2.nthreads` does.
+    if name == "nthreads":
+        return _core.get_nthreads()
+    raise AttributeError(f"module 'ndpack' has no attribute {name!r}")
+
+
+def show_config(file=None) -> dict:
+    """Print (and return) the codec library versions, the SIMD path and thread defaults.
+
+    Examples
+    --------
+    >>> import ndpack
+    >>> cfg = ndpack.show_config(file=open("/dev/null", "w"))
+    >>> sorted(cfg)
+    ['codecs', 'isa', 'nthreads', 'version']
+    """
+    import sys
+
+    cfg = {
+        "version": __version__,
+        "isa": _core.isa(),
+        "nthreads": _core.get_nthreads(),
+        "codecs": {c.name.lower(): _core.library_version(int(c)) for c in compressor_list()
+                   if c in Codec.__members__.values()},
+    }
+    out = sys.stdout if file is None else file
+    print(f"ndpack {cfg['version']}", file=out)
+    print(f"  filter ISA : {cfg['isa']} (NDPACK_ISA=scalar|sse2|avx2 forces one)", file=out)
+    print(f"  nthreads   : {cfg['nthreads']} (NDPACK_NTHREADS, ndpack.set_nthreads)", file=out)
+    for name, ver in cfg["codecs"].items():
+        print(f"  {name:<10} : {ver}", file=out)
+    return cfg

@@ -1,0 +1,445 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The binding to the C core: buffers in, buffers out.
+
+This is the only module that includes C headers.  The GIL is released around
+every C call, and every C status goes through :func:`_raise` (one table), so no
+call site can forget a check.  Higher layers use the Pythonic API in
+``ndpack.chunks`` and ``ndpack.codecs``; this module is private.
+"""
+
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_WRITABLE, PyBUF_ANY_CONTIGUOUS
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
+from cpython.ref cimport PyObject, Py_DECREF, Py_XDECREF
+from libc.stdint cimport int32_t, uint8_t, int64_t
+from libc.string cimport memcpy
+
+import threading
+
+from ndpack.errors import (CallbackError, CodecError, FilterError, FormatError,
+                           NdpackError, ParameterError)
+
+cdef extern from "ndpack.h" nogil:
+    ctypedef struct ndp_error:
+        int code
+        char msg[200]
+    ctypedef struct ndp_cparams:
+        int compcode
+        int compcode_meta
+        int clevel
+        int use_dict
+        int32_t typesize
+        int nthreads
+        int32_t blocksize
+        int splitmode
+        uint8_t filters[6]
+        uint8_t filters_meta[6]
+    ctypedef struct ndp_chunk_info:
+        int version, versionlz, flags, typesize
+        int32_t nbytes, blocksize, cbytes
+        int header_len, extended, memcpyed, dont_split, special, vlblocks, use_dict
+        int compcode, compcode_meta
+        int32_t nblocks, leftover
+        uint8_t filters[6]
+        uint8_t filters_meta[6]
+    ctypedef int (*ndp_codec_fn)(const uint8_t *inp, int32_t inlen, uint8_t *out, int32_t outlen,
+                                 int meta, void *userdata) noexcept
+    ctypedef int (*ndp_filter_fn)(const uint8_t *inp, uint8_t *out, int32_t n, int meta,
+                                  int32_t typesize, void *userdata) noexcept
+
+    int NDP_MAX_OVERHEAD
+    int NDP_MAX_BUFFERSIZE
+    const char *ndp_status_name(int code)
+    int ndp_chunk_parse(const void *src, int32_t srcsize, ndp_chunk_info *info, ndp_error *err)
+    int32_t ndp_compress(const ndp_cparams *cp, const void *src, int32_t srcsize,
+                         void *dst, int32_t dstsize, ndp_error *err)
+    int32_t ndp_chunk_special(int special, int32_t nbytes, int32_t typesize, int32_t blocksize,
+                              const void *value, void *dst, int32_t dstsize, ndp_error *err)
+    int32_t ndp_decompress(const void *src, int32_t srcsize, void *dst, int32_t dstsize,
+                           int nthreads, ndp_error *err)
+    int32_t ndp_getitem(const void *src, int32_t srcsize, int32_t start, int32_t nitems,
+                        void *dst, int32_t dstsize, ndp_error *err)
+    int32_t ndp_decompress_blocks(const void *src, int32_t srcsize, const int32_t *blocks,
+                                  int32_t nblocks, void *dst, int32_t dstsize, int nthreads,
+                                  ndp_error *err)
+    int ndp_register_codec(int id, int format_version, ndp_codec_fn encoder,
+                           ndp_codec_fn decoder, void *userdata, ndp_error *err)
+    int ndp_register_filter(int id, ndp_filter_fn forward, ndp_filter_fn backward,
+                            void *userdata, ndp_error *err)
+    int ndp_codec_available(int compcode)
+    int ndp_get_nthreads()
+    int ndp_set_nthreads(int n)
+    const char *ndp_isa_name()
+    int ndp_set_isa(const char *name)
+    const char *ndp_codec_library_version(int compcode)
+
+cdef extern from "Python.h":
+    PyObject *_bytes_new "PyBytes_FromStringAndSize"(const char *v, Py_ssize_t n)
+    char *_bytes_data "PyBytes_AS_STRING"(PyObject *o)
+    int _PyBytes_Resize(PyObject **bytes, Py_ssize_t newsize)
+    Py_ssize_t Py_SIZE(object o)
+
+
+cdef PyObject *_new_bytes(Py_ssize_t n) except NULL:
+    """A new, uninitialized bytes object (owned reference) to be filled by C."""
+    cdef PyObject *raw = _bytes_new(NULL, n)
+    if raw == NULL:
+        raise MemoryError(f"cannot allocate {n} bytes")
+    return raw
+
+
+cdef object _take_bytes(PyObject *raw, Py_ssize_t n):
+    """Shrink `raw` to n bytes and hand its reference over to Python."""
+    if n != Py_SIZE(<object>raw) and _PyBytes_Resize(&raw, n) < 0:
+        raise MemoryError("cannot resize output")
+    obj = <object>raw
+    Py_DECREF(obj)
+    return obj
+
+MAX_OVERHEAD = NDP_MAX_OVERHEAD
+MAX_BUFFERSIZE = NDP_MAX_BUFFERSIZE
+
+# One table from C status codes to exception classes.
+_ERRORS = {
+    -1: FormatError,
+    -2: CodecError,
+    -3: FilterError,
+    -4: ParameterError,
+    -5: ParameterError,
+    -6: MemoryError,
+    -7: CallbackError,
+    -8: RuntimeError,
+}
+
+_callback_state = threading.local()
+
+
+cdef int _raise(int code, ndp_error *err) except -1:
+    msg = err.msg.decode("utf-8", "replace") if err.code != 0 else ndp_status_name(code).decode()
+    cls = _ERRORS.get(code, NdpackError)
+    cause = getattr(_callback_state, "exc", None)
+    _callback_state.exc = None
+    if cls is CallbackError and cause is not None:
+        raise cls(f"{msg}: {cause!r}") from cause
+    raise cls(msg)
+
+
+cdef class _ReadBuffer:
+    """A contiguous read-only view of any object with the buffer protocol."""
+    cdef Py_buffer view
+    cdef bint held
+
+    def __cinit__(self, obj):
+        self.held = False
+        PyObject_GetBuffer(obj, &self.view, PyBUF_SIMPLE | PyBUF_ANY_CONTIGUOUS)
+        self.held = True
+
+    def __dealloc__(self):
+        if self.held:
+            PyBuffer_Release(&self.view)
+
+
+cdef class _WriteBuffer:
+    """A contiguous writable view of any object with the buffer protocol."""
+    cdef Py_buffer view
+    cdef bint held
+
+    def __cinit__(self, obj):
+        self.held = False
+        PyObject_GetBuffer(obj, &self.view, PyBUF_SIMPLE | PyBUF_WRITABLE | PyBUF_ANY_CONTIGUOUS)
+        self.held = True
+
+    def __dealloc__(self):
+        if self.held:
+            PyBuffer_Release(&self.view)
+
+
+cdef int32_t _checked_len(Py_ssize_t n, str what) except -1:
+    if n > NDP_MAX_BUFFERSIZE:
+        raise ParameterError(f"{what} of {n} bytes exceeds the chunk limit of "
+                             f"{NDP_MAX_BUFFERSIZE} bytes; split it (SChunk does that)")
+    return <int32_t>n
+
+
+def compress(src, int compcode, int compcode_meta, int clevel, bint use_dict, int typesize,
+             int nthreads, int blocksize, int splitmode, filters, filters_meta):
+    """Compress a buffer into one chunk; returns bytes.  Parameters are validated in C."""
+    cdef _ReadBuffer buf = _ReadBuffer(src)
+    cdef int32_t n = _checked_len(buf.view.len, "source")
+    cdef ndp_cparams cp
+    cdef ndp_error err
+    cdef int i
+    err.code = 0
+    if len(filters) != 6 or len(filters_meta) != 6:
+        raise ParameterError("filters and filters_meta must have 6 slots")
+    cp.compcode = compcode
+    cp.compcode_meta = compcode_meta
+    cp.clevel = clevel
+    cp.use_dict = use_dict
+    cp.typesize = typesize
+    cp.nthreads = nthreads
+    cp.blocksize = blocksize
+    cp.splitmode = splitmode
+    for i in range(6):
+        if not 0 <= filters[i] <= 255:
+            raise FilterError(f"filter id {filters[i]} in slot {i} is not in 0..255")
+        cp.filters[i] = filters[i]
+        cp.filters_meta[i] = <uint8_t>(filters_meta[i] & 0xFF)
+    cdef int32_t cap = n + NDP_MAX_OVERHEAD
+    cdef PyObject *raw = _new_bytes(cap)
+    cdef char *dst = _bytes_data(raw)
+    cdef int32_t r
+    with nogil:
+        r = ndp_compress(&cp, buf.view.buf, n, dst, cap, &err)
+    if r < 0:
+        Py_XDECREF(raw)
+        _raise(r, &err)
+    return _take_bytes(raw, r)
+
+
+cdef ndp_chunk_info _parse(_ReadBuffer buf) except *:
+    cdef ndp_chunk_info ci
+    cdef ndp_error err
+    err.code = 0
+    cdef int32_t n = buf.view.len if buf.view.len < NDP_MAX_BUFFERSIZE else NDP_MAX_BUFFERSIZE
+    cdef int r = ndp_chunk_parse(buf.view.buf, n, &ci, &err)
+    if r < 0:
+        _raise(r, &err)
+    return ci
+
+
+def chunk_info(src):
+    """Parse and validate a chunk header; returns a dict of its fields."""
+    cdef _ReadBuffer buf = _ReadBuffer(src)
+    cdef ndp_chunk_info ci = _parse(buf)
+    return {
+        "version": ci.version, "versionlz": ci.versionlz, "flags": ci.flags,
+        "typesize": ci.typesize, "nbytes": ci.nbytes, "blocksize": ci.blocksize,
+        "cbytes": ci.cbytes, "header_len": ci.header_len, "extended": bool(ci.extended),
+        "memcpyed": bool(ci.memcpyed), "dont_split": bool(ci.dont_split),
+        "special": ci.special, "vlblocks": bool(ci.vlblocks), "use_dict": bool(ci.use_dict),
+        "compcode": ci.compcode, "compcode_meta": ci.compcode_meta, "nblocks": ci.nblocks,
+        "filters": [ci.filters[i] for i in range(6)],
+        "filters_meta": [ci.filters_meta[i] for i in range(6)],
+    }
+
+
+def decompress(src, dst=None, int nthreads=1):
+    """Decode a chunk.  Returns bytes, or writes into the writable buffer `dst` and returns nbytes."""
+    cdef _ReadBuffer buf = _ReadBuffer(src)
+    cdef ndp_chunk_info ci = _parse(buf)
+    cdef ndp_error err
+    err.code = 0
+    cdef int32_t r
+    cdef int32_t srclen = ci.cbytes
+    cdef _WriteBuffer wbuf
+    cdef PyObject *raw
+    cdef char *dp
+    if dst is None:
+        raw = _new_bytes(ci.nbytes)
+        dp = _bytes_data(raw)
+        with nogil:
+            r = ndp_decompress(buf.view.buf, srclen, dp, ci.nbytes, nthreads, &err)
+        if r < 0:
+            Py_XDECREF(raw)
+            _raise(r, &err)
+        return _take_bytes(raw, r)
+    wbuf = _WriteBuffer(dst)
+    if wbuf.view.len < ci.nbytes:
+        raise ParameterError(f"destination holds {wbuf.view.len} bytes, the chunk decodes "
+                             f"to {ci.nbytes}")
+    with nogil:
+        r = ndp_decompress(buf.view.buf, srclen, wbuf.view.buf, ci.nbytes, nthreads, &err)
+    if r < 0:
+        _raise(r, &err)
+    return r
+
+
+def getitem(src, int start, int nitems):
+    """Decode items [start, start + nitems) of a chunk (only the blocks holding them)."""
+    cdef _ReadBuffer buf = _ReadBuffer(src)
+    cdef ndp_chunk_info ci = _parse(buf)
+    cdef ndp_error err
+    err.code = 0
+    if start < 0 or nitems < 0:
+        raise ParameterError("start and nitems must be >= 0")
+    cdef int64_t size = <int64_t>nitems * ci.typesize
+    if size > ci.nbytes:
+        raise ParameterError(f"{nitems} items of {ci.typesize} bytes exceed the chunk's "
+                             f"{ci.nbytes} bytes")
+    cdef PyObject *raw = _new_bytes(size)
+    cdef char *dp = _bytes_data(raw)
+    cdef int32_t r
+    with nogil:
+        r = ndp_getitem(buf.view.buf, ci.cbytes, start, nitems, dp, <int32_t>size, &err)
+    if r < 0:
+        Py_XDECREF(raw)
+        _raise(r, &err)
+    return _take_bytes(raw, r)
+
+
+def decompress_blocks(src, blocks, int nthreads=1):
+    """Decode the listed blocks; block blocks[i] lands at offset i * blocksize of the result."""
+    cdef _ReadBuffer buf = _ReadBuffer(src)
+    cdef ndp_chunk_info ci = _parse(buf)
+    cdef ndp_error err
+    err.code = 0
+    cdef Py_ssize_t nb = len(blocks), i
+    import array
+    idx = array.array("i", [int(b) for b in blocks])
+    cdef int[::1] bview = idx
+    cdef int64_t size = nb * <int64_t>ci.blocksize
+    if size > NDP_MAX_BUFFERSIZE:
+        raise ParameterError("too many blocks requested at once")
+    cdef PyObject *raw = _new_bytes(size)
+    cdef char *dst = _bytes_data(raw)
+    cdef int32_t r
+    cdef const int *bp = &bview[0] if nb > 0 else NULL
+    with nogil:
+        r = ndp_decompress_blocks(buf.view.buf, ci.cbytes, <const int32_t *>bp, <int32_t>nb,
+                                  dst, <int32_t>size, nthreads, &err)
+    if r < 0:
+        Py_XDECREF(raw)
+        _raise(r, &err)
+    return _take_bytes(raw, r)
+
+
+def special_chunk(int special, int nbytes, int typesize, int blocksize, value=None):
+    """Build a special-value chunk (1 zeros, 2 NaN, 3 repeated value, 4 uninitialized)."""
+    cdef ndp_error err
+    err.code = 0
+    cdef _ReadBuffer vbuf
+    cdef const void *vp = NULL
+    if value is not None:
+        vbuf = _ReadBuffer(value)
+        if vbuf.view.len != typesize:
+            raise ParameterError(f"value has {vbuf.view.len} bytes, typesize is {typesize}")
+        vp = vbuf.view.buf
+    cap = 32 + (typesize if special == 3 else 0)
+    out = PyBytes_FromStringAndSize(NULL, cap)
+    cdef int32_t r = ndp_chunk_special(special, nbytes, typesize, blocksize, vp,
+                                       PyBytes_AS_STRING(out), cap, &err)
+    if r < 0:
+        _raise(r, &err)
+    return out
+
+
+# ---- user codecs and filters -------------------------------------------------
+
+_registered = {}   # id -> tuple of Python callables (kept alive here)
+
+
+cdef object _uint8_view(const uint8_t *p, Py_ssize_t n, bint writable):
+    import numpy as np
+    if n == 0:
+        return np.empty(0, dtype=np.uint8)
+    cdef uint8_t[::1] mv = <uint8_t[:n]> p
+    arr = np.asarray(mv)
+    if not writable:
+        arr.flags.writeable = False
+    return arr
+
+
+cdef int _codec_call(int which, const uint8_t *inp, int32_t inlen, uint8_t *out,
+                     int32_t outlen, int meta, void *userdata) noexcept with gil:
+    try:
+        fn = (<tuple>userdata)[which]
+        r = fn(_uint8_view(inp, inlen, False), _uint8_view(out, outlen, True), meta, None)
+        return int(r) if r is not None else -1
+    except BaseException as exc:
+        _callback_state.exc = exc
+        return -1
+
+
+cdef int _codec_encode(const uint8_t *inp, int32_t inlen, uint8_t *out, int32_t outlen,
+                       int meta, void *userdata) noexcept nogil:
+    return _codec_call(0, inp, inlen, out, outlen, meta, userdata)
+
+
+cdef int _codec_decode(const uint8_t *inp, int32_t inlen, uint8_t *out, int32_t outlen,
+                       int meta, void *userdata) noexcept nogil:
+    return _codec_call(1, inp, inlen, out, outlen, meta, userdata)
+
+
+cdef int _filter_call(int which, const uint8_t *inp, uint8_t *out, int32_t n, int meta,
+                      void *userdata) noexcept with gil:
+    try:
+        fn = (<tuple>userdata)[which]
+        fn(_uint8_view(inp, n, False), _uint8_view(out, n, True), meta, None)
+        return 0
+    except BaseException as exc:
+        _callback_state.exc = exc
+        return -1
+
+
+cdef int _filter_forward(const uint8_t *inp, uint8_t *out, int32_t n, int meta,
+                         int32_t typesize, void *userdata) noexcept nogil:
+    return _filter_call(0, inp, out, n, meta, userdata)
+
+
+cdef int _filter_backward(const uint8_t *inp, uint8_t *out, int32_t n, int meta,
+                          int32_t typesize, void *userdata) noexcept nogil:
+    return _filter_call(1, inp, out, n, meta, userdata)
+
+
+def register_codec(int id, int version, encoder, decoder):
+    """Register Python callables as codec `id` (160..255)."""
+    cdef ndp_error err
+    err.code = 0
+    fns = (encoder, decoder)
+    cdef ndp_codec_fn enc = NULL
+    cdef ndp_codec_fn dec = NULL
+    if encoder is not None:
+        enc = _codec_encode
+    if decoder is not None:
+        dec = _codec_decode
+    cdef int r = ndp_register_codec(id, version, enc, dec, <void *>fns, &err)
+    if r < 0:
+        _raise(r, &err)
+    _registered[("codec", id)] = fns
+
+
+def register_filter(int id, forward, backward):
+    """Register Python callables as filter `id` (160..255)."""
+    cdef ndp_error err
+    err.code = 0
+    fns = (forward, backward)
+    cdef ndp_filter_fn fw = NULL
+    cdef ndp_filter_fn bw = NULL
+    if forward is not None:
+        fw = _filter_forward
+    if backward is not None:
+        bw = _filter_backward
+    cdef int r = ndp_register_filter(id, fw, bw, <void *>fns, &err)
+    if r < 0:
+        _raise(r, &err)
+    _registered[("filter", id)] = fns
+
+
+# ---- configuration ------------------------------------------------------------
+
+def codec_available(int compcode):
+    return bool(ndp_codec_available(compcode))
+
+
+def get_nthreads():
+    return ndp_get_nthreads()
+
+
+def set_nthreads(int n):
+    """Set the default number of threads; returns the previous value."""
+    return ndp_set_nthreads(n)
+
+
+def isa():
+    """Name of the SIMD instruction set the filters use."""
+    return ndp_isa_name().decode()
+
+
+def set_isa(name):
+    """Force the filter ISA ('scalar', 'sse2', 'avx2'); raises if unavailable."""
+    if ndp_set_isa(name.encode()) != 0:
+        raise ParameterError(f"ISA {name!r} is not available on this CPU or build")
+
+
+def library_version(int compcode):
+    return ndp_codec_library_version(compcode).decode()

@@ -1,0 +1,215 @@
+"""Compress and decompress single Blosc2 chunks.
+
+The functions have python-blosc2's names and semantics.  A chunk holds at most
+2**31 - 33 bytes; larger data goes into a super-chunk.
+
+Examples
+--------
+>>> import numpy as np, ndpack
+>>> a = np.linspace(0, 1, 10_000)
+>>> c = ndpack.compress2(a, typesize=8, codec=ndpack.Codec.LZ4)
+>>> nbytes, cbytes, blocksize = ndpack.get_cbuffer_sizes(c)
+>>> nbytes, cbytes < nbytes
+(80000, True)
+>>> bool((np.frombuffer(ndpack.decompress2(c)) == a).all())
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ndpack import _core
+from ndpack.codecs import (Codec, CParams, Filter, SpecialValue, SplitMode, codec_name,
+                           make_cparams, make_dparams)
+from ndpack.errors import ParameterError
+
+__all__ = [
+    "compress",
+    "decompress",
+    "compress2",
+    "decompress2",
+    "get_cbuffer_sizes",
+    "get_clib",
+    "chunk_info",
+    "getitem",
+    "decompress_blocks",
+    "special_chunk",
+]
+
+
+def _as_buffer(src, name="src"):
+    """A contiguous buffer view of `src`; str is refused as python-blosc2 does."""
+    if isinstance(src, str):
+        raise TypeError(f"{name} must be a bytes-like object or array, not str (encode it first)")
+    if isinstance(src, np.ndarray) and not (src.flags.c_contiguous or src.flags.f_contiguous):
+        src = np.ascontiguousarray(src)
+    try:
+        return memoryview(src)
+    except TypeError:
+        raise TypeError(f"{name} must support the buffer protocol, "
+                        f"not {type(src).__name__}") from None
+
+
+def _compress_with(src, cp: CParams) -> bytes:
+    filters, meta = cp.pipeline()
+    return _core.compress(src, int(cp.codec), int(cp.codec_meta), int(cp.clevel),
+                          bool(cp.use_dict), int(cp.typesize), int(cp.nthreads),
+                          int(cp.blocksize), int(cp.splitmode), filters, meta)
+
+
+def compress(src, typesize: int = 8, clevel: int = 1, filter: Filter = Filter.SHUFFLE,
+             codec: Codec = Codec.ZSTD, _ignore_multiple_size: bool = False) -> bytes:
+    """Compress a buffer into one chunk (python-blosc2's Blosc1-style call).
+
+    Parameters
+    ----------
+    src : bytes-like
+        The data; its length must be a multiple of `typesize`.
+    typesize : int
+    clevel : int
+        0..9.
+    filter : Filter
+        Placed in slot 5, as Blosc1 did.
+    codec : Codec
+
+    Returns
+    -------
+    bytes
+
+    Examples
+    --------
+    >>> import ndpack
+    >>> c = ndpack.compress(b"0123456789abcdef" * 100, typesize=1)
+    >>> ndpack.decompress(c)[:10]
+    b'0123456789'
+    """
+    buf = _as_buffer(src)
+    if not _ignore_multiple_size and buf.nbytes % int(typesize) != 0:
+        raise ParameterError(f"len(src) = {buf.nbytes} is not a multiple of typesize ({typesize})")
+    cp = CParams(codec=codec, clevel=clevel, typesize=typesize,
+                 splitmode=SplitMode.FORWARD_COMPAT_SPLIT, filters=[0, 0, 0, 0, 0, filter])
+    return _compress_with(buf, cp)
+
+
+def compress2(src, **kwargs) -> bytes:
+    """Compress a buffer into one chunk.
+
+    Parameters
+    ----------
+    src : bytes-like
+    **kwargs
+        ``cparams=`` a :class:`CParams` or dict, and/or any CParams field
+        (``codec=``, ``clevel=``, ``typesize=``, ``filters=``, ...).  The typesize
+        is 8 unless given, whatever the dtype of `src` (as in python-blosc2).
+
+    Returns
+    -------
+    bytes
+    """
+    cparams = kwargs.pop("cparams", None)
+    cp = make_cparams(cparams, **kwargs)
+    return _compress_with(_as_buffer(src), cp)
+
+
+def _decode(src, dst, nthreads, as_bytearray):
+    if dst is not None:
+        _core.decompress(_as_buffer(src), dst, nthreads)
+        return None
+    out = _core.decompress(_as_buffer(src), None, nthreads)
+    return bytearray(out) if as_bytearray else out
+
+
+def decompress(src, dst=None, as_bytearray: bool = False):
+    """Decode a chunk.
+
+    Parameters
+    ----------
+    src : bytes-like
+        A chunk made by ndpack, python-blosc2 or C-Blosc (any header version).
+    dst : writable buffer, optional
+        Receives the data; then None is returned.
+    as_bytearray : bool
+        Return a bytearray instead of bytes.
+
+    Raises
+    ------
+    FormatError
+        If `src` is not a valid chunk.
+    """
+    return _decode(src, dst, _core.get_nthreads(), as_bytearray)
+
+
+def decompress2(src, dst=None, **kwargs):
+    """Decode a chunk with decompression parameters.
+
+    Parameters
+    ----------
+    src : bytes-like
+    dst : writable buffer, optional
+        Receives the data; then None is returned.
+    **kwargs
+        ``dparams=`` a :class:`DParams` or dict, and/or ``nthreads=``;
+        ``as_bytearray=`` as in :func:`decompress`.
+    """
+    as_bytearray = kwargs.pop("as_bytearray", False)
+    dp = make_dparams(kwargs.pop("dparams", None), **kwargs)
+    return _decode(src, dst, int(dp.nthreads), as_bytearray)
+
+
+def chunk_info(src) -> dict:
+    """The validated header fields of a chunk (nbytes, cbytes, filters, codec, ...).
+
+    Examples
+    --------
+    >>> import ndpack
+    >>> info = ndpack.chunk_info(ndpack.compress2(bytes(1000), typesize=1))
+    >>> info["nbytes"], info["special"]
+    (1000, 1)
+    """
+    return _core.chunk_info(_as_buffer(src))
+
+
+def get_cbuffer_sizes(src) -> tuple[int, int, int]:
+    """``(nbytes, cbytes, blocksize)`` of a chunk, from its header."""
+    info = _core.chunk_info(_as_buffer(src))
+    return info["nbytes"], info["cbytes"], info["blocksize"]
+
+
+def get_clib(src) -> str:
+    """Name of the codec library a chunk was compressed with, e.g. ``'Zstd'``."""
+    info = _core.chunk_info(_as_buffer(src))
+    names = {0: "BloscLZ", 1: "LZ4", 2: "LZ4", 4: "Zlib", 5: "Zstd"}
+    return names.get(info["compcode"]) or codec_name(info["compcode"])
+
+
+def getitem(src, start: int, nitems: int) -> bytes:
+    """Decode items ``[start, start + nitems)``; only the blocks holding them are decoded."""
+    return _core.getitem(_as_buffer(src), int(start), int(nitems))
+
+
+def decompress_blocks(src, blocks, nthreads: int | None = None) -> bytes:
+    """Decode the listed blocks of a chunk; block ``blocks[i]`` lands at ``i * blocksize``."""
+    n = _core.get_nthreads() if nthreads is None else int(nthreads)
+    return _core.decompress_blocks(_as_buffer(src), list(blocks), n)
+
+
+def special_chunk(special: SpecialValue, nbytes: int, typesize: int, blocksize: int = 0,
+                  value=None) -> bytes:
+    """Build a special chunk whose content the header describes (no data stored).
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> c = ndpack.chunks.special_chunk(ndpack.SpecialValue.VALUE, 80, 8,
+    ...                                 value=np.float64(2.5).tobytes())
+    >>> len(c), np.frombuffer(ndpack.decompress(c))[:3].tolist()
+    (40, [2.5, 2.5, 2.5])
+    """
+    special = SpecialValue(special)
+    if special == SpecialValue.NOT_SPECIAL:
+        raise ParameterError("special_chunk needs ZERO, NAN, VALUE or UNINIT")
+    if special == SpecialValue.VALUE and value is None:
+        raise ParameterError("a VALUE special chunk needs value= (typesize bytes)")
+    v = None if value is None else _as_buffer(value, "value")
+    return _core.special_chunk(int(special), int(nbytes), int(typesize), int(blocksize), v)

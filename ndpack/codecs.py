@@ -1,0 +1,332 @@
+"""Codec and filter identifiers, compression parameters, and the user registry.
+
+Names, numeric ids and defaults follow python-blosc2, so code written for it
+keeps working: ``CParams()`` is zstd at clevel 5 with SHUFFLE in slot 5.
+
+Examples
+--------
+>>> import ndpack
+>>> cp = ndpack.CParams(codec=ndpack.Codec.LZ4, clevel=1, typesize=4)
+>>> cp.filters
+[<Filter.NOFILTER: 0>, <Filter.NOFILTER: 0>, <Filter.NOFILTER: 0>, <Filter.NOFILTER: 0>, <Filter.NOFILTER: 0>, <Filter.SHUFFLE: 1>]
+>>> ndpack.Codec.ZSTD in ndpack.compressor_list()
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Callable, Mapping
+
+from ndpack import _core
+from ndpack.errors import CodecError, FilterError, ParameterError
+
+__all__ = [
+    "Codec",
+    "Filter",
+    "SplitMode",
+    "SpecialValue",
+    "Tuner",
+    "CParams",
+    "DParams",
+    "compressor_list",
+    "register_codec",
+    "register_filter",
+    "get_nthreads",
+    "set_nthreads",
+]
+
+
+class Codec(enum.IntEnum):
+    """Codec ids as stored in chunk headers (compcode numbering)."""
+
+    BLOSCLZ = 0
+    LZ4 = 1
+    LZ4HC = 2
+    ZLIB = 4
+    ZSTD = 5
+    NDLZ = 32
+    ZFP_ACC = 33
+    ZFP_PREC = 34
+    ZFP_RATE = 35
+    OPENHTJ2K = 36
+    GROK = 37
+    OPENZL = 38
+    J2K = 39
+    HTJ2K = 40
+
+
+class Filter(enum.IntEnum):
+    """Filter ids of the 6-slot pipeline."""
+
+    NOFILTER = 0
+    SHUFFLE = 1
+    BITSHUFFLE = 2
+    DELTA = 3
+    TRUNC_PREC = 4
+    NDCELL = 32
+    NDMEAN = 33
+    BYTEDELTA = 35
+    INT_TRUNC = 36
+
+
+class SplitMode(enum.IntEnum):
+    """Whether blocks are split into one stream per byte of the type."""
+
+    ALWAYS_SPLIT = 1
+    NEVER_SPLIT = 2
+    AUTO_SPLIT = 3
+    FORWARD_COMPAT_SPLIT = 4
+
+
+class SpecialValue(enum.IntEnum):
+    """Special chunks: content described by the header alone."""
+
+    NOT_SPECIAL = 0
+    ZERO = 1
+    NAN = 2
+    VALUE = 3
+    UNINIT = 4
+
+
+class Tuner(enum.IntEnum):
+    """Block-size tuner (only the static tuner exists)."""
+
+    STUNE = 0
+
+
+BUILTIN_CODECS = (Codec.BLOSCLZ, Codec.LZ4, Codec.LZ4HC, Codec.ZLIB, Codec.ZSTD)
+USER_ID_RANGE = range(160, 256)
+_codec_names: dict[int, str] = {int(c): c.name for c in BUILTIN_CODECS}
+
+
+def get_nthreads() -> int:
+    """Default number of threads (``NDPACK_NTHREADS``, else the usable cores, at most 64)."""
+    return _core.get_nthreads()
+
+
+def set_nthreads(n: int) -> int:
+    """Set the process-wide default number of threads; returns the previous value.
+
+    Examples
+    --------
+    >>> import ndpack
+    >>> old = ndpack.set_nthreads(1)
+    >>> ndpack.nthreads
+    1
+    >>> _ = ndpack.set_nthreads(old)
+    """
+    n = int(n)
+    if n < 1:
+        raise ParameterError(f"nthreads must be >= 1, got {n}")
+    return _core.set_nthreads(n)
+
+
+def _default_nthreads() -> int:
+    return _core.get_nthreads()
+
+
+def _default_filters() -> list:
+    return [Filter.NOFILTER] * 5 + [Filter.SHUFFLE]
+
+
+def _as_enum(enum_cls, value):
+    try:
+        return enum_cls(value)
+    except ValueError:
+        return int(value)   # user ids keep their number
+
+
+@dataclasses.dataclass
+class CParams:
+    """Compression parameters (the fields and defaults of python-blosc2's ``CParams``).
+
+    Parameters
+    ----------
+    codec : Codec or int
+        Codec id; 160..255 for codecs registered with :func:`register_codec`.
+    codec_meta : int
+        Parameter byte passed to user codecs.
+    clevel : int
+        0 (store uncompressed) to 9.
+    use_dict : bool
+        Train and use a dictionary (zstd, LZ4, LZ4HC).  Not supported for writing yet.
+    typesize : int
+        Element size in bytes; drives SHUFFLE and split streams.
+    nthreads : int
+        Threads used to compress the blocks of a chunk.
+    blocksize : int
+        Block size in bytes, 0 for automatic.
+    splitmode : SplitMode
+    filters : list of Filter or int
+        Up to 6 filters, filling slots from 0.
+    filters_meta : list of int
+        One parameter per filter (BYTEDELTA 0 becomes the typesize).
+    tuner : Tuner
+    """
+
+    codec: Codec | int = Codec.ZSTD
+    codec_meta: int = 0
+    clevel: int = 5
+    use_dict: bool = False
+    typesize: int = 8
+    nthreads: int = dataclasses.field(default_factory=_default_nthreads)
+    blocksize: int = 0
+    splitmode: SplitMode = SplitMode.AUTO_SPLIT
+    filters: list = dataclasses.field(default_factory=_default_filters)
+    filters_meta: list = dataclasses.field(default_factory=lambda: [0] * 6)
+    tuner: Tuner = Tuner.STUNE
+
+    def __post_init__(self):
+        self.codec = _as_enum(Codec, self.codec)
+        self.splitmode = _as_enum(SplitMode, self.splitmode)
+        self.tuner = _as_enum(Tuner, self.tuner)
+        self.filters = [_as_enum(Filter, f) for f in self.filters]
+        self.filters_meta = [int(m) for m in self.filters_meta]
+        if len(self.filters) > 6:
+            raise ParameterError(f"at most 6 filters, got {len(self.filters)}")
+        if len(self.filters_meta) > len(self.filters):
+            self.filters_meta = self.filters_meta[: len(self.filters)]
+        if len(self.filters_meta) < len(self.filters):
+            raise ParameterError("filters_meta needs one value per filter")
+        for i, f in enumerate(self.filters):
+            if f == Filter.BYTEDELTA and self.filters_meta[i] == 0:
+                self.filters_meta[i] = self.typesize
+
+    def pipeline(self) -> tuple[list[int], list[int]]:
+        """The 6 filter slots and their parameter bytes, as written in chunk headers.
+
+        A BYTEDELTA on one-byte items is dropped (it would be a no-op).
+        """
+        filters = [int(f) for f in self.filters] + [0] * (6 - len(self.filters))
+        meta = [int(m) for m in self.filters_meta] + [0] * (6 - len(self.filters_meta))
+        for i, f in enumerate(filters):
+            if f == Filter.BYTEDELTA and self.typesize == 1:
+                filters[i] = meta[i] = 0
+            if not -128 <= meta[i] <= 255:
+                raise FilterError(f"filters_meta[{i}] = {meta[i]} does not fit in one byte")
+        return filters, meta
+
+
+@dataclasses.dataclass
+class DParams:
+    """Decompression parameters.
+
+    Parameters
+    ----------
+    nthreads : int
+        Threads used to decode the blocks of a chunk.
+    """
+
+    nthreads: int = dataclasses.field(default_factory=_default_nthreads)
+
+
+def _fields(cls) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)}
+
+
+def make_cparams(cparams=None, **kwargs) -> CParams:
+    """Normalize ``cparams`` (CParams, dict or None) plus loose keyword fields.
+
+    Unknown keys raise :class:`ParameterError` rather than being ignored.
+    """
+    if isinstance(cparams, CParams):
+        base = dataclasses.asdict(cparams)
+    elif cparams is None:
+        base = {}
+    elif isinstance(cparams, Mapping):
+        base = dict(cparams)
+    else:
+        raise ParameterError(f"cparams must be a CParams or a dict, not {type(cparams).__name__}")
+    base.update(kwargs)
+    unknown = set(base) - _fields(CParams)
+    if unknown:
+        raise ParameterError(f"unknown compression parameter(s) {sorted(unknown)}; "
+                             f"valid ones: {sorted(_fields(CParams))}")
+    return CParams(**base)
+
+
+def make_dparams(dparams=None, **kwargs) -> DParams:
+    """Normalize ``dparams`` (DParams, dict or None) plus loose keyword fields."""
+    if isinstance(dparams, DParams):
+        base = dataclasses.asdict(dparams)
+    elif dparams is None:
+        base = {}
+    elif isinstance(dparams, Mapping):
+        base = dict(dparams)
+    else:
+        raise ParameterError(f"dparams must be a DParams or a dict, not {type(dparams).__name__}")
+    base.update(kwargs)
+    unknown = set(base) - _fields(DParams)
+    if unknown:
+        raise ParameterError(f"unknown decompression parameter(s) {sorted(unknown)}")
+    return DParams(**base)
+
+
+def compressor_list(plugins: bool = False) -> list:
+    """Codecs available for compression: the built-in ones, then registered user codecs.
+
+    ``plugins=True`` is accepted for python-blosc2 compatibility; ndpack ships no
+    plugin codecs, so it changes nothing.
+    """
+    return list(BUILTIN_CODECS) + sorted(c for c in _codec_names if c in USER_ID_RANGE)
+
+
+def codec_name(codec: int) -> str:
+    """Name of a built-in or registered codec, e.g. ``'zstd'``."""
+    try:
+        return _codec_names[int(codec)].lower()
+    except KeyError:
+        raise CodecError(f"codec {int(codec)} is neither built in nor registered") from None
+
+
+def _check_user_id(kind: str, id: int) -> int:
+    id = int(id)
+    if id not in USER_ID_RANGE:
+        raise ParameterError(f"user {kind} ids must be in 160..255, got {id}")
+    return id
+
+
+def register_codec(codec_name: str, id: int, encoder: Callable | None = None,
+                   decoder: Callable | None = None, version: int = 1) -> None:
+    """Register a codec written in Python under an id in 160..255.
+
+    ``encoder(input, output, meta, schunk) -> int`` writes into ``output`` (a
+    uint8 NumPy array) and returns the compressed size (0: did not compress);
+    ``decoder(input, output, meta, schunk) -> int`` returns the decoded size.
+    ``schunk`` is None at the chunk level.
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> def enc(src, dst, meta, schunk):
+    ...     dst[:src.size] = src[::-1]
+    ...     return src.size
+    >>> def dec(src, dst, meta, schunk):
+    ...     dst[:src.size] = src[::-1]
+    ...     return src.size
+    >>> ndpack.register_codec("reverse", 200, enc, dec)
+    >>> data = np.arange(100, dtype=np.int32)
+    >>> c = ndpack.compress2(data, codec=200, filters=[], clevel=5, splitmode=2)
+    >>> bool((np.frombuffer(ndpack.decompress2(c), np.int32) == data).all())
+    True
+    """
+    id = _check_user_id("codec", id)
+    if encoder is None and decoder is None:
+        raise ParameterError("register_codec needs an encoder, a decoder or both")
+    _core.register_codec(id, int(version), encoder, decoder)
+    _codec_names[id] = str(codec_name)
+
+
+def register_filter(id: int, forward: Callable | None = None,
+                    backward: Callable | None = None, name: str | None = None) -> None:
+    """Register a filter written in Python under an id in 160..255.
+
+    ``forward(input, output, meta, schunk)`` and ``backward(...)`` fill ``output``
+    (a uint8 NumPy array as long as ``input``).
+    """
+    id = _check_user_id("filter", id)
+    if forward is None and backward is None:
+        raise ParameterError("register_filter needs a forward function, a backward one or both")
+    _core.register_filter(id, forward, backward)

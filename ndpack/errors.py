@@ -1,0 +1,48 @@
+"""Exceptions raised by ndpack.
+
+Every error from the C core arrives as one of these classes, with the core's
+message.  Each subclasses both :class:`NdpackError` and the closest builtin,
+so ``except ValueError`` keeps working for code written against python-blosc2.
+
+Examples
+--------
+>>> import ndpack
+>>> try:
+...     ndpack.decompress(b"not a chunk")
+... except ndpack.FormatError as exc:
+...     print(type(exc).__name__, "is a ValueError:", isinstance(exc, ValueError))
+FormatError is a ValueError: True
+"""
+
+__all__ = [
+    "NdpackError",
+    "FormatError",
+    "CodecError",
+    "FilterError",
+    "ParameterError",
+    "CallbackError",
+]
+
+
+class NdpackError(Exception):
+    """Base class of every ndpack error."""
+
+
+class FormatError(NdpackError, ValueError):
+    """Input bytes are not a valid Blosc2 chunk or frame (corrupt, truncated, lying header)."""
+
+
+class CodecError(NdpackError, ValueError):
+    """A codec id is unknown, not built in, or not registered."""
+
+
+class FilterError(NdpackError, ValueError):
+    """A filter id is unknown or its parameters do not fit the data."""
+
+
+class ParameterError(NdpackError, ValueError):
+    """An argument is out of range or inconsistent with the data."""
+
+
+class CallbackError(NdpackError, RuntimeError):
+    """A user codec or filter registered from Python failed; the cause is chained."""

@@ -1,0 +1,125 @@
+"""Round trips of compress2/decompress2 over codecs, filter pipelines, typesizes and sizes."""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ndpack
+from ndpack import Codec, Filter
+
+CODECS = [Codec.BLOSCLZ, Codec.LZ4, Codec.LZ4HC, Codec.ZLIB, Codec.ZSTD]
+PIPELINES = {
+    "none": [Filter.NOFILTER],
+    "shuffle": [0, 0, 0, 0, 0, Filter.SHUFFLE],
+    "bitshuffle": [Filter.BITSHUFFLE],
+    "delta-shuffle": [Filter.DELTA, Filter.SHUFFLE],
+    "shuffle-bytedelta": [Filter.SHUFFLE, Filter.BYTEDELTA],
+    "delta": [Filter.DELTA],
+    "shuffle-bitshuffle": [Filter.SHUFFLE, Filter.BITSHUFFLE],
+}
+TYPESIZES = [1, 2, 3, 4, 8, 16, 255]
+SIZES = [0, 1, 7, 31, 32, 33, 1000, 4096 + 3, 70_001]
+
+
+def _data(nbytes, seed):
+    rng = np.random.default_rng(seed)
+    smooth = (np.arange(nbytes) // 7).astype(np.uint8)
+    noise = rng.integers(0, 4, nbytes, dtype=np.uint8)
+    return (smooth + noise).tobytes()
+
+
+@pytest.mark.parametrize("codec", CODECS, ids=lambda c: c.name)
+@pytest.mark.parametrize("pipe", PIPELINES, ids=str)
+@pytest.mark.parametrize("typesize", TYPESIZES)
+def test_roundtrip_matrix(codec, pipe, typesize):
+    for n, clevel in zip(SIZES, itertools.cycle([1, 5, 9, 3])):
+        data = _data(n, n)
+        c = ndpack.compress2(data, codec=codec, clevel=clevel, typesize=typesize,
+                             filters=PIPELINES[pipe])
+        assert len(c) <= n + 32
+        assert ndpack.decompress2(c) == data
+
+
+def test_multi_mb_buffers_all_codecs():
+    x = np.sin(np.linspace(0, 200, 3_000_000)) + np.random.default_rng(1).normal(0, 1e-3, 3_000_000)
+    for codec in CODECS:
+        for nthreads in (1, 2):
+            c = ndpack.compress2(x, codec=codec, clevel=5, typesize=8, nthreads=nthreads)
+            assert len(c) < x.nbytes
+            out = np.frombuffer(ndpack.decompress2(c, nthreads=nthreads), dtype=x.dtype)
+            np.testing.assert_array_equal(out, x)
+
+
+def test_ragged_last_block_with_user_blocksize():
+    data = _data(10_000, 3)
+    for bs in (1, 7, 64, 1000, 4096, 9999, 10_000, 20_000):
+        c = ndpack.compress2(data, typesize=4, blocksize=bs)
+        assert ndpack.decompress2(c) == data
+        assert ndpack.get_cbuffer_sizes(c)[2] <= max(bs, 1)
+
+
+@given(
+    data=st.binary(min_size=0, max_size=5000),
+    codec=st.sampled_from(CODECS),
+    pipe=st.sampled_from(sorted(PIPELINES)),
+    typesize=st.sampled_from(TYPESIZES + [5, 12, 17, 64]),
+    clevel=st.integers(0, 9),
+    blocksize=st.sampled_from([0, 0, 16, 100, 1024]),
+    nthreads=st.integers(1, 3),
+    splitmode=st.sampled_from(list(ndpack.SplitMode)),
+)
+def test_roundtrip_hypothesis(data, codec, pipe, typesize, clevel, blocksize, nthreads, splitmode):
+    c = ndpack.compress2(data, codec=codec, clevel=clevel, typesize=typesize,
+                         filters=PIPELINES[pipe], blocksize=blocksize, nthreads=nthreads,
+                         splitmode=splitmode)
+    assert ndpack.decompress2(c, nthreads=nthreads) == data
+
+
+@given(st.lists(st.floats(allow_nan=False, width=32), min_size=1, max_size=3000),
+       st.integers(1, 22))
+def test_trunc_prec_matches_numpy_mask(values, prec):
+    x = np.asarray(values, dtype=np.float32)
+    c = ndpack.compress2(x, typesize=4, filters=[Filter.TRUNC_PREC, Filter.SHUFFLE],
+                         filters_meta=[prec, 0])
+    out = np.frombuffer(ndpack.decompress2(c), dtype=np.uint32)
+    mask = np.uint32((0xFFFFFFFF << (23 - prec)) & 0xFFFFFFFF)
+    np.testing.assert_array_equal(out, x.view(np.uint32) & mask)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
+@pytest.mark.parametrize("prec", [-3, 5, -1])
+def test_int_trunc_matches_numpy_mask(dtype, prec):
+    x = np.random.default_rng(0).integers(-1000, 1000, 5000).astype(dtype)
+    bits = 8 * x.itemsize
+    zeros = -prec if prec < 0 else bits - prec
+    c = ndpack.compress2(x, typesize=x.itemsize, filters=[Filter.INT_TRUNC, Filter.SHUFFLE],
+                         filters_meta=[prec, 0])
+    utype = np.dtype(f"u{x.itemsize}")
+    out = np.frombuffer(ndpack.decompress2(c), dtype=utype)
+    mask = (~((1 << zeros) - 1)) & ((1 << bits) - 1)
+    np.testing.assert_array_equal(out, x.view(utype) & np.array(mask, dtype=utype))
+
+
+def test_clevel0_and_tiny_are_memcpyed():
+    for data in (b"", b"abc", bytes(range(31))):
+        c = ndpack.compress2(data, typesize=1)
+        info = ndpack.chunk_info(c)
+        assert info["memcpyed"] and info["cbytes"] == len(data) + 32
+        assert ndpack.decompress2(c) == data
+    c = ndpack.compress2(bytes(1000), clevel=0, typesize=1)
+    assert ndpack.chunk_info(c)["memcpyed"]
+
+
+def test_zero_data_becomes_zero_special_chunk():
+    c = ndpack.compress2(np.zeros(10_000))
+    assert len(c) == 32 and ndpack.chunk_info(c)["special"] == ndpack.SpecialValue.ZERO
+    assert ndpack.decompress2(c) == bytes(80_000)
+
+
+def test_runs_are_run_streams():
+    c = ndpack.compress2(np.full(1000, 7, dtype=np.int64), typesize=8)
+    assert len(c) == 69    # FORMAT.md 1.6 example: one run + seven zero streams
+    assert np.frombuffer(ndpack.decompress2(c), np.int64).tolist() == [7] * 1000
