@@ -13,8 +13,6 @@ from cpython.ref cimport PyObject, Py_DECREF, Py_XDECREF
 from libc.stdint cimport int32_t, uint8_t, int64_t
 from libc.string cimport memcpy
 
-import threading
-
 from ndpack.errors import (CallbackError, CodecError, FilterError, FormatError,
                            NdpackError, ParameterError)
 
@@ -110,14 +108,16 @@ _ERRORS = {
     -8: RuntimeError,
 }
 
-_callback_state = threading.local()
+# The exception raised by the last failing user codec/filter.  Callbacks run in
+# pool threads, so this is process-wide (written and read with the GIL held).
+_callback_exc = [None]
 
 
 cdef int _raise(int code, ndp_error *err) except -1:
     msg = err.msg.decode("utf-8", "replace") if err.code != 0 else ndp_status_name(code).decode()
     cls = _ERRORS.get(code, NdpackError)
-    cause = getattr(_callback_state, "exc", None)
-    _callback_state.exc = None
+    cause = _callback_exc[0]
+    _callback_exc[0] = None
     if cls is CallbackError and cause is not None:
         raise cls(f"{msg}: {cause!r}") from cause
     raise cls(msg)
@@ -346,7 +346,7 @@ cdef int _codec_call(int which, const uint8_t *inp, int32_t inlen, uint8_t *out,
         r = fn(_uint8_view(inp, inlen, False), _uint8_view(out, outlen, True), meta, None)
         return int(r) if r is not None else -1
     except BaseException as exc:
-        _callback_state.exc = exc
+        _callback_exc[0] = exc
         return -1
 
 
@@ -367,7 +367,7 @@ cdef int _filter_call(int which, const uint8_t *inp, uint8_t *out, int32_t n, in
         fn(_uint8_view(inp, n, False), _uint8_view(out, n, True), meta, None)
         return 0
     except BaseException as exc:
-        _callback_state.exc = exc
+        _callback_exc[0] = exc
         return -1
 
 

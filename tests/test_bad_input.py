@@ -13,7 +13,7 @@ from ndpack import FormatError
 def good_chunks(vectors):
     chunks = [p.read_bytes() for p in sorted((vectors / "chunks").glob("*.cdata"))]
     x = np.sin(np.arange(20_000) / 50)
-    for codec in ndpack.compressor_list():
+    for codec in ndpack.codecs.BUILTIN_CODECS:
         chunks.append(ndpack.compress2(x, codec=codec, typesize=8, blocksize=4096))
     return chunks
 

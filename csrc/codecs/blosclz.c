@@ -168,7 +168,7 @@ int ndp_blosclz_decompress(const uint8_t *src, int srclen, uint8_t *dst, int dst
   for (;;) {
     if (ctrl < 32) {
       size_t n = (size_t)ctrl + 1;
-      if (BLZ_LIKELY((size_t)(ip_end - ip) >= 33 && (size_t)(op_end - op) >= 32)) {
+      if (BLZ_LIKELY((size_t)(ip_end - ip) >= 32 && (size_t)(op_end - op) >= 32)) {
         /* Fixed-size copy; the extra bytes written are overwritten later. */
         blz_copy16(op, ip);
         blz_copy16(op + 16, ip + 16);
@@ -242,35 +242,39 @@ int ndp_blosclz_decompress(const uint8_t *src, int srclen, uint8_t *dst, int dst
 #define BLZ_END_LITERALS 4
 
 typedef struct {
-  int hashlog;     /* log2 of the hash table size */
+  int hashlog;     /* log2 of the hash table size (of each table in dual mode) */
   int min_near;    /* minimum match length, distance <= 8191 */
   int min_far;     /* minimum match length, distance >= 8192 */
-  int skip_shift;  /* step grows by 1 every 2^skip_shift misses (0: never) */
-  int lazy;        /* > 0: for matches shorter than this, try ip + 1 first */
+  int skip_shift;  /* the step grows by 1 every 2^skip_shift misses (0: never) */
+  int lazy;        /* > 0: for matches shorter than this, look at ip + 1 first */
   int dual;        /* second table hashed on 8 bytes (finds long far matches) */
-  int probe_div;   /* the probe starts at the last 1/probe_div of the input */
+  int probe_div;   /* the probe starts at the last 1/probe_div of the input;
+                      0: no probe, the compressed size itself must reach the ratio */
+  int probe_log;   /* log2 of the maximum probe length */
   double min_ratio;
 } blz_params;
 
 /* Per-clevel settings (index 0 unused).  Hash sizes, probe placement and
- * thresholds follow FORMAT.md 3.3; the other knobs were tuned on typical
- * numeric data so that ratios are at least those of C-Blosc2's BloscLZ. */
+ * thresholds follow FORMAT.md 3.3 (with "probe all of it" for levels 7-9
+ * done exactly, on the real result); the other knobs were tuned on numeric
+ * and text data so that ratios are at least those of C-Blosc2's BloscLZ. */
 #ifdef BLZ_TUNING
 static
 #else
 static const
 #endif
 blz_params blz_levels[10] = {
-    {12, 4, 8, 5, 0, 0, 8, 2.0},  /* unused */
-    {12, 4, 8, 5, 0, 0, 8, 2.0},  /* 1 */
-    {13, 4, 8, 5, 0, 0, 4, 1.5},  /* 2 */
-    {14, 4, 8, 6, 0, 0, 4, 1.2},  /* 3 */
-    {14, 4, 8, 6, 0, 0, 2, 1.2},  /* 4 */
-    {14, 4, 8, 7, 0, 0, 2, 1.2},  /* 5 */
-    {14, 4, 8, 7, 0, 0, 2, 1.2},  /* 6 */
-    {14, 4, 8, 8, 1, 0, 1, 1.15}, /* 7 */
-    {14, 4, 8, 0, 1, 0, 1, 1.1},  /* 8 */
-    {14, 4, 8, 0, 1, 0, 1, 1.0},  /* 9 */
+    /* hashlog, min_near, min_far, skip, lazy, dual, probe_div, probe_log, min_ratio */
+    {12, 4, 12, 3, 0, 0, 8, 12, 2.0},     /* unused */
+    {12, 4, 12, 3, 0, 0, 8, 12, 2.0},     /* 1 */
+    {13, 4, 12, 3, 0, 0, 4, 13, 1.5},     /* 2 */
+    {14, 4, 12, 4, 0, 0, 4, 14, 1.2},     /* 3 */
+    {13, 4, 12, 3, 0, 1, 2, 14, 1.2},     /* 4 */
+    {13, 4, 12, 4, 0, 1, 2, 14, 1.2},     /* 5 */
+    {13, 4, 12, 5, 1000, 1, 2, 14, 1.2},  /* 6 */
+    {13, 4, 12, 5, 1000, 1, 0, 14, 1.15}, /* 7 */
+    {13, 4, 12, 6, 1000, 1, 0, 14, 1.1},  /* 8 */
+    {13, 4, 12, 7, 1000, 1, 0, 14, 1.0},  /* 9 */
 };
 
 BLZ_ALWAYS_INLINE uint32_t blz_hash4(const uint8_t *p, unsigned shift) {
@@ -377,16 +381,16 @@ BLZ_ALWAYS_INLINE void blz_consider(const blz_state *st, blz_match *m, size_t le
   }
 }
 
-/* Find the best candidate match at ip (ip < end - BLZ_START_MARGIN) and
- * record ip in the hash table(s). */
+/* Find the best candidate match at ip (ip < end - BLZ_START_MARGIN) and, if
+ * `insert`, record ip in the hash table(s). */
 BLZ_ALWAYS_INLINE void blz_find(const blz_state *st, const uint8_t *ip, const int dual,
-                                blz_match *m) {
+                                const int insert, blz_match *m) {
   const uint8_t *const src = st->src;
   const uint32_t pos = (uint32_t)(ip - src);
   const uint32_t h = blz_hash4(ip, st->shift);
   const uint8_t *ref = src + st->ht4[h];
   size_t dist = (size_t)(ip - ref);
-  st->ht4[h] = pos;
+  if (insert) st->ht4[h] = pos;
   m->len = 0;
   m->dist = 0;
   m->gain = 0;
@@ -397,7 +401,7 @@ BLZ_ALWAYS_INLINE void blz_find(const blz_state *st, const uint8_t *ip, const in
     const uint32_t h8 = blz_hash8(ip, st->shift);
     const uint8_t *ref8 = src + st->ht8[h8];
     size_t dist8 = (size_t)(ip - ref8);
-    st->ht8[h8] = pos;
+    if (insert) st->ht8[h8] = pos;
     if (dist8 != dist && dist8 - 1 < BLZ_MAX_DISTANCE && blz_read64(ref8) == blz_read64(ip))
       blz_consider(st, m, 8 + blz_count(ip + 8, ref8 + 8, st->mlimit), dist8);
   }
@@ -435,7 +439,7 @@ BLZ_ALWAYS_INLINE size_t blz_encode(const blz_params *prm, unsigned hashlog, uin
     const uint8_t *mstart;
     size_t cost;
 
-    blz_find(&st, ip, dual, &m);
+    blz_find(&st, ip, dual, 1, &m);
     if (!m.len) {
       ip += 1 + (miss++ >> skip_shift);
       continue;
@@ -445,7 +449,9 @@ BLZ_ALWAYS_INLINE size_t blz_encode(const blz_params *prm, unsigned hashlog, uin
        * saves more than the literal it costs. */
       while (ip + 1 < ip_limit) {
         blz_match m1;
-        blz_find(&st, ip + 1, dual, &m1);
+        /* (not recorded in the tables: that works better on run-structured
+         * data, where the first position of a run is the best reference) */
+        blz_find(&st, ip + 1, dual, 0, &m1);
         if (!m1.len || m1.gain - 1 <= m.gain) break;
         ip++;
         m = m1;
@@ -531,22 +537,22 @@ static size_t blz_run(const blz_params *prm, unsigned hashlog, uint32_t *ht, con
     return (count_only ? blz_cnt_11 : blz_enc_11)(prm, hashlog, ht, src, srclen, dst, limit);
   if (prm->dual)
     return (count_only ? blz_cnt_10 : blz_enc_10)(prm, hashlog, ht, src, srclen, dst, limit);
-  if (!prm->lazy)
-    return (count_only ? blz_cnt_00 : blz_enc_00)(prm, hashlog, ht, src, srclen, dst, limit);
-  /* lazy without dual: not used by the level table; run it with dual. */
-  return (count_only ? blz_cnt_11 : blz_enc_11)(prm, hashlog, ht, src, srclen, dst, limit);
+  /* (lazy without dual is not a configuration of the level table) */
+  return (count_only ? blz_cnt_00 : blz_enc_00)(prm, hashlog, ht, src, srclen, dst, limit);
 }
 
 /* Hash table size for an input of n bytes: the level's size, but no larger
  * than needed to give every position its own slot. */
-static unsigned blz_hashlog_for(int level_hashlog, size_t n) {
-  unsigned hl = 8;
-  while (hl < (unsigned)level_hashlog && ((size_t)1 << hl) < n) hl++;
+static unsigned blz_hashlog_for(const blz_params *prm, size_t n) {
+  /* Both tables of the dual mode must fit in ht[1 << BLZ_HASHLOG_MAX]. */
+  unsigned cap = (unsigned)prm->hashlog, hl = 8;
+  if (cap > BLZ_HASHLOG_MAX - (prm->dual ? 1u : 0u)) cap = BLZ_HASHLOG_MAX - (prm->dual ? 1u : 0u);
+  while (hl < cap && ((size_t)1 << hl) < n) hl++;
   return hl;
 }
 
 int ndp_blosclz_compress(int clevel, const uint8_t *src, int srclen, uint8_t *dst, int maxout) {
-  uint32_t ht[2u << BLZ_HASHLOG_MAX];
+  uint32_t ht[1u << BLZ_HASHLOG_MAX]; /* 64 KiB, like C-Blosc2 */
   const blz_params *prm;
   size_t n, limit, r;
 
@@ -560,40 +566,44 @@ int ndp_blosclz_compress(int clevel, const uint8_t *src, int srclen, uint8_t *ds
   limit = (size_t)maxout;
   if (limit > n - 1) limit = n - 1;
 
-  {
+  if (prm->probe_div > 0) {
     /* Entropy probe: compress (counting only) a sample that starts at the
-     * last 1/probe_div of the input and is at most one hash table long; give
-     * up when its ratio is below the level's threshold. */
+     * last 1/probe_div of the input and is at most 2^probe_log bytes long;
+     * give up when its ratio is below the level's threshold. */
     size_t start = n - n / (size_t)prm->probe_div;
     size_t plen = n - start;
-    if (plen > ((size_t)1 << prm->hashlog)) plen = (size_t)1 << prm->hashlog;
+    if (plen > ((size_t)1 << prm->probe_log)) plen = (size_t)1 << prm->probe_log;
     if (plen >= 16) {
       size_t plimit = (size_t)((double)plen / prm->min_ratio);
-      if (!blz_run(prm, blz_hashlog_for(prm->hashlog, plen), ht, src + start, plen, NULL,
+      if (!blz_run(prm, blz_hashlog_for(prm, plen), ht, src + start, plen, NULL,
                    plimit, 1))
         return 0;
     }
+  } else {
+    /* Probing the whole input is compressing it: require the level's ratio
+     * from the real result. */
+    size_t rlimit = (size_t)((double)n / prm->min_ratio);
+    if (rlimit < limit) limit = rlimit;
   }
   if (limit < 2) return 0;
 
-  r = blz_run(prm, blz_hashlog_for(prm->hashlog, n), ht, src, n, dst, limit, 0);
+  r = blz_run(prm, blz_hashlog_for(prm, n), ht, src, n, dst, limit, 0);
   return (int)r;
 }
 
 #ifdef BLZ_TUNING
 /* Development hook (not built normally): override the settings of a level. */
-void ndp_blosclz_tune(int clevel, int hashlog, int min_near, int min_far, int skip_shift,
-                      int lazy, int dual, int probe_div, double min_ratio);
-void ndp_blosclz_tune(int clevel, int hashlog, int min_near, int min_far, int skip_shift,
-                      int lazy, int dual, int probe_div, double min_ratio) {
+void ndp_blosclz_tune(int clevel, const int *v, double min_ratio);
+void ndp_blosclz_tune(int clevel, const int *v, double min_ratio) {
   blz_params *p = &blz_levels[clevel];
-  p->hashlog = hashlog;
-  p->min_near = min_near;
-  p->min_far = min_far;
-  p->skip_shift = skip_shift;
-  p->lazy = lazy;
-  p->dual = dual;
-  p->probe_div = probe_div;
+  p->hashlog = v[0];
+  p->min_near = v[1];
+  p->min_far = v[2];
+  p->skip_shift = v[3];
+  p->lazy = v[4];
+  p->dual = v[5];
+  p->probe_div = v[6];
+  p->probe_log = v[7];
   p->min_ratio = min_ratio;
 }
 #endif
