@@ -23,15 +23,18 @@
  * and the block is rejected.  We reject such a stream directly (error), which
  * gives the same accept/reject decisions.
  *
- * Encoder: greedy LZ77 with a hash table of 4-byte sequences (multiplicative
- * hash), literal runs of up to 32 bytes, a minimum match length that depends on
- * the distance class (near matches cost 2 bytes, far matches 4), match
- * extension backwards into pending literals, optional one-step lazy matching
- * at high levels, and the "entropy probe" of BloscLZ: a sample taken from the
- * end of the input is first compressed in counting mode, and the input is
- * given up on (return 0) when the sample's ratio falls below a per-level
- * threshold.  The last bytes of the input are always emitted as a literal run,
- * so every stream ends with a literal instruction.
+ * Encoder: LZ77 over hash tables of 4-byte sequences (multiplicative hash),
+ * with literal runs of up to 32 bytes, minimum match lengths per distance
+ * class (near matches cost 2 bytes, far ones 4), match extension backwards
+ * into pending literals, faster stepping through data that does not match,
+ * and, from level 4 on, a second table hashed on 8 bytes that finds long far
+ * matches, plus one-step lazy matching from level 6 on.  Incompressible input
+ * is given up on early (return 0) as in BloscLZ: levels 1-6 first compress,
+ * in counting mode, a sample from the end of the input and stop when its
+ * ratio is below the level's threshold; levels 7-9 (where BloscLZ probes the
+ * whole input) apply the threshold to the real result instead.  The last
+ * bytes of the input are always emitted as literals, so every stream ends
+ * with a literal instruction.  The hash tables live on the stack (64 KiB).
  */
 #include "blosclz.h"
 
@@ -133,15 +136,19 @@ BLZ_ALWAYS_INLINE void blz_match_copy_fast(uint8_t *op, size_t dist, size_t len)
       memset(op, ref[0], len);
     }
   } else {
-    /* Period dist < 8: write the first (D - dist) bytes one by one, where
-     * D is the smallest multiple of dist >= 8; the output is also periodic
-     * with period D, so from there 8-byte copies at distance D are exact. */
-    static const uint8_t widen[8] = {0, 0, 8, 9, 8, 10, 12, 14};
-    size_t D = widen[dist];
-    size_t k = D - dist, i;
-    for (i = 0; i < k; i++) op[i] = ref[i];
-    op += k;
-    ref = op - D;
+    /* 2 <= dist < 8: write 8 bytes in two steps of 4 (the first byte by
+     * byte), moving the source so that afterwards op - ref is a multiple of
+     * dist that is >= 8; from there 8-byte copies are exact. */
+    static const uint8_t fwd[8] = {0, 1, 2, 1, 0, 4, 4, 4};  /* ref advance */
+    static const int8_t back[8] = {0, 0, 0, -1, -4, 1, 2, 3}; /* then ref -= */
+    op[0] = ref[0];
+    op[1] = ref[1];
+    op[2] = ref[2];
+    op[3] = ref[3];
+    ref += fwd[dist];
+    memcpy(op + 4, ref, 4);
+    ref -= back[dist];
+    op += 8;
     while (op < mend) {
       blz_copy8(op, ref);
       op += 8;

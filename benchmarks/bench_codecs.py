@@ -1,0 +1,128 @@
+"""Chunk codec throughput: ndpack vs python-blosc2 (same process, same parameters) and memcpy.
+
+For each input (float64: linspace, sin + noise, random), codec (blosclz, lz4, zstd),
+clevel (1, 5, 9) and thread count (1, 2) it compresses the whole buffer into one chunk
+with SHUFFLE and typesize 8, decompresses it, and prints GB/s for both libraries,
+the ratio ndpack / python-blosc2 (> 1 means ndpack is faster), and the compression
+ratios.  The best of several repetitions is reported.
+
+    python benchmarks/bench_codecs.py            # 100 MB inputs
+    python benchmarks/bench_codecs.py --quick    # 8 MB inputs, fewer repetitions (CI)
+    python benchmarks/bench_codecs.py --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+import ndpack
+
+try:
+    import blosc2
+except ImportError:  # the peer is a test/bench dependency
+    blosc2 = None
+
+
+def inputs(nbytes: int) -> dict[str, np.ndarray]:
+    n = nbytes // 8
+    rng = np.random.default_rng(0)
+    return {
+        "linspace": np.linspace(0, 1, n),
+        "sin+noise": np.sin(np.arange(n) * 1e-4) + rng.normal(0, 1e-6, n),
+        "random": rng.random(n),
+    }
+
+
+def best_time(fn, reps: int) -> float:
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def measure(lib, codec_name: str, clevel: int, nthreads: int, x: np.ndarray, reps: int):
+    codec = getattr(lib.Codec, codec_name)
+    kw = dict(codec=codec, clevel=clevel, typesize=8, nthreads=nthreads,
+              filters=[lib.Filter.SHUFFLE], filters_meta=[0])
+    c = lib.compress2(x, **kw)
+    out = np.empty_like(x)
+    tc = best_time(lambda: lib.compress2(x, **kw), reps)
+    td = best_time(lambda: lib.decompress2(c, dst=out, nthreads=nthreads), reps)
+    assert np.array_equal(out, x), f"{lib.__name__} round trip failed"
+    return x.nbytes / tc / 1e9, x.nbytes / td / 1e9, x.nbytes / len(c)
+
+
+def run(quick: bool) -> list[dict]:
+    size = 8 * 2**20 if quick else 100 * 10**6
+    reps = 2 if quick else 4
+    codecs = ["BLOSCLZ", "LZ4", "ZSTD"]
+    clevels = [1, 5] if quick else [1, 5, 9]
+    threads = [1, 2]
+    rows = []
+    data = inputs(size)
+    memcpy_dst = np.empty_like(data["linspace"])
+    t_memcpy = best_time(lambda: np.copyto(memcpy_dst, data["linspace"]), reps + 2)
+    memcpy_gbs = data["linspace"].nbytes / t_memcpy / 1e9
+    print(f"inputs {size / 1e6:.0f} MB float64, SHUFFLE, typesize 8; memcpy {memcpy_gbs:.1f} GB/s")
+    print(f"ndpack {ndpack.__version__} (isa {ndpack._core.isa()}); "
+          f"python-blosc2 {blosc2.__version__ if blosc2 else 'missing'}")
+    hdr = (f"{'input':<10} {'codec':<8} {'cl':>2} {'th':>2} | {'comp GB/s nd/b2':>16} {'ratio':>6} | "
+           f"{'decomp GB/s nd/b2':>18} {'ratio':>6} | {'cratio nd/b2':>14} {'diff':>6}")
+    print(hdr)
+    print("-" * len(hdr))
+    for name, x in data.items():
+        for codec in codecs:
+            for clevel in clevels:
+                if clevel == 9 and codec == "ZSTD" and quick:
+                    continue
+                for nthreads in threads:
+                    nd = measure(ndpack, codec, clevel, nthreads, x, reps)
+                    b2 = measure(blosc2, codec, clevel, nthreads, x, reps) if blosc2 else (np.nan,) * 3
+                    row = dict(input=name, codec=codec, clevel=clevel, nthreads=nthreads,
+                               nd_comp=nd[0], b2_comp=b2[0], nd_decomp=nd[1], b2_decomp=b2[1],
+                               nd_cratio=nd[2], b2_cratio=b2[2], memcpy=memcpy_gbs)
+                    rows.append(row)
+                    print(f"{name:<10} {codec:<8} {clevel:>2} {nthreads:>2} | "
+                          f"{nd[0]:>7.2f} /{b2[0]:>7.2f} {nd[0] / b2[0]:>6.2f} | "
+                          f"{nd[1]:>8.2f} /{b2[1]:>8.2f} {nd[1] / b2[1]:>6.2f} | "
+                          f"{nd[2]:>6.2f} /{b2[2]:>6.2f} {100 * (nd[2] / b2[2] - 1):>+5.1f}%")
+                    sys.stdout.flush()
+    return rows
+
+
+def summarize(rows: list[dict]) -> None:
+    for codec in ("LZ4", "ZSTD", "BLOSCLZ"):
+        sel = [r for r in rows if r["codec"] == codec]
+        if not sel:
+            continue
+        c = [r["nd_comp"] / r["b2_comp"] for r in sel]
+        d = [r["nd_decomp"] / r["b2_decomp"] for r in sel]
+        cr = [r["nd_cratio"] / r["b2_cratio"] - 1 for r in sel]
+        print(f"{codec:<8} compress ratio min {min(c):.2f} geomean {np.exp(np.mean(np.log(c))):.2f} | "
+              f"decompress min {min(d):.2f} geomean {np.exp(np.mean(np.log(d))):.2f} | "
+              f"cratio diff {100 * min(cr):+.1f}% .. {100 * max(cr):+.1f}%")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small inputs, for CI")
+    ap.add_argument("--json", help="write the rows to this file")
+    args = ap.parse_args(argv)
+    rows = run(args.quick)
+    print()
+    summarize(rows)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
