@@ -168,6 +168,8 @@ int main(int argc, char **argv) {
     run_one(exact, n);
     free(exact);
   }
+  free(buf);
+  for (int i = 0; i < nseeds; i++) free(seeds[i].p);
   printf("fuzz: %ld mutated inputs from %d seeds, no crash\n", iterations, nseeds);
   printf("%ld passed, 0 failed\n", iterations);
   return 0;
