@@ -32,7 +32,9 @@
  * is given up on early (return 0) as in BloscLZ: levels 1-6 first compress,
  * in counting mode, a sample from the end of the input and stop when its
  * ratio is below the level's threshold; levels 7-9 (where BloscLZ probes the
- * whole input) apply the threshold to the real result instead.  The last
+ * whole input) give up early only when four samples spread over the input
+ * all fall short (not at level 9), and apply the threshold to the real
+ * result.  The last
  * bytes of the input are always emitted as literals, so every stream ends
  * with a literal instruction.  The hash tables live on the stack (64 KiB).
  */
@@ -109,18 +111,40 @@ BLZ_ALWAYS_INLINE unsigned blz_equal_bytes(uint64_t x) {
 /* ------------------------------------------------------------------------ */
 /* Decoder                                                                   */
 
-/* Copy a match of `len` bytes from op - dist to op when at least len + 16
- * bytes of output space remain (so 8/16-byte over-copies stay inside dst). */
+/* Write the first 8 bytes of a match with distance 2 <= dist < 8 (ref = op -
+ * dist) in two steps of 4, the first byte by byte.  Returns the source to
+ * continue with at op + 8: (op + 8) - source is a multiple of dist, >= 8. */
+BLZ_ALWAYS_INLINE const uint8_t *blz_copy_small_period(uint8_t *op, const uint8_t *ref,
+                                                       size_t dist) {
+  static const uint8_t fwd[8] = {0, 1, 2, 1, 0, 4, 4, 4};  /* ref advance */
+  static const int8_t back[8] = {0, 0, 0, -1, -4, 1, 2, 3}; /* then ref -= */
+  op[0] = ref[0];
+  op[1] = ref[1];
+  op[2] = ref[2];
+  op[3] = ref[3];
+  ref += fwd[dist];
+  memcpy(op + 4, ref, 4);
+  return ref - back[dist];
+}
+
+/* Copy a match of `len` bytes from op - dist to op when at least len + 32
+ * bytes of output space remain (so the over-copies stay inside dst). */
 BLZ_ALWAYS_INLINE void blz_match_copy_fast(uint8_t *op, size_t dist, size_t len) {
   const uint8_t *ref = op - dist;
   uint8_t *const mend = op + len;
   if (BLZ_LIKELY(dist >= 16)) {
     /* Each 16-byte chunk reads bytes that are already final. */
-    do {
-      blz_copy16(op, ref);
-      op += 16;
-      ref += 16;
-    } while (op < mend);
+    blz_copy16(op, ref);
+    blz_copy16(op + 16, ref + 16);
+    if (BLZ_UNLIKELY(len > 32)) {
+      op += 32;
+      ref += 32;
+      do {
+        blz_copy16(op, ref);
+        op += 16;
+        ref += 16;
+      } while (op < mend);
+    }
   } else if (dist >= 8) {
     do {
       blz_copy8(op, ref);
@@ -136,18 +160,9 @@ BLZ_ALWAYS_INLINE void blz_match_copy_fast(uint8_t *op, size_t dist, size_t len)
       memset(op, ref[0], len);
     }
   } else {
-    /* 2 <= dist < 8: write 8 bytes in two steps of 4 (the first byte by
-     * byte), moving the source so that afterwards op - ref is a multiple of
-     * dist that is >= 8; from there 8-byte copies are exact. */
-    static const uint8_t fwd[8] = {0, 1, 2, 1, 0, 4, 4, 4};  /* ref advance */
-    static const int8_t back[8] = {0, 0, 0, -1, -4, 1, 2, 3}; /* then ref -= */
-    op[0] = ref[0];
-    op[1] = ref[1];
-    op[2] = ref[2];
-    op[3] = ref[3];
-    ref += fwd[dist];
-    memcpy(op + 4, ref, 4);
-    ref -= back[dist];
+    /* 2 <= dist < 8: after the first 8 bytes op - ref is a multiple of dist
+     * that is >= 8; from there 8-byte copies are exact. */
+    ref = blz_copy_small_period(op, ref, dist);
     op += 8;
     while (op < mend) {
       blz_copy8(op, ref);
@@ -193,6 +208,27 @@ int ndp_blosclz_decompress(const uint8_t *src, int srclen, uint8_t *dst, int dst
       size_t hi = ctrl & 31u;
       size_t dist;
       uint32_t c;
+      if (BLZ_LIKELY(len <= 8 && ip_end - ip >= 2 && op_end - op >= 8)) {
+        /* Fast path for the common short near match: the distance byte and
+         * the next instruction are in the input, 8 bytes of room remain. */
+        c = ip[0];
+        dist = (hi << 8) + c + 1;
+        if (BLZ_LIKELY(!(c == 255 && hi == 31) && dist <= (size_t)(op - dst))) {
+          const uint8_t *ref = op - dist;
+          if (BLZ_LIKELY(dist >= 8)) {
+            blz_copy8(op, ref); /* len <= 8: one exact copy */
+          } else if (dist == 1) {
+            uint64_t pat = (uint64_t)ref[0] * 0x0101010101010101ULL;
+            memcpy(op, &pat, 8);
+          } else {
+            blz_copy_small_period(op, ref, dist);
+          }
+          op += len;
+          ip++;
+          ctrl = *ip++;
+          continue;
+        }
+      }
       if (len == 9) {
         /* Extension bytes (length = 9 + their sum). */
         size_t room = (size_t)(op_end - op);
@@ -215,15 +251,15 @@ int ndp_blosclz_decompress(const uint8_t *src, int srclen, uint8_t *dst, int dst
       if (BLZ_UNLIKELY(dist > (size_t)(op - dst))) return -4; /* before start */
       if (BLZ_UNLIKELY(len > (size_t)(op_end - op))) return -3;  /* overflow */
       if (BLZ_UNLIKELY(ip >= ip_end)) return -5; /* stream ends with a match */
-      if (BLZ_LIKELY((size_t)(op_end - op) >= len + 16)) {
+      if (BLZ_LIKELY((size_t)(op_end - op) >= len + 32)) {
         blz_match_copy_fast(op, dist, len);
       } else {
-        /* Near the end of the output: copy all but the last 16 bytes with
+        /* Near the end of the output: copy all but the last 32 bytes with
          * the fast routine (its over-copy stays below op + len), then finish
          * byte by byte. */
         size_t i = 0;
-        if (len > 16) {
-          i = len - 16;
+        if (len > 32) {
+          i = len - 32;
           blz_match_copy_fast(op, dist, i);
         }
         for (; i < len; i++) op[i] = op[i - dist];
@@ -247,6 +283,8 @@ int ndp_blosclz_decompress(const uint8_t *src, int srclen, uint8_t *dst, int dst
  * bytes, so every stream ends with a literal run. */
 #define BLZ_START_MARGIN 12
 #define BLZ_END_LITERALS 4
+/* Lazy matching moves to ip + 1 only if that saves this many more bytes. */
+#define BLZ_LAZY_MARGIN 6
 
 typedef struct {
   int hashlog;     /* log2 of the hash table size (of each table in dual mode) */
@@ -256,7 +294,7 @@ typedef struct {
   int lazy;        /* > 0: for matches shorter than this, look at ip + 1 first */
   int dual;        /* second table hashed on 8 bytes (finds long far matches) */
   int probe_div;   /* the probe starts at the last 1/probe_div of the input;
-                      0: no probe, the compressed size itself must reach the ratio */
+                      0: four short samples, then the result must reach the ratio */
   int probe_log;   /* log2 of the maximum probe length */
   double min_ratio;
 } blz_params;
@@ -265,12 +303,7 @@ typedef struct {
  * thresholds follow FORMAT.md 3.3 (with "probe all of it" for levels 7-9
  * done exactly, on the real result); the other knobs were tuned on numeric
  * and text data so that ratios are at least those of C-Blosc2's BloscLZ. */
-#ifdef BLZ_TUNING
-static
-#else
-static const
-#endif
-blz_params blz_levels[10] = {
+static const blz_params blz_levels[10] = {
     /* hashlog, min_near, min_far, skip, lazy, dual, probe_div, probe_log, min_ratio */
     {12, 4, 12, 3, 0, 0, 8, 12, 2.0},     /* unused */
     {12, 4, 12, 3, 0, 0, 8, 12, 2.0},     /* 1 */
@@ -388,8 +421,8 @@ BLZ_ALWAYS_INLINE void blz_consider(const blz_state *st, blz_match *m, size_t le
   }
 }
 
-/* Find the best candidate match at ip (ip < end - BLZ_START_MARGIN) and, if
- * `insert`, record ip in the hash table(s). */
+/* Find a match at ip (ip < end - BLZ_START_MARGIN) and, if `insert`, record
+ * ip in the hash table(s).  m->len == 0: none that is worth encoding. */
 BLZ_ALWAYS_INLINE void blz_find(const blz_state *st, const uint8_t *ip, const int dual,
                                 const int insert, blz_match *m) {
   const uint8_t *const src = st->src;
@@ -401,17 +434,21 @@ BLZ_ALWAYS_INLINE void blz_find(const blz_state *st, const uint8_t *ip, const in
   m->len = 0;
   m->dist = 0;
   m->gain = 0;
-  /* dist == 0 happens when a lazy step already inserted ip. */
-  if (dist - 1 < BLZ_MAX_DISTANCE && blz_read32(ref) == blz_read32(ip))
-    blz_consider(st, m, 4 + blz_count(ip + 4, ref + 4, st->mlimit), dist);
   if (dual) {
     const uint32_t h8 = blz_hash8(ip, st->shift);
     const uint8_t *ref8 = src + st->ht8[h8];
     size_t dist8 = (size_t)(ip - ref8);
     if (insert) st->ht8[h8] = pos;
-    if (dist8 != dist && dist8 - 1 < BLZ_MAX_DISTANCE && blz_read64(ref8) == blz_read64(ip))
+    if (dist8 - 1 < BLZ_MAX_DISTANCE && blz_read64(ref8) == blz_read64(ip)) {
+      /* An 8-byte match: the 4-byte candidate is rarely better (it would be
+       * in this table too if it matched 8 bytes), so do not look at it. */
       blz_consider(st, m, 8 + blz_count(ip + 8, ref8 + 8, st->mlimit), dist8);
+      if (m->len) return;
+    }
   }
+  /* (dist - 1 wraps around for dist == 0) */
+  if (dist - 1 < BLZ_MAX_DISTANCE && blz_read32(ref) == blz_read32(ip))
+    blz_consider(st, m, 4 + blz_count(ip + 4, ref + 4, st->mlimit), dist);
 }
 
 /* The encoder proper.  In counting mode (count_only != 0, dst unused) it only
@@ -452,14 +489,14 @@ BLZ_ALWAYS_INLINE size_t blz_encode(const blz_params *prm, unsigned hashlog, uin
       continue;
     }
     if (lazy && m.len < lazy_max) {
-      /* Lazy evaluation: move on while the next position has a match that
-       * saves more than the literal it costs. */
+      /* Lazy evaluation: move on while the next position has a clearly
+       * better match (by more than BLZ_LAZY_MARGIN bytes). */
       while (ip + 1 < ip_limit) {
         blz_match m1;
         /* (not recorded in the tables: that works better on run-structured
          * data, where the first position of a run is the best reference) */
         blz_find(&st, ip + 1, dual, 0, &m1);
-        if (!m1.len || m1.gain - 1 <= m.gain) break;
+        if (!m1.len || m1.gain - BLZ_LAZY_MARGIN <= m.gain) break;
         ip++;
         m = m1;
       }
@@ -504,7 +541,7 @@ BLZ_ALWAYS_INLINE size_t blz_encode(const blz_params *prm, unsigned hashlog, uin
      * end - BLZ_END_LITERALS, so the 4-byte reads stay inside the input). */
     st.ht4[blz_hash4(ip - 2, st.shift)] = (uint32_t)(ip - 2 - src);
     st.ht4[blz_hash4(ip - 1, st.shift)] = (uint32_t)(ip - 1 - src);
-    if (dual && ip + 6 <= end) {
+    if (dual && ip + 7 <= end) { /* 8-byte reads at ip - 2 and ip - 1 */
       st.ht8[blz_hash8(ip - 2, st.shift)] = (uint32_t)(ip - 2 - src);
       st.ht8[blz_hash8(ip - 1, st.shift)] = (uint32_t)(ip - 1 - src);
     }
@@ -587,9 +624,22 @@ int ndp_blosclz_compress(int clevel, const uint8_t *src, int srclen, uint8_t *ds
         return 0;
     }
   } else {
-    /* Probing the whole input is compressing it: require the level's ratio
-     * from the real result. */
+    /* BloscLZ probes the whole input at these levels.  We require the
+     * level's ratio from the real result instead, after a quick check that
+     * gives up only when four samples spread over the input all fall short
+     * of it (a single sample misjudges inputs whose parts differ, such as
+     * the byte planes of shuffled data).  With a threshold of 1 (level 9)
+     * there is no check: only the result decides, so that redundancy the
+     * short samples cannot see (long-distance repeats) is still found. */
     size_t rlimit = (size_t)((double)n / prm->min_ratio);
+    size_t plen = ((size_t)1 << prm->probe_log) / 4, k;
+    if (prm->min_ratio > 1.0 && n >= 8 * plen) {
+      size_t plimit = (size_t)((double)plen / prm->min_ratio);
+      unsigned hl = blz_hashlog_for(prm, plen);
+      for (k = 0; k < 4; k++)
+        if (blz_run(prm, hl, ht, src + k * ((n - plen) / 3), plen, NULL, plimit, 1)) break;
+      if (k == 4) return 0;
+    }
     if (rlimit < limit) limit = rlimit;
   }
   if (limit < 2) return 0;
@@ -597,20 +647,3 @@ int ndp_blosclz_compress(int clevel, const uint8_t *src, int srclen, uint8_t *ds
   r = blz_run(prm, blz_hashlog_for(prm, n), ht, src, n, dst, limit, 0);
   return (int)r;
 }
-
-#ifdef BLZ_TUNING
-/* Development hook (not built normally): override the settings of a level. */
-void ndp_blosclz_tune(int clevel, const int *v, double min_ratio);
-void ndp_blosclz_tune(int clevel, const int *v, double min_ratio) {
-  blz_params *p = &blz_levels[clevel];
-  p->hashlog = v[0];
-  p->min_near = v[1];
-  p->min_far = v[2];
-  p->skip_shift = v[3];
-  p->lazy = v[4];
-  p->dual = v[5];
-  p->probe_div = v[6];
-  p->probe_log = v[7];
-  p->min_ratio = min_ratio;
-}
-#endif

@@ -18,6 +18,18 @@
 #include <immintrin.h>
 #include <string.h>
 
+#if defined(__GNUC__) || defined(__clang__)
+#define NDP_INLINE static inline __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#define NDP_INLINE static __forceinline
+#else
+#define NDP_INLINE static inline
+#endif
+/* X(0) X(1) ... : fully unrolled register loops */
+#define REP4(X) X(0) X(1) X(2) X(3)
+#define REP8(X) REP4(X) X(4) X(5) X(6) X(7)
+#define REP16(X) REP8(X) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+
 #define LD(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
 #define ST(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), (v))
 #define LD128(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
@@ -121,7 +133,7 @@ static size_t shuffle8(size_t m, const uint8_t *src, uint8_t *dst) {
 }
 
 /* 16x16 byte transpose in each lane of v[0..15]. */
-static inline void transpose16(__m256i *v) {
+NDP_INLINE void transpose16(__m256i *v) {
   ZIP(v[0], v[8]); ZIP(v[1], v[9]); ZIP(v[2], v[10]); ZIP(v[3], v[11]);
   ZIP(v[4], v[12]); ZIP(v[5], v[13]); ZIP(v[6], v[14]); ZIP(v[7], v[15]);
   ZIP(v[0], v[4]); ZIP(v[1], v[5]); ZIP(v[2], v[6]); ZIP(v[3], v[7]);
@@ -132,14 +144,38 @@ static inline void transpose16(__m256i *v) {
   ZIP(v[8], v[9]); ZIP(v[10], v[11]); ZIP(v[12], v[13]); ZIP(v[14], v[15]);
 }
 
+/* 64 elements per round, so that each of the 16 planes receives a whole
+ * 64-byte line at once: with 16 output streams as many cache lines compete
+ * for one L1 set when m is a multiple of 4 KiB, and half-written lines
+ * would be evicted between rounds. */
 static size_t shuffle16(size_t m, const uint8_t *src, uint8_t *dst) {
   size_t i = 0;
+  for (; i + 64 <= m; i += 64) {
+    const uint8_t *s = src + 16 * i;
+    __m256i v[16], w[16];
+#define L_(k) v[k] = LD2(s + 16 * k, s + 256 + 16 * k);
+    REP16(L_)
+#undef L_
+    transpose16(v);
+    s += 512;
+#define L_(k) w[k] = LD2(s + 16 * k, s + 256 + 16 * k);
+    REP16(L_)
+#undef L_
+    transpose16(w);
+#define S_(j) ST(dst + j * m + i, v[j]); ST(dst + j * m + i + 32, w[j]);
+    REP16(S_)
+#undef S_
+  }
   for (; i + 32 <= m; i += 32) {
     const uint8_t *s = src + 16 * i;
     __m256i v[16];
-    for (int k = 0; k < 16; k++) v[k] = LD2(s + 16 * k, s + 256 + 16 * k);
+#define L_(k) v[k] = LD2(s + 16 * k, s + 256 + 16 * k);
+    REP16(L_)
+#undef L_
     transpose16(v);
-    for (int j = 0; j < 16; j++) ST(dst + j * m + i, v[j]);
+#define S_(j) ST(dst + j * m + i, v[j]);
+    REP16(S_)
+#undef S_
   }
   return i;
 }
@@ -190,7 +226,7 @@ static size_t unshuffle4(size_t m, const uint8_t *src, uint8_t *dst) {
 
 /* Planes v[0..7] (32 elements) -> element bytes: lane 0 of v[k] is bytes
  * 16k..16k+15, lane 1 bytes 128+16k.. */
-static inline void unshuffle8_regs(__m256i *v) {
+NDP_INLINE void unshuffle8_regs(__m256i *v) {
   ZIP(v[0], v[4]);
   ZIP(v[1], v[5]);
   ZIP(v[2], v[6]);
@@ -205,21 +241,34 @@ static inline void unshuffle8_regs(__m256i *v) {
   ZIP(v[6], v[7]);
 }
 
-/* Store 2q vectors whose lanes 0 are bytes 0..32q and lanes 1 bytes 32q..64q. */
-static inline void store_lanes(uint8_t *d, const __m256i *v, int q2) {
-  for (int k = 0; k < q2; k += 2) {
-    ST(d + 16 * k, _mm256_permute2x128_si256(v[k], v[k + 1], 0x20));
-    ST(d + 16 * q2 + 16 * k, _mm256_permute2x128_si256(v[k], v[k + 1], 0x31));
-  }
-}
+/* Store q vectors (q = 8 or 16) whose lanes 0 are bytes 0..16q and lanes 1
+ * bytes 16q..32q. */
+#define STORE_PAIR_(d, v, q, k)                                             \
+  ST((d) + 16 * (k), _mm256_permute2x128_si256((v)[k], (v)[(k) + 1], 0x20)); \
+  ST((d) + 16 * (q) + 16 * (k),                                             \
+     _mm256_permute2x128_si256((v)[k], (v)[(k) + 1], 0x31));
+#define STORE_LANES8(d, v)                                                  \
+  do {                                                                      \
+    STORE_PAIR_(d, v, 8, 0) STORE_PAIR_(d, v, 8, 2)                         \
+    STORE_PAIR_(d, v, 8, 4) STORE_PAIR_(d, v, 8, 6)                         \
+  } while (0)
+#define STORE_LANES16(d, v)                                                 \
+  do {                                                                      \
+    STORE_PAIR_(d, v, 16, 0) STORE_PAIR_(d, v, 16, 2)                       \
+    STORE_PAIR_(d, v, 16, 4) STORE_PAIR_(d, v, 16, 6)                       \
+    STORE_PAIR_(d, v, 16, 8) STORE_PAIR_(d, v, 16, 10)                      \
+    STORE_PAIR_(d, v, 16, 12) STORE_PAIR_(d, v, 16, 14)                     \
+  } while (0)
 
 static size_t unshuffle8(size_t m, const uint8_t *src, uint8_t *dst) {
   size_t i = 0;
   for (; i + 32 <= m; i += 32) {
     __m256i v[8];
-    for (int j = 0; j < 8; j++) v[j] = LD(src + j * m + i);
+#define L_(j) v[j] = LD(src + j * m + i);
+    REP8(L_)
+#undef L_
     unshuffle8_regs(v);
-    store_lanes(dst + 8 * i, v, 8);
+    STORE_LANES8(dst + 8 * i, v);
   }
   return i;
 }
@@ -228,9 +277,11 @@ static size_t unshuffle16(size_t m, const uint8_t *src, uint8_t *dst) {
   size_t i = 0;
   for (; i + 32 <= m; i += 32) {
     __m256i v[16];
-    for (int j = 0; j < 16; j++) v[j] = LD(src + j * m + i);
+#define L_(j) v[j] = LD(src + j * m + i);
+    REP16(L_)
+#undef L_
     transpose16(v);
-    store_lanes(dst + 16 * i, v, 16);
+    STORE_LANES16(dst + 16 * i, v);
   }
   return i;
 }
@@ -308,7 +359,7 @@ static void bitplane_fwd(const uint8_t *p, size_t len, uint8_t *rows, size_t str
     (a) = _mm256_xor_si256((a), _mm256_slli_epi16(t_, (sh)));               \
   } while (0)
 
-static inline void bit_transpose8(__m256i *x) {
+NDP_INLINE void bit_transpose8(__m256i *x) {
   const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x33);
   const __m256i m1 = _mm256_set1_epi8(0x55);
   BITSWAP(x[0], x[4], 4, m4);
@@ -330,10 +381,12 @@ static void bitplane_inv(const uint8_t *rows, size_t stride, size_t len, uint8_t
   size_t o = 0;
   for (; o + 256 <= len; o += 256) {
     __m256i x[8];
-    for (int k = 0; k < 8; k++) x[k] = LD(rows + k * stride + o / 8);
+#define L_(k) x[k] = LD(rows + k * stride + o / 8);
+    REP8(L_)
+#undef L_
     bit_transpose8(x); /* x[e] byte c = plane byte 8c + e */
     unshuffle8_regs(x);
-    store_lanes(p + o, x, 8);
+    STORE_LANES8(p + o, x);
   }
   ndp_bitplane_inv_scalar(rows + o / 8, stride, len - o, p + o);
 }

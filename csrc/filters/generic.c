@@ -167,40 +167,6 @@ NDP_INLINE void scatter8(uint8_t *d, size_t t, uint64_t x) {
   for (unsigned e = 0; e < 8; e++) d[e * t] = (uint8_t)(x >> (8 * e));
 }
 
-void ndp_bitshuffle_scalar_part(size_t t, size_t m, size_t i0, size_t i1,
-                                const uint8_t *src, uint8_t *dst) {
-  const size_t stride = m / 8; /* bytes per bit-row */
-  for (size_t i = i0; i < i1; i += 8) {
-    const uint8_t *s = src + i * t;
-    uint8_t *d = dst + i / 8;
-    for (size_t j = 0; j < t; j++) {
-      uint64_t x = (t == 1) ? ld64le(s) : gather8(s + j, t);
-      x = transpose8x8(x);
-      uint8_t *row = d + 8 * j * stride;
-      for (unsigned k = 0; k < 8; k++) row[k * stride] = (uint8_t)(x >> (8 * k));
-    }
-  }
-}
-
-void ndp_bitunshuffle_scalar_part(size_t t, size_t m, size_t i0, size_t i1,
-                                  const uint8_t *src, uint8_t *dst) {
-  const size_t stride = m / 8;
-  for (size_t i = i0; i < i1; i += 8) {
-    const uint8_t *s = src + i / 8;
-    uint8_t *d = dst + i * t;
-    for (size_t j = 0; j < t; j++) {
-      const uint8_t *row = s + 8 * j * stride;
-      uint64_t x = 0;
-      for (unsigned k = 0; k < 8; k++) x |= (uint64_t)row[k * stride] << (8 * k);
-      x = transpose8x8(x);
-      if (t == 1)
-        st64le(d, x);
-      else
-        scatter8(d + j, t, x);
-    }
-  }
-}
-
 void ndp_bitplane_fwd_scalar(const uint8_t *plane, size_t len, uint8_t *rows,
                              size_t stride) {
   for (size_t o = 0; o + 8 <= len; o += 8) {
@@ -215,6 +181,55 @@ void ndp_bitplane_inv_scalar(const uint8_t *rows, size_t stride, size_t len,
     uint64_t x = 0;
     for (unsigned k = 0; k < 8; k++) x |= (uint64_t)rows[k * stride + o / 8] << (8 * k);
     st64le(plane + o, transpose8x8(x));
+  }
+}
+
+/* Elements per tile: the tile's bytes stay in L1 while its t planes are
+ * transposed one after the other, so that only 8 bit-rows are written (or
+ * read) at a time -- rows m/8 apart would otherwise compete for one L1 set. */
+static size_t bit_tile(size_t t) {
+  size_t c = 4096 / t;
+  return c < 8 ? 8 : c & ~(size_t)7;
+}
+
+void ndp_bitshuffle_scalar_part(size_t t, size_t m, size_t i0, size_t i1,
+                                const uint8_t *src, uint8_t *dst) {
+  const size_t stride = m / 8; /* bytes per bit-row */
+  if (t == 1) {
+    ndp_bitplane_fwd_scalar(src + i0, i1 - i0, dst + i0 / 8, stride);
+    return;
+  }
+  const size_t tile = bit_tile(t);
+  for (size_t b0 = i0; b0 < i1; b0 += tile) {
+    size_t b1 = (i1 - b0 > tile) ? b0 + tile : i1;
+    for (size_t j = 0; j < t; j++) {
+      uint8_t *rows = dst + 8 * j * stride;
+      for (size_t i = b0; i < b1; i += 8) {
+        uint64_t x = transpose8x8(gather8(src + i * t + j, t));
+        for (unsigned k = 0; k < 8; k++) rows[k * stride + i / 8] = (uint8_t)(x >> (8 * k));
+      }
+    }
+  }
+}
+
+void ndp_bitunshuffle_scalar_part(size_t t, size_t m, size_t i0, size_t i1,
+                                  const uint8_t *src, uint8_t *dst) {
+  const size_t stride = m / 8;
+  if (t == 1) {
+    ndp_bitplane_inv_scalar(src + i0 / 8, stride, i1 - i0, dst + i0);
+    return;
+  }
+  const size_t tile = bit_tile(t);
+  for (size_t b0 = i0; b0 < i1; b0 += tile) {
+    size_t b1 = (i1 - b0 > tile) ? b0 + tile : i1;
+    for (size_t j = 0; j < t; j++) {
+      const uint8_t *rows = src + 8 * j * stride;
+      for (size_t i = b0; i < b1; i += 8) {
+        uint64_t x = 0;
+        for (unsigned k = 0; k < 8; k++) x |= (uint64_t)rows[k * stride + i / 8] << (8 * k);
+        scatter8(dst + i * t + j, t, transpose8x8(x));
+      }
+    }
   }
 }
 

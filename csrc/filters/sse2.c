@@ -24,6 +24,18 @@
 #include <emmintrin.h>
 #include <string.h>
 
+#if defined(__GNUC__) || defined(__clang__)
+#define NDP_INLINE static inline __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#define NDP_INLINE static __forceinline
+#else
+#define NDP_INLINE static inline
+#endif
+/* X(0) X(1) ... : fully unrolled register loops */
+#define REP4(X) X(0) X(1) X(2) X(3)
+#define REP8(X) REP4(X) X(4) X(5) X(6) X(7)
+#define REP16(X) REP8(X) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+
 #define LD(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
 #define ST(p, v) _mm_storeu_si128((__m128i *)(void *)(p), (v))
 
@@ -113,7 +125,7 @@ static size_t shuffle8(size_t m, const uint8_t *src, uint8_t *dst) {
 }
 
 /* 16x16 byte transpose of v[0..15] in place. */
-static inline void transpose16(__m128i *v) {
+NDP_INLINE void transpose16(__m128i *v) {
   ZIP(v[0], v[8]); ZIP(v[1], v[9]); ZIP(v[2], v[10]); ZIP(v[3], v[11]);
   ZIP(v[4], v[12]); ZIP(v[5], v[13]); ZIP(v[6], v[14]); ZIP(v[7], v[15]);
   ZIP(v[0], v[4]); ZIP(v[1], v[5]); ZIP(v[2], v[6]); ZIP(v[3], v[7]);
@@ -128,9 +140,13 @@ static size_t shuffle16(size_t m, const uint8_t *src, uint8_t *dst) {
   size_t i = 0;
   for (; i + 16 <= m; i += 16) {
     __m128i v[16];
-    for (int k = 0; k < 16; k++) v[k] = LD(src + 16 * i + 16 * k);
+#define L_(k) v[k] = LD(src + 16 * i + 16 * k);
+    REP16(L_)
+#undef L_
     transpose16(v);
-    for (int j = 0; j < 16; j++) ST(dst + j * m + i, v[j]);
+#define S_(j) ST(dst + j * m + i, v[j]);
+    REP16(S_)
+#undef S_
   }
   return i;
 }
@@ -180,7 +196,7 @@ static size_t unshuffle4(size_t m, const uint8_t *src, uint8_t *dst) {
 }
 
 /* Planes v[0..7] (16 elements) -> the 128 element bytes in v[0..7]. */
-static inline void unshuffle8_regs(__m128i *v) {
+NDP_INLINE void unshuffle8_regs(__m128i *v) {
   ZIP(v[0], v[4]);
   ZIP(v[1], v[5]);
   ZIP(v[2], v[6]);
@@ -199,9 +215,13 @@ static size_t unshuffle8(size_t m, const uint8_t *src, uint8_t *dst) {
   size_t i = 0;
   for (; i + 16 <= m; i += 16) {
     __m128i v[8];
-    for (int j = 0; j < 8; j++) v[j] = LD(src + j * m + i);
+#define L_(j) v[j] = LD(src + j * m + i);
+    REP8(L_)
+#undef L_
     unshuffle8_regs(v);
-    for (int k = 0; k < 8; k++) ST(dst + 8 * i + 16 * k, v[k]);
+#define S_(k) ST(dst + 8 * i + 16 * k, v[k]);
+    REP8(S_)
+#undef S_
   }
   return i;
 }
@@ -210,9 +230,13 @@ static size_t unshuffle16(size_t m, const uint8_t *src, uint8_t *dst) {
   size_t i = 0;
   for (; i + 16 <= m; i += 16) {
     __m128i v[16];
-    for (int j = 0; j < 16; j++) v[j] = LD(src + j * m + i);
+#define L_(j) v[j] = LD(src + j * m + i);
+    REP16(L_)
+#undef L_
     transpose16(v);
-    for (int k = 0; k < 16; k++) ST(dst + 16 * i + 16 * k, v[k]);
+#define S_(k) ST(dst + 16 * i + 16 * k, v[k]);
+    REP16(S_)
+#undef S_
   }
   return i;
 }
@@ -288,7 +312,7 @@ static void bitplane_fwd(const uint8_t *p, size_t len, uint8_t *rows, size_t str
     (a) = _mm_xor_si128((a), _mm_slli_epi16(t_, (sh)));                     \
   } while (0)
 
-static inline void bit_transpose8(__m128i *x) {
+NDP_INLINE void bit_transpose8(__m128i *x) {
   const __m128i m4 = _mm_set1_epi8(0x0F), m2 = _mm_set1_epi8(0x33), m1 = _mm_set1_epi8(0x55);
   BITSWAP(x[0], x[4], 4, m4);
   BITSWAP(x[1], x[5], 4, m4);
@@ -309,10 +333,14 @@ static void bitplane_inv(const uint8_t *rows, size_t stride, size_t len, uint8_t
   size_t o = 0;
   for (; o + 128 <= len; o += 128) {
     __m128i x[8];
-    for (int k = 0; k < 8; k++) x[k] = LD(rows + k * stride + o / 8);
+#define L_(k) x[k] = LD(rows + k * stride + o / 8);
+    REP8(L_)
+#undef L_
     bit_transpose8(x); /* x[e] byte c = plane byte 8c + e */
     unshuffle8_regs(x);
-    for (int k = 0; k < 8; k++) ST(p + o + 16 * k, x[k]);
+#define S_(k) ST(p + o + 16 * k, x[k]);
+    REP8(S_)
+#undef S_
   }
   ndp_bitplane_inv_scalar(rows + o / 8, stride, len - o, p + o);
 }
@@ -393,7 +421,7 @@ static void bytedelta_encode_sse2(size_t s, size_t n, const uint8_t *src, uint8_
 }
 
 /* Byte 15 of v in all 16 bytes. */
-static inline __m128i bcast15(__m128i v) {
+NDP_INLINE __m128i bcast15(__m128i v) {
   __m128i x = _mm_unpackhi_epi8(v, v);
   x = _mm_shufflehi_epi16(x, 0xFF);
   return _mm_shuffle_epi32(x, 0xFF);

@@ -201,7 +201,34 @@ def inputs(seed=1234):
     ints = rng.integers(0, 1000, 1 << 16).astype(np.int32)
     d["small_ints_i32"] = ints.tobytes()
     d["small_ints_i32_shuf"] = ints.view(np.uint8).reshape(-1, 4).T.copy().tobytes()
+    ts = (1_700_000_000_000 + np.cumsum(rng.integers(900, 1100, 1 << 16))).astype(np.int64)
+    d["timestamps_i64_shuf"] = ts.view(np.uint8).reshape(-1, 8).T.copy().tobytes()
+    temp = (20 + 5 * np.sin(np.arange(1 << 16) / 500) + rng.normal(0, .1, 1 << 16)).round(1)
+    d["temp_f64"] = temp.tobytes()
+    yy, xx = np.mgrid[0:256, 0:512]
+    d["image_u16"] = ((xx + yy) // 4 + rng.integers(0, 3, (256, 512))).astype(np.uint16).tobytes()
     return d
+
+
+def mixed(rng, n):
+    """Random segments of runs, noise, repeats (near and far) and ramps."""
+    out = bytearray()
+    while len(out) < n:
+        k = int(rng.integers(1, 3000))
+        kind = int(rng.integers(0, 5))
+        if kind == 0:
+            out += bytes([int(rng.integers(0, 256))]) * k
+        elif kind == 1:
+            out += rng.integers(0, 256, k, dtype=np.uint8).tobytes()
+        elif kind == 2 and len(out) > 0:
+            dist = int(rng.integers(1, min(len(out), 80000) + 1))
+            for _ in range(k):
+                out.append(out[-dist])
+        elif kind == 3:
+            out += (np.arange(k) // int(rng.integers(1, 9))).astype(np.uint8).tobytes()
+        else:
+            out += rng.integers(0, 4, k, dtype=np.uint8).tobytes()
+    return bytes(out[:n])
 
 
 def blosc2_chunk(data, clevel, blocksize):
@@ -218,6 +245,9 @@ def decode_check():
     cases = list(inputs().items())
     for n in (17, 33, 100, 1000, 5000, 70000, 200000):
         cases.append(("mix%d" % n, (rng.integers(0, 4, n, dtype=np.uint8) * 50).tobytes()))
+    for i in range(40):
+        n = int(rng.integers(16, 1 << 20))
+        cases.append(("mixed%d_%d" % (i, n), mixed(rng, n)))
     for name, data in cases:
         for clevel in range(1, 10):
             for bs in (4096, 65536, 1 << 20):
@@ -274,9 +304,15 @@ def interop_check():
     for n in (32, 33, 47, 64, 65, 100, 257, 1000, 4097, 65536 + 7, 300001):
         cases.append(("mix%d" % n, (rng.integers(0, 3, n, dtype=np.uint8) * 7).tobytes()))
         cases.append(("ramp%d" % n, (np.arange(n) // 5).astype(np.uint8).tobytes()))
+    for i in range(150):
+        n = int(rng.integers(16, 400000))
+        cases.append(("mixed%d_%d" % (i, n), mixed(rng, n)))
     for name, data in cases:
         for clevel in range(1, 10):
-            for bs in (2048, 32768, 262144, 1 << 21):
+            bss = (2048, 32768, 262144, 1 << 21)
+            if name.startswith("mixed"):
+                bss = (int(rng.integers(16, 300000)),)
+            for bs in bss:
                 bs = min(bs, len(data))
                 chunk = make_chunk(data, clevel, bs)
                 nlz += sum(1 for s in chunk_streams(chunk) if s[2] == "lz")
