@@ -144,38 +144,148 @@ NDP_INLINE void transpose16(__m256i *v) {
   ZIP(v[8], v[9]); ZIP(v[10], v[11]); ZIP(v[12], v[13]); ZIP(v[14], v[15]);
 }
 
-/* 64 elements per round, so that each of the 16 planes receives a whole
- * 64-byte line at once: with 16 output streams as many cache lines compete
- * for one L1 set when m is a multiple of 4 KiB, and half-written lines
- * would be evicted between rounds. */
-static size_t shuffle16(size_t m, const uint8_t *src, uint8_t *dst) {
+/* ---- any other group size ---- */
+
+/* g in {3, 5, 6, 7}: plane j of 16 elements gathers byte j of each from the
+ * g input vectors of a lane with one pshufb per vector (mask byte e selects
+ * byte e*g + j when it lies in that vector, else 0x80 gives zero). */
+static size_t shuffle_pshufb(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
+  if (m < 64) return 0;
+  __m256i mask[7][7], v[7];
+  for (size_t j = 0; j < g; j++)
+    for (size_t k = 0; k < g; k++) {
+      uint8_t b[16];
+      for (size_t e = 0; e < 16; e++) {
+        size_t p = e * g + j;
+        b[e] = (uint8_t)((p >> 4) == k ? (p & 15) : 0x80);
+      }
+      mask[j][k] = _mm256_broadcastsi128_si256(LD128(b));
+    }
   size_t i = 0;
-  for (; i + 64 <= m; i += 64) {
-    const uint8_t *s = src + 16 * i;
-    __m256i v[16], w[16];
-#define L_(k) v[k] = LD2(s + 16 * k, s + 256 + 16 * k);
-    REP16(L_)
-#undef L_
-    transpose16(v);
-    s += 512;
-#define L_(k) w[k] = LD2(s + 16 * k, s + 256 + 16 * k);
-    REP16(L_)
-#undef L_
-    transpose16(w);
-#define S_(j) ST(dst + j * m + i, v[j]); ST(dst + j * m + i + 32, w[j]);
-    REP16(S_)
-#undef S_
-  }
   for (; i + 32 <= m; i += 32) {
-    const uint8_t *s = src + 16 * i;
-    __m256i v[16];
-#define L_(k) v[k] = LD2(s + 16 * k, s + 256 + 16 * k);
-    REP16(L_)
+    const uint8_t *s = src + g * i;
+    for (size_t k = 0; k < g; k++) v[k] = LD2(s + 16 * k, s + 16 * g + 16 * k);
+    for (size_t j = 0; j < g; j++) {
+      __m256i acc = _mm256_shuffle_epi8(v[0], mask[j][0]);
+      for (size_t k = 1; k < g; k++)
+        acc = _mm256_or_si256(acc, _mm256_shuffle_epi8(v[k], mask[j][k]));
+      ST(dst + j * m + i, acc);
+    }
+  }
+  return i;
+}
+
+/* Inverse: output vector k of a lane (element bytes 16k..16k+15) takes byte
+ * p from plane (16k+p) % g at element (16k+p) / g. */
+static size_t unshuffle_pshufb(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
+  if (m < 64) return 0;
+  __m256i mask[7][7], v[7];
+  for (size_t k = 0; k < g; k++)
+    for (size_t j = 0; j < g; j++) {
+      uint8_t b[16];
+      for (size_t p = 0; p < 16; p++) {
+        size_t q = 16 * k + p;
+        b[p] = (uint8_t)(q % g == j ? q / g : 0x80);
+      }
+      mask[k][j] = _mm256_broadcastsi128_si256(LD128(b));
+    }
+  size_t i = 0;
+  for (; i + 32 <= m; i += 32) {
+    for (size_t j = 0; j < g; j++) v[j] = LD(src + j * m + i);
+    uint8_t *d = dst + g * i;
+    for (size_t k = 0; k < g; k++) {
+      __m256i acc = _mm256_shuffle_epi8(v[0], mask[k][0]);
+      for (size_t j = 1; j < g; j++)
+        acc = _mm256_or_si256(acc, _mm256_shuffle_epi8(v[j], mask[k][j]));
+      ST2(d + 16 * k, d + 16 * g + 16 * k, acc);
+    }
+  }
+  return i;
+}
+
+/* g >= 9: 16x16 transposes of 16-column tiles (columns j0..j0+15; the last
+ * tile of g > 16 overlaps the previous one and rewrites equal bytes).  For
+ * g < 16 a row load/store covers 16 - g bytes of the next element, so the
+ * last element of a round must leave 16 bytes before the end of the range:
+ * rounds stop at m - 1 elements. */
+NDP_INLINE size_t tile_j0(size_t g, size_t tt) {
+  if (g <= 16) return 0;
+  return (tt * 16 + 16 > g) ? g - 16 : tt * 16;
+}
+
+static size_t shuffle_tiles(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
+  const size_t lim = (g < 16) ? m - 1 : m; /* m >= 64 here */
+  const size_t np = (g < 16) ? g : 16;     /* planes per tile */
+  const size_t ntile = (g + 15) / 16;
+  size_t i = 0;
+  /* 64 elements per round: each plane receives a whole 64-byte line at
+   * once (16 output streams m bytes apart compete for one L1 set when m is
+   * a multiple of 4 KiB, and half-written lines would be evicted) */
+  for (; i + 64 <= lim; i += 64) {
+    for (size_t tt = 0; tt < ntile; tt++) {
+      size_t j0 = tile_j0(g, tt);
+      const uint8_t *s = src + i * g + j0;
+      __m256i v[16], w[16];
+#define L_(r) v[r] = LD2(s + r * g, s + (16 + r) * g);
+      REP16(L_)
 #undef L_
-    transpose16(v);
-#define S_(j) ST(dst + j * m + i, v[j]);
-    REP16(S_)
+      transpose16(v);
+      s += 32 * g;
+#define L_(r) w[r] = LD2(s + r * g, s + (16 + r) * g);
+      REP16(L_)
+#undef L_
+      transpose16(w);
+      uint8_t *d = dst + j0 * m + i;
+#define S_(c)                                                               \
+  if (c < np) {                                                             \
+    ST(d + c * m, v[c]);                                                    \
+    ST(d + c * m + 32, w[c]);                                               \
+  }
+      REP16(S_)
 #undef S_
+    }
+  }
+  for (; i + 32 <= lim; i += 32) {
+    for (size_t tt = 0; tt < ntile; tt++) {
+      size_t j0 = tile_j0(g, tt);
+      const uint8_t *s = src + i * g + j0;
+      __m256i v[16];
+#define L_(r) v[r] = LD2(s + r * g, s + (16 + r) * g);
+      REP16(L_)
+#undef L_
+      transpose16(v);
+      uint8_t *d = dst + j0 * m + i;
+#define S_(c) if (c < np) ST(d + c * m, v[c]);
+      REP16(S_)
+#undef S_
+    }
+  }
+  return i;
+}
+
+static size_t unshuffle_tiles(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
+  const size_t lim = (g < 16) ? m - 1 : m;
+  const size_t ntile = (g + 15) / 16;
+  size_t i = 0;
+  for (; i + 32 <= lim; i += 32) {
+    for (size_t tt = 0; tt < ntile; tt++) {
+      size_t j0 = tile_j0(g, tt);
+      __m256i v[16];
+      /* planes past g - 1 (g < 16) do not exist: repeat the last one */
+#define L_(c) v[c] = LD(src + (j0 + c < g ? j0 + c : g - 1) * m + i);
+      REP16(L_)
+#undef L_
+      transpose16(v);
+      /* in element order: a row's excess bytes are fixed by the next row */
+      uint8_t *d = dst + i * g + j0;
+#define S_(r) ST128(d + r * g, _mm256_castsi256_si128(v[r]));
+      REP16(S_)
+#undef S_
+      d += 16 * g;
+#define S_(r) ST128(d + r * g, _mm256_extracti128_si256(v[r], 1));
+      REP16(S_)
+#undef S_
+    }
   }
   return i;
 }
@@ -186,8 +296,8 @@ static void shuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst) 
     case 2: done = shuffle2(m, src, dst); break;
     case 4: done = shuffle4(m, src, dst); break;
     case 8: done = shuffle8(m, src, dst); break;
-    case 16: done = shuffle16(m, src, dst); break;
-    default: done = 0; break;
+    case 3: case 5: case 6: case 7: done = shuffle_pshufb(g, m, src, dst); break;
+    default: done = (g >= 9 && m >= 64) ? shuffle_tiles(g, m, src, dst) : 0; break;
   }
   ndp_shuffle_scalar_part(g, m, done, m, src, dst);
 }
@@ -273,34 +383,21 @@ static size_t unshuffle8(size_t m, const uint8_t *src, uint8_t *dst) {
   return i;
 }
 
-static size_t unshuffle16(size_t m, const uint8_t *src, uint8_t *dst) {
-  size_t i = 0;
-  for (; i + 32 <= m; i += 32) {
-    __m256i v[16];
-#define L_(j) v[j] = LD(src + j * m + i);
-    REP16(L_)
-#undef L_
-    transpose16(v);
-    STORE_LANES16(dst + 16 * i, v);
-  }
-  return i;
-}
-
 static void unshuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
   size_t done;
   switch (g) {
     case 2: done = unshuffle2(m, src, dst); break;
     case 4: done = unshuffle4(m, src, dst); break;
     case 8: done = unshuffle8(m, src, dst); break;
-    case 16: done = unshuffle16(m, src, dst); break;
-    default: done = 0; break;
+    case 3: case 5: case 6: case 7: done = unshuffle_pshufb(g, m, src, dst); break;
+    default: done = (g >= 9 && m >= 64) ? unshuffle_tiles(g, m, src, dst) : 0; break;
   }
   ndp_unshuffle_scalar_part(g, m, done, m, src, dst);
 }
 
 static void shuffle_avx2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
   size_t m = (g > 1) ? n / g : 0;
-  if (m < 32 || (g != 2 && g != 4 && g != 8 && g != 16)) {
+  if (m < 32) {
     ndp_shuffle_scalar(g, n, src, dst);
     return;
   }
@@ -310,7 +407,7 @@ static void shuffle_avx2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
 
 static void unshuffle_avx2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
   size_t m = (g > 1) ? n / g : 0;
-  if (m < 32 || (g != 2 && g != 4 && g != 8 && g != 16)) {
+  if (m < 32) {
     ndp_unshuffle_scalar(g, n, src, dst);
     return;
   }

@@ -16,6 +16,7 @@ typedef struct {
   const uint8_t *src;
   int32_t nbytes, blocksize, nblocks, typesize;
   int split;
+  int sequential;             /* one thread: blocks go straight into dst, in order */
   uint8_t filters[NDP_NFILTERS], meta[NDP_NFILTERS];
   uint8_t *dst;
   int32_t limit;              /* python-blosc2 destsize: nbytes + 32 */
@@ -93,9 +94,18 @@ static void compress_block(void *ctx, int32_t j) {
   int32_t bsize = job->nbytes - off < job->blocksize ? job->nbytes - off : job->blocksize;
   uint8_t *a = ndp_scratch(0, (size_t)job->blocksize);
   uint8_t *b = ndp_scratch(1, (size_t)job->blocksize);
-  /* Worst case of one block's streams: 4 + 1 bytes each, plus the bytes. */
-  int32_t wcap = bsize + 5 * job->typesize + 8;
-  uint8_t *w = ndp_scratch(2, (size_t)wcap);
+  /* One thread writes straight into dst; several write into their own buffer
+   * (worst case: 4 + 1 bytes per stream plus the bytes) and then reserve room. */
+  int32_t wcap, at = 0;
+  uint8_t *w;
+  if (job->sequential) {
+    at = atomic_load(&job->pos);
+    wcap = job->limit - at;
+    w = job->dst + at;
+  } else {
+    wcap = bsize + 5 * job->typesize + 8;
+    w = ndp_scratch(2, (size_t)wcap);
+  }
   if (a == NULL || b == NULL || w == NULL) {
     job_fail(job, NDP_ERR_MEMORY, "cannot allocate block buffers", j);
     return;
@@ -115,12 +125,16 @@ static void compress_block(void *ctx, int32_t j) {
     return;
   }
   if (!zero_block) atomic_store(&job->all_zero, 0);
-  int32_t at = atomic_fetch_add(&job->pos, len);
-  if ((int64_t)at + len > job->limit) {
-    atomic_store(&job->overflow, 1);
-    return;
+  if (job->sequential) {
+    atomic_store(&job->pos, at + len);
+  } else {
+    at = atomic_fetch_add(&job->pos, len);
+    if ((int64_t)at + len > job->limit) {
+      atomic_store(&job->overflow, 1);
+      return;
+    }
+    memcpy(job->dst + at, w, (size_t)len);
   }
-  memcpy(job->dst + at, w, (size_t)len);
   ndp_wr32(job->dst + job->bstarts_pos + 4 * j, at);
 }
 
@@ -200,6 +214,7 @@ int32_t ndp_compress(const ndp_cparams *cp, const void *src_, int32_t srcsize, v
   job.nblocks = (int32_t)(((int64_t)nbytes + blocksize - 1) / blocksize);
   job.typesize = ts;
   job.split = split;
+  job.sequential = cp->nthreads <= 1 || job.nblocks == 1;
   memcpy(job.filters, cp->filters, NDP_NFILTERS);
   memcpy(job.meta, cp->filters_meta, NDP_NFILTERS);
   job.dst = dst;
