@@ -218,9 +218,33 @@ static size_t shuffle_tiles(size_t g, size_t m, const uint8_t *src, uint8_t *dst
   const size_t np = (g < 16) ? g : 16;     /* planes per tile */
   const size_t ntile = (g + 15) / 16;
   size_t i = 0;
-  /* 64 elements per round: each plane receives a whole 64-byte line at
-   * once (16 output streams m bytes apart compete for one L1 set when m is
-   * a multiple of 4 KiB, and half-written lines would be evicted) */
+  /* Output streams m bytes apart compete for one L1 set when m is a multiple
+   * of 4 KiB.  With more planes than the L1 has ways (12 here), rounds of R
+   * elements are transposed into an L1 buffer and copied out plane by plane;
+   * otherwise rounds of 64 elements give each plane a whole 64-byte line. */
+  enum { R = 512 };
+  if (np > 12 && m % 4096 == 0) {
+    __m256i buf[16][R / 32];
+    for (; i + R <= lim; i += R) {
+      for (size_t tt = 0; tt < ntile; tt++) {
+        size_t j0 = tile_j0(g, tt);
+        for (size_t q = 0; q < R / 32; q++) {
+          const uint8_t *s = src + (i + 32 * q) * g + j0;
+          __m256i v[16];
+#define L_(r) v[r] = LD2(s + r * g, s + (16 + r) * g);
+          REP16(L_)
+#undef L_
+          transpose16(v);
+#define S_(c) buf[c][q] = v[c];
+          REP16(S_)
+#undef S_
+        }
+        uint8_t *d = dst + j0 * m + i;
+        for (size_t c = 0; c < np; c++)
+          for (size_t q = 0; q < R / 32; q++) ST(d + c * m + 32 * q, buf[c][q]);
+      }
+    }
+  }
   for (; i + 64 <= lim; i += 64) {
     for (size_t tt = 0; tt < ntile; tt++) {
       size_t j0 = tile_j0(g, tt);
@@ -418,34 +442,6 @@ static void unshuffle_avx2(size_t g, size_t n, const uint8_t *src, uint8_t *dst)
 /* ------------------------------------------------------------------------ */
 /* BITSHUFFLE                                                                */
 
-/* One plane of `len` bytes (a multiple of 8) -> 8 bit-rows, row k at
- * rows + k*stride: movemask takes bit 7 of every byte, adding the vector to
- * itself brings the next bit up. */
-static void bitplane_fwd(const uint8_t *p, size_t len, uint8_t *rows, size_t stride) {
-  size_t o = 0;
-  for (; o + 64 <= len; o += 64) {
-    __m256i a = LD(p + o), b = LD(p + o + 32);
-    uint8_t *r = rows + o / 8;
-    for (size_t k = 8; k-- > 0;) {
-      uint64_t mk = (uint32_t)_mm256_movemask_epi8(a) |
-                    ((uint64_t)(uint32_t)_mm256_movemask_epi8(b) << 32);
-      memcpy(r + k * stride, &mk, 8);
-      a = _mm256_add_epi8(a, a);
-      b = _mm256_add_epi8(b, b);
-    }
-  }
-  for (; o + 32 <= len; o += 32) {
-    __m256i a = LD(p + o);
-    uint8_t *r = rows + o / 8;
-    for (size_t k = 8; k-- > 0;) {
-      uint32_t mk = (uint32_t)_mm256_movemask_epi8(a);
-      memcpy(r + k * stride, &mk, 4);
-      a = _mm256_add_epi8(a, a);
-    }
-  }
-  ndp_bitplane_fwd_scalar(p + o, len - o, rows + o / 8, stride);
-}
-
 /* 8x8 bit transpose across 8 vectors: bit e of byte c of x[k] <-> bit k of
  * byte c of x[e].  Swaps 4x4, 2x2 then 1x1 blocks between vector pairs. */
 #define BITSWAP(a, b, sh, mask)                                             \
@@ -471,6 +467,100 @@ NDP_INLINE void bit_transpose8(__m256i *x) {
   BITSWAP(x[2], x[3], 1, m1);
   BITSWAP(x[4], x[5], 1, m1);
   BITSWAP(x[6], x[7], 1, m1);
+}
+
+/* One plane of `len` bytes (a multiple of 8) -> 8 bit-rows, row k at
+ * rows + k*stride: movemask takes bit 7 of every byte, adding the vector to
+ * itself brings the next bit up. */
+static void bitplane_fwd(const uint8_t *p, size_t len, uint8_t *rows, size_t stride) {
+  const __m256i lo8 = _mm256_set1_epi16(0x00FF);
+  size_t o = 0;
+  /* 256 bytes: deinterleave into x[e] = bytes 8c + e (the shuffle8
+   * network), then the bit transpose gives the 32-byte pieces of the rows */
+  for (; o + 512 <= len; o += 512) {
+    __m256i x[8], y[8];
+    const uint8_t *s = p + o;
+#define L_(k) x[k] = LD2(s + 16 * k, s + 128 + 16 * k);
+    REP8(L_)
+#undef L_
+    SPLIT(x[0], x[1]);
+    SPLIT(x[2], x[3]);
+    SPLIT(x[4], x[5]);
+    SPLIT(x[6], x[7]);
+    SPLIT(x[0], x[2]);
+    SPLIT(x[1], x[3]);
+    SPLIT(x[4], x[6]);
+    SPLIT(x[5], x[7]);
+    SPLIT(x[0], x[4]);
+    SPLIT(x[1], x[5]);
+    SPLIT(x[2], x[6]);
+    SPLIT(x[3], x[7]);
+    bit_transpose8(x);
+    s += 256;
+#define L_(k) y[k] = LD2(s + 16 * k, s + 128 + 16 * k);
+    REP8(L_)
+#undef L_
+    SPLIT(y[0], y[1]);
+    SPLIT(y[2], y[3]);
+    SPLIT(y[4], y[5]);
+    SPLIT(y[6], y[7]);
+    SPLIT(y[0], y[2]);
+    SPLIT(y[1], y[3]);
+    SPLIT(y[4], y[6]);
+    SPLIT(y[5], y[7]);
+    SPLIT(y[0], y[4]);
+    SPLIT(y[1], y[5]);
+    SPLIT(y[2], y[6]);
+    SPLIT(y[3], y[7]);
+    bit_transpose8(y);
+#define S_(k) ST(rows + k * stride + o / 8, x[k]); ST(rows + k * stride + o / 8 + 32, y[k]);
+    REP8(S_)
+#undef S_
+  }
+  for (; o + 256 <= len; o += 256) {
+    const uint8_t *s = p + o;
+    __m256i x[8];
+#define L_(k) x[k] = LD2(s + 16 * k, s + 128 + 16 * k);
+    REP8(L_)
+#undef L_
+    SPLIT(x[0], x[1]);
+    SPLIT(x[2], x[3]);
+    SPLIT(x[4], x[5]);
+    SPLIT(x[6], x[7]);
+    SPLIT(x[0], x[2]);
+    SPLIT(x[1], x[3]);
+    SPLIT(x[4], x[6]);
+    SPLIT(x[5], x[7]);
+    SPLIT(x[0], x[4]);
+    SPLIT(x[1], x[5]);
+    SPLIT(x[2], x[6]);
+    SPLIT(x[3], x[7]);
+    bit_transpose8(x);
+#define S_(k) ST(rows + k * stride + o / 8, x[k]);
+    REP8(S_)
+#undef S_
+  }
+  for (; o + 64 <= len; o += 64) {
+    __m256i a = LD(p + o), b = LD(p + o + 32);
+    uint8_t *r = rows + o / 8;
+    for (size_t k = 8; k-- > 0;) {
+      uint64_t mk = (uint32_t)_mm256_movemask_epi8(a) |
+                    ((uint64_t)(uint32_t)_mm256_movemask_epi8(b) << 32);
+      memcpy(r + k * stride, &mk, 8);
+      a = _mm256_add_epi8(a, a);
+      b = _mm256_add_epi8(b, b);
+    }
+  }
+  for (; o + 32 <= len; o += 32) {
+    __m256i a = LD(p + o);
+    uint8_t *r = rows + o / 8;
+    for (size_t k = 8; k-- > 0;) {
+      uint32_t mk = (uint32_t)_mm256_movemask_epi8(a);
+      memcpy(r + k * stride, &mk, 4);
+      a = _mm256_add_epi8(a, a);
+    }
+  }
+  ndp_bitplane_fwd_scalar(p + o, len - o, rows + o / 8, stride);
 }
 
 /* 8 bit-rows (row k at rows + k*stride) -> one plane of `len` bytes. */

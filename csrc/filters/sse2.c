@@ -136,30 +136,72 @@ NDP_INLINE void transpose16(__m128i *v) {
   ZIP(v[8], v[9]); ZIP(v[10], v[11]); ZIP(v[12], v[13]); ZIP(v[14], v[15]);
 }
 
-static size_t shuffle16(size_t m, const uint8_t *src, uint8_t *dst) {
+/* Any g >= 9 (16 included): 16x16 transposes of 16-column tiles (columns
+ * j0..j0+15; the last tile of g > 16 overlaps the previous one and rewrites
+ * equal bytes).  For g < 16 a row load/store covers 16 - g bytes of the next
+ * element, so the last element of a round must leave 16 bytes before the
+ * end of the range: rounds stop at m - 1 elements (m >= 32 here). */
+NDP_INLINE size_t tile_j0(size_t g, size_t tt) {
+  if (g <= 16) return 0;
+  return (tt * 16 + 16 > g) ? g - 16 : tt * 16;
+}
+
+static size_t shuffle_tiles(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
+  const size_t lim = (g < 16) ? m - 1 : m;
+  const size_t np = (g < 16) ? g : 16; /* planes per tile */
+  const size_t ntile = (g + 15) / 16;
   size_t i = 0;
-  for (; i + 16 <= m; i += 16) {
-    __m128i v[16];
-#define L_(k) v[k] = LD(src + 16 * i + 16 * k);
-    REP16(L_)
+  /* Output streams m bytes apart compete for one L1 set when m is a multiple
+   * of 4 KiB: with many planes, rounds of R elements go through an L1 buffer
+   * and are copied out plane by plane. */
+  enum { R = 256 };
+  if (np > 8) {
+    __m128i buf[16][R / 16];
+    for (; i + R <= lim; i += R) {
+      for (size_t tt = 0; tt < ntile; tt++) {
+        size_t j0 = tile_j0(g, tt);
+        for (size_t q = 0; q < R / 16; q++) {
+          const uint8_t *s = src + (i + 16 * q) * g + j0;
+          __m128i v[16];
+#define L_(r) v[r] = LD(s + r * g);
+          REP16(L_)
 #undef L_
-    transpose16(v);
-#define S_(j) ST(dst + j * m + i, v[j]);
-    REP16(S_)
+          transpose16(v);
+#define S_(c) buf[c][q] = v[c];
+          REP16(S_)
 #undef S_
+        }
+        uint8_t *d = dst + j0 * m + i;
+        for (size_t c = 0; c < np; c++)
+          for (size_t q = 0; q < R / 16; q++) ST(d + c * m + 16 * q, buf[c][q]);
+      }
+    }
+  }
+  for (; i + 16 <= lim; i += 16) {
+    for (size_t tt = 0; tt < ntile; tt++) {
+      size_t j0 = tile_j0(g, tt);
+      const uint8_t *s = src + i * g + j0;
+      __m128i v[16];
+#define L_(r) v[r] = LD(s + r * g);
+      REP16(L_)
+#undef L_
+      transpose16(v);
+      uint8_t *d = dst + j0 * m + i;
+#define S_(c) if (c < np) ST(d + c * m, v[c]);
+      REP16(S_)
+#undef S_
+    }
   }
   return i;
 }
 
-/* Whole-range shuffle of m elements of g bytes (planes m bytes apart). */
 static void shuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
   size_t done;
   switch (g) {
     case 2: done = shuffle2(m, src, dst); break;
     case 4: done = shuffle4(m, src, dst); break;
     case 8: done = shuffle8(m, src, dst); break;
-    case 16: done = shuffle16(m, src, dst); break;
-    default: done = 0; break;
+    default: done = (g >= 9 && m >= 32) ? shuffle_tiles(g, m, src, dst) : 0; break;
   }
   ndp_shuffle_scalar_part(g, m, done, m, src, dst);
 }
@@ -226,17 +268,25 @@ static size_t unshuffle8(size_t m, const uint8_t *src, uint8_t *dst) {
   return i;
 }
 
-static size_t unshuffle16(size_t m, const uint8_t *src, uint8_t *dst) {
+static size_t unshuffle_tiles(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
+  const size_t lim = (g < 16) ? m - 1 : m;
+  const size_t ntile = (g + 15) / 16;
   size_t i = 0;
-  for (; i + 16 <= m; i += 16) {
-    __m128i v[16];
-#define L_(j) v[j] = LD(src + j * m + i);
-    REP16(L_)
+  for (; i + 16 <= lim; i += 16) {
+    for (size_t tt = 0; tt < ntile; tt++) {
+      size_t j0 = tile_j0(g, tt);
+      __m128i v[16];
+      /* planes past g - 1 (g < 16) do not exist: repeat the last one */
+#define L_(c) v[c] = LD(src + (j0 + c < g ? j0 + c : g - 1) * m + i);
+      REP16(L_)
 #undef L_
-    transpose16(v);
-#define S_(k) ST(dst + 16 * i + 16 * k, v[k]);
-    REP16(S_)
+      transpose16(v);
+      /* in element order: a row's excess bytes are fixed by the next row */
+      uint8_t *d = dst + i * g + j0;
+#define S_(r) ST(d + r * g, v[r]);
+      REP16(S_)
 #undef S_
+    }
   }
   return i;
 }
@@ -247,15 +297,14 @@ static void unshuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst
     case 2: done = unshuffle2(m, src, dst); break;
     case 4: done = unshuffle4(m, src, dst); break;
     case 8: done = unshuffle8(m, src, dst); break;
-    case 16: done = unshuffle16(m, src, dst); break;
-    default: done = 0; break;
+    default: done = (g >= 9 && m >= 32) ? unshuffle_tiles(g, m, src, dst) : 0; break;
   }
   ndp_unshuffle_scalar_part(g, m, done, m, src, dst);
 }
 
 static void shuffle_sse2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
   size_t m = (g > 1) ? n / g : 0;
-  if (m < 16 || (g != 2 && g != 4 && g != 8 && g != 16)) {
+  if (m < 16 || g == 3 || (g > 4 && g < 8)) {
     ndp_shuffle_scalar(g, n, src, dst);
     return;
   }
@@ -265,7 +314,7 @@ static void shuffle_sse2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
 
 static void unshuffle_sse2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
   size_t m = (g > 1) ? n / g : 0;
-  if (m < 16 || (g != 2 && g != 4 && g != 8 && g != 16)) {
+  if (m < 16 || g == 3 || (g > 4 && g < 8)) {
     ndp_unshuffle_scalar(g, n, src, dst);
     return;
   }
@@ -275,33 +324,6 @@ static void unshuffle_sse2(size_t g, size_t n, const uint8_t *src, uint8_t *dst)
 
 /* ------------------------------------------------------------------------ */
 /* BITSHUFFLE                                                                */
-
-/* One plane of `len` bytes (a multiple of 8) -> 8 bit-rows, row k at
- * rows + k*stride: movemask takes bit 7 of every byte, adding the vector to
- * itself brings the next bit up. */
-static void bitplane_fwd(const uint8_t *p, size_t len, uint8_t *rows, size_t stride) {
-  size_t o = 0;
-  for (; o + 32 <= len; o += 32) {
-    __m128i a = LD(p + o), b = LD(p + o + 16);
-    uint8_t *r = rows + o / 8;
-    for (size_t k = 8; k-- > 0;) {
-      uint32_t mk = (uint32_t)_mm_movemask_epi8(a) | ((uint32_t)_mm_movemask_epi8(b) << 16);
-      memcpy(r + k * stride, &mk, 4);
-      a = _mm_add_epi8(a, a);
-      b = _mm_add_epi8(b, b);
-    }
-  }
-  for (; o + 16 <= len; o += 16) {
-    __m128i a = LD(p + o);
-    uint8_t *r = rows + o / 8;
-    for (size_t k = 8; k-- > 0;) {
-      uint16_t mk = (uint16_t)_mm_movemask_epi8(a);
-      memcpy(r + k * stride, &mk, 2);
-      a = _mm_add_epi8(a, a);
-    }
-  }
-  ndp_bitplane_fwd_scalar(p + o, len - o, rows + o / 8, stride);
-}
 
 /* 8x8 bit transpose across 8 vectors: bit e of byte c of x[k] <-> bit k of
  * byte c of x[e].  Swaps 4x4, 2x2 then 1x1 blocks between vector pairs. */
@@ -326,6 +348,59 @@ NDP_INLINE void bit_transpose8(__m128i *x) {
   BITSWAP(x[2], x[3], 1, m1);
   BITSWAP(x[4], x[5], 1, m1);
   BITSWAP(x[6], x[7], 1, m1);
+}
+
+/* One plane of `len` bytes (a multiple of 8) -> 8 bit-rows, row k at
+ * rows + k*stride: movemask takes bit 7 of every byte, adding the vector to
+ * itself brings the next bit up. */
+static void bitplane_fwd(const uint8_t *p, size_t len, uint8_t *rows, size_t stride) {
+  const __m128i lo8 = _mm_set1_epi16(0x00FF);
+  size_t o = 0;
+  /* 128 bytes: deinterleave into x[e] = bytes 8c + e (the shuffle8
+   * network), then the bit transpose gives the 16-byte pieces of the rows */
+  for (; o + 128 <= len; o += 128) {
+    const uint8_t *s = p + o;
+    __m128i x[8];
+#define L_(k) x[k] = LD(s + 16 * k);
+    REP8(L_)
+#undef L_
+    SPLIT(x[0], x[1]);
+    SPLIT(x[2], x[3]);
+    SPLIT(x[4], x[5]);
+    SPLIT(x[6], x[7]);
+    SPLIT(x[0], x[2]);
+    SPLIT(x[1], x[3]);
+    SPLIT(x[4], x[6]);
+    SPLIT(x[5], x[7]);
+    SPLIT(x[0], x[4]);
+    SPLIT(x[1], x[5]);
+    SPLIT(x[2], x[6]);
+    SPLIT(x[3], x[7]);
+    bit_transpose8(x);
+#define S_(k) ST(rows + k * stride + o / 8, x[k]);
+    REP8(S_)
+#undef S_
+  }
+  for (; o + 32 <= len; o += 32) {
+    __m128i a = LD(p + o), b = LD(p + o + 16);
+    uint8_t *r = rows + o / 8;
+    for (size_t k = 8; k-- > 0;) {
+      uint32_t mk = (uint32_t)_mm_movemask_epi8(a) | ((uint32_t)_mm_movemask_epi8(b) << 16);
+      memcpy(r + k * stride, &mk, 4);
+      a = _mm_add_epi8(a, a);
+      b = _mm_add_epi8(b, b);
+    }
+  }
+  for (; o + 16 <= len; o += 16) {
+    __m128i a = LD(p + o);
+    uint8_t *r = rows + o / 8;
+    for (size_t k = 8; k-- > 0;) {
+      uint16_t mk = (uint16_t)_mm_movemask_epi8(a);
+      memcpy(r + k * stride, &mk, 2);
+      a = _mm_add_epi8(a, a);
+    }
+  }
+  ndp_bitplane_fwd_scalar(p + o, len - o, rows + o / 8, stride);
 }
 
 /* 8 bit-rows (row k at rows + k*stride) -> one plane of `len` bytes. */
