@@ -21,6 +21,8 @@ from ndpack.codecs import (Codec, CParams, DParams, Filter, SpecialValue, SplitM
                            compressor_list, register_codec, register_filter, set_nthreads)
 from ndpack.errors import (CallbackError, CodecError, FilterError, FormatError, NdpackError,
                            ParameterError)
+from ndpack.storage import *  # noqa: F401,F403  (names listed in ndpack.storage.__all__)
+from ndpack import storage as _storage
 
 __version__ = "0.1.0"
 
@@ -32,7 +34,7 @@ __all__ = [
     "nthreads", "set_nthreads", "show_config",
     "NdpackError", "FormatError", "CodecError", "FilterError", "ParameterError",
     "CallbackError",
-]
+] + list(_storage.__all__)
 
 
 def __getattr__(name):

@@ -4,12 +4,14 @@
  * read or written outside [src, src+n) and [dst, dst+n); whatever the vectors
  * do not cover is handed to the scalar reference kernels of generic.c.
  *
- * The byte transposes are the networks of sse2.c (see the comment there),
- * run in both 128-bit lanes at once: for 32 elements of g bytes, lane 0 of
- * the g input vectors holds the first 16 elements (bytes 0..16g) and lane 1
- * the next 16 (bytes 16g..32g).  Every step is lane-local, so lane 0 of each
- * output plane holds elements 0..15 and lane 1 elements 16..31: the planes
- * come out in order and are stored whole.
+ * The byte and bit transposes are the networks of sse2.c (see the comment
+ * there), run in both 128-bit lanes at once: for 32 elements of g bytes,
+ * lane 0 of the g input vectors holds the first 16 elements (bytes 0..16g)
+ * and lane 1 the next 16 (bytes 16g..32g).  Every step is lane-local, so
+ * lane 0 of each output plane holds elements 0..15 and lane 1 elements
+ * 16..31: the planes come out in order and are stored whole.  In addition,
+ * g = 3 (and 5 for unshuffle) uses pshufb gathers, and prefix sums (bytedelta decode)
+ * carry lane 0's total into lane 1.
  */
 #include "generic.h"
 
@@ -67,67 +69,120 @@
 /* SHUFFLE: elements [0, m) of src -> planes dst + j*m.  Each returns the
  * number of elements done (a multiple of 32); the caller does the rest. */
 
+/* Rounds of 64 elements give every plane a whole 64-byte line at once
+ * (measured: markedly faster than 32-byte pieces, in cache and in memory);
+ * one 32-element round may follow. */
+
+/* whole loads: lanes hold elements 0-7 | 8-15 and 16-23 | 24-31, the planes
+ * come out as 0-7, 16-23 | 8-15, 24-31 and are put in order by vpermq */
+#define SHUF2_32(s, e, o)                                                   \
+  do {                                                                      \
+    __m256i a_ = LD(s), b_ = LD((s) + 32);                                  \
+    SPLIT(a_, b_);                                                          \
+    (e) = _mm256_permute4x64_epi64(a_, 0xD8);                               \
+    (o) = _mm256_permute4x64_epi64(b_, 0xD8);                               \
+  } while (0)
+
 static size_t shuffle2(size_t m, const uint8_t *src, uint8_t *dst) {
   const __m256i lo8 = _mm256_set1_epi16(0x00FF);
   size_t i = 0;
-  for (; i + 32 <= m; i += 32) {
-    const uint8_t *s = src + 2 * i;
-    __m256i a = LD2(s, s + 32), b = LD2(s + 16, s + 48);
-    SPLIT(a, b);
-    ST(dst + i, a);
-    ST(dst + m + i, b);
+  for (; i + 64 <= m; i += 64) {
+    __m256i e0, o0, e1, o1;
+    SHUF2_32(src + 2 * i, e0, o0);
+    SHUF2_32(src + 2 * i + 64, e1, o1);
+    ST(dst + i, e0);
+    ST(dst + i + 32, e1);
+    ST(dst + m + i, o0);
+    ST(dst + m + i + 32, o1);
+  }
+  if (i + 32 <= m) {
+    __m256i e0, o0;
+    SHUF2_32(src + 2 * i, e0, o0);
+    ST(dst + i, e0);
+    ST(dst + m + i, o0);
+    i += 32;
   }
   return i;
 }
+
+/* 32 elements of 4 bytes at s -> planes v0..v3 */
+#define SHUF4_32(s, v0, v1, v2, v3)                                         \
+  do {                                                                      \
+    (v0) = LD2((s), (s) + 64);                                              \
+    (v1) = LD2((s) + 16, (s) + 80);                                         \
+    (v2) = LD2((s) + 32, (s) + 96);                                         \
+    (v3) = LD2((s) + 48, (s) + 112);                                        \
+    SPLIT(v0, v1);                                                          \
+    SPLIT(v2, v3);                                                          \
+    SPLIT(v0, v2);                                                          \
+    SPLIT(v1, v3);                                                          \
+  } while (0)
 
 static size_t shuffle4(size_t m, const uint8_t *src, uint8_t *dst) {
   const __m256i lo8 = _mm256_set1_epi16(0x00FF);
   size_t i = 0;
-  for (; i + 32 <= m; i += 32) {
-    const uint8_t *s = src + 4 * i;
-    __m256i v0 = LD2(s, s + 64), v1 = LD2(s + 16, s + 80);
-    __m256i v2 = LD2(s + 32, s + 96), v3 = LD2(s + 48, s + 112);
-    SPLIT(v0, v1);
-    SPLIT(v2, v3);
-    SPLIT(v0, v2);
-    SPLIT(v1, v3);
+  for (; i + 64 <= m; i += 64) {
+    __m256i v0, v1, v2, v3, w0, w1, w2, w3;
+    SHUF4_32(src + 4 * i, v0, v1, v2, v3);
+    SHUF4_32(src + 4 * i + 128, w0, w1, w2, w3);
+    ST(dst + i, v0);
+    ST(dst + i + 32, w0);
+    ST(dst + m + i, v1);
+    ST(dst + m + i + 32, w1);
+    ST(dst + 2 * m + i, v2);
+    ST(dst + 2 * m + i + 32, w2);
+    ST(dst + 3 * m + i, v3);
+    ST(dst + 3 * m + i + 32, w3);
+  }
+  if (i + 32 <= m) {
+    __m256i v0, v1, v2, v3;
+    SHUF4_32(src + 4 * i, v0, v1, v2, v3);
     ST(dst + i, v0);
     ST(dst + m + i, v1);
     ST(dst + 2 * m + i, v2);
     ST(dst + 3 * m + i, v3);
+    i += 32;
   }
   return i;
 }
 
-static size_t shuffle8(size_t m, const uint8_t *src, uint8_t *dst) {
+/* 32 elements of 8 bytes at s -> planes v[0..7] */
+NDP_INLINE void shuf8_32(const uint8_t *s, __m256i *v) {
   const __m256i lo8 = _mm256_set1_epi16(0x00FF);
+#define L_(k) v[k] = LD2(s + 16 * k, s + 128 + 16 * k);
+  REP8(L_)
+#undef L_
+  SPLIT(v[0], v[1]);
+  SPLIT(v[2], v[3]);
+  SPLIT(v[4], v[5]);
+  SPLIT(v[6], v[7]);
+  SPLIT(v[0], v[2]);
+  SPLIT(v[1], v[3]);
+  SPLIT(v[4], v[6]);
+  SPLIT(v[5], v[7]);
+  SPLIT(v[0], v[4]);
+  SPLIT(v[1], v[5]);
+  SPLIT(v[2], v[6]);
+  SPLIT(v[3], v[7]);
+}
+
+static size_t shuffle8(size_t m, const uint8_t *src, uint8_t *dst) {
   size_t i = 0;
-  for (; i + 32 <= m; i += 32) {
-    const uint8_t *s = src + 8 * i;
-    __m256i v0 = LD2(s, s + 128), v1 = LD2(s + 16, s + 144);
-    __m256i v2 = LD2(s + 32, s + 160), v3 = LD2(s + 48, s + 176);
-    __m256i v4 = LD2(s + 64, s + 192), v5 = LD2(s + 80, s + 208);
-    __m256i v6 = LD2(s + 96, s + 224), v7 = LD2(s + 112, s + 240);
-    SPLIT(v0, v1);
-    SPLIT(v2, v3);
-    SPLIT(v4, v5);
-    SPLIT(v6, v7);
-    SPLIT(v0, v2);
-    SPLIT(v1, v3);
-    SPLIT(v4, v6);
-    SPLIT(v5, v7);
-    SPLIT(v0, v4);
-    SPLIT(v1, v5);
-    SPLIT(v2, v6);
-    SPLIT(v3, v7);
-    ST(dst + i, v0);
-    ST(dst + m + i, v1);
-    ST(dst + 2 * m + i, v2);
-    ST(dst + 3 * m + i, v3);
-    ST(dst + 4 * m + i, v4);
-    ST(dst + 5 * m + i, v5);
-    ST(dst + 6 * m + i, v6);
-    ST(dst + 7 * m + i, v7);
+  for (; i + 64 <= m; i += 64) {
+    __m256i v[8], w[8];
+    shuf8_32(src + 8 * i, v);
+    shuf8_32(src + 8 * i + 256, w);
+#define S_(j) ST(dst + j * m + i, v[j]); ST(dst + j * m + i + 32, w[j]);
+    REP8(S_)
+#undef S_
+  }
+  if (i + 32 <= m) {
+    __m256i v[8];
+    shuf8_32(src + 8 * i, v);
+#define S_(j) ST(dst + j * m + i, v[j]);
+    REP8(S_)
+#undef S_
+    i += 32;
   }
   return i;
 }
@@ -146,12 +201,12 @@ NDP_INLINE void transpose16(__m256i *v) {
 
 /* ---- any other group size ---- */
 
-/* g in {3, 5, 6, 7}: plane j of 16 elements gathers byte j of each from the
+/* g = 3: plane j of 16 elements gathers byte j of each from the
  * g input vectors of a lane with one pshufb per vector (mask byte e selects
  * byte e*g + j when it lies in that vector, else 0x80 gives zero). */
 static size_t shuffle_pshufb(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
   if (m < 64) return 0;
-  __m256i mask[7][7], v[7];
+  __m256i mask[5][5], v[5];
   for (size_t j = 0; j < g; j++)
     for (size_t k = 0; k < g; k++) {
       uint8_t b[16];
@@ -175,11 +230,11 @@ static size_t shuffle_pshufb(size_t g, size_t m, const uint8_t *src, uint8_t *ds
   return i;
 }
 
-/* Inverse: output vector k of a lane (element bytes 16k..16k+15) takes byte
- * p from plane (16k+p) % g at element (16k+p) / g. */
+/* Inverse, g in {3, 5}: output vector k of a lane (element bytes 16k..16k+15)
+ * takes byte p from plane (16k+p) % g at element (16k+p) / g. */
 static size_t unshuffle_pshufb(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
   if (m < 64) return 0;
-  __m256i mask[7][7], v[7];
+  __m256i mask[5][5], v[5];
   for (size_t k = 0; k < g; k++)
     for (size_t j = 0; j < g; j++) {
       uint8_t b[16];
@@ -203,18 +258,24 @@ static size_t unshuffle_pshufb(size_t g, size_t m, const uint8_t *src, uint8_t *
   return i;
 }
 
-/* g >= 9: 16x16 transposes of 16-column tiles (columns j0..j0+15; the last
+/* g >= 5: 16x16 transposes of 16-column tiles (columns j0..j0+15; the last
  * tile of g > 16 overlaps the previous one and rewrites equal bytes).  For
- * g < 16 a row load/store covers 16 - g bytes of the next element, so the
- * last element of a round must leave 16 bytes before the end of the range:
- * rounds stop at m - 1 elements. */
+ * g < 16 a row load/store covers 16 - g bytes of the following elements, so
+ * the last row of a round must start 16 bytes before the end of the range:
+ * (i + 31) * g + 16 <= m * g.  (Measured: tiles beat pshufb from g = 6 on,
+ * and for the shuffle of g = 5.) */
 NDP_INLINE size_t tile_j0(size_t g, size_t tt) {
   if (g <= 16) return 0;
   return (tt * 16 + 16 > g) ? g - 16 : tt * 16;
 }
 
+/* Rounds of 32 elements at i run while i + 32 <= tile_limit (m >= 64). */
+NDP_INLINE size_t tile_limit(size_t g, size_t m) {
+  return (g < 16) ? m + 1 - (16 + g - 1) / g : m;
+}
+
 static size_t shuffle_tiles(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
-  const size_t lim = (g < 16) ? m - 1 : m; /* m >= 64 here */
+  const size_t lim = tile_limit(g, m);
   const size_t np = (g < 16) ? g : 16;     /* planes per tile */
   const size_t ntile = (g + 15) / 16;
   size_t i = 0;
@@ -288,7 +349,7 @@ static size_t shuffle_tiles(size_t g, size_t m, const uint8_t *src, uint8_t *dst
 }
 
 static size_t unshuffle_tiles(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
-  const size_t lim = (g < 16) ? m - 1 : m;
+  const size_t lim = tile_limit(g, m);
   const size_t ntile = (g + 15) / 16;
   size_t i = 0;
   for (; i + 32 <= lim; i += 32) {
@@ -320,41 +381,47 @@ static void shuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst) 
     case 2: done = shuffle2(m, src, dst); break;
     case 4: done = shuffle4(m, src, dst); break;
     case 8: done = shuffle8(m, src, dst); break;
-    case 3: case 5: case 6: case 7: done = shuffle_pshufb(g, m, src, dst); break;
-    default: done = (g >= 9 && m >= 64) ? shuffle_tiles(g, m, src, dst) : 0; break;
+    case 3: done = shuffle_pshufb(g, m, src, dst); break;
+    default: done = (g >= 5 && m >= 64) ? shuffle_tiles(g, m, src, dst) : 0; break;
   }
   ndp_shuffle_scalar_part(g, m, done, m, src, dst);
 }
 
 /* ---- UNSHUFFLE: planes src + j*m -> elements [0, m) of dst ---- */
 
+/* unshuffle8 reads rounds of 64 elements, whole 64-byte lines of every plane
+ * (slightly faster in memory; for 2 and 4 planes it does not help). */
+
+/* 32 elements at plane offset i -> element bytes at d */
+NDP_INLINE void unshuf2_32(const uint8_t *src, size_t m, size_t i, uint8_t *d) {
+  __m256i a = LD(src + i), b = LD(src + m + i);
+  ZIP(a, b);
+  ST2(d, d + 32, a);
+  ST2(d + 16, d + 48, b);
+}
+
 static size_t unshuffle2(size_t m, const uint8_t *src, uint8_t *dst) {
   size_t i = 0;
-  for (; i + 32 <= m; i += 32) {
-    __m256i a = LD(src + i), b = LD(src + m + i);
-    ZIP(a, b);
-    uint8_t *d = dst + 2 * i;
-    ST(d, _mm256_permute2x128_si256(a, b, 0x20));
-    ST(d + 32, _mm256_permute2x128_si256(a, b, 0x31));
-  }
+  for (; i + 32 <= m; i += 32) unshuf2_32(src, m, i, dst + 2 * i);
   return i;
+}
+
+NDP_INLINE void unshuf4_32(const uint8_t *src, size_t m, size_t i, uint8_t *d) {
+  __m256i v0 = LD(src + i), v1 = LD(src + m + i);
+  __m256i v2 = LD(src + 2 * m + i), v3 = LD(src + 3 * m + i);
+  ZIP(v0, v2);
+  ZIP(v1, v3);
+  ZIP(v0, v1);
+  ZIP(v2, v3);
+  ST(d, _mm256_permute2x128_si256(v0, v1, 0x20));
+  ST(d + 32, _mm256_permute2x128_si256(v2, v3, 0x20));
+  ST(d + 64, _mm256_permute2x128_si256(v0, v1, 0x31));
+  ST(d + 96, _mm256_permute2x128_si256(v2, v3, 0x31));
 }
 
 static size_t unshuffle4(size_t m, const uint8_t *src, uint8_t *dst) {
   size_t i = 0;
-  for (; i + 32 <= m; i += 32) {
-    __m256i v0 = LD(src + i), v1 = LD(src + m + i);
-    __m256i v2 = LD(src + 2 * m + i), v3 = LD(src + 3 * m + i);
-    ZIP(v0, v2);
-    ZIP(v1, v3);
-    ZIP(v0, v1);
-    ZIP(v2, v3);
-    uint8_t *d = dst + 4 * i;
-    ST(d, _mm256_permute2x128_si256(v0, v1, 0x20));
-    ST(d + 32, _mm256_permute2x128_si256(v2, v3, 0x20));
-    ST(d + 64, _mm256_permute2x128_si256(v0, v1, 0x31));
-    ST(d + 96, _mm256_permute2x128_si256(v2, v3, 0x31));
-  }
+  for (; i + 32 <= m; i += 32) unshuf4_32(src, m, i, dst + 4 * i);
   return i;
 }
 
@@ -375,34 +442,26 @@ NDP_INLINE void unshuffle8_regs(__m256i *v) {
   ZIP(v[6], v[7]);
 }
 
-/* Store q vectors (q = 8 or 16) whose lanes 0 are bytes 0..16q and lanes 1
- * bytes 16q..32q. */
-#define STORE_PAIR_(d, v, q, k)                                             \
-  ST((d) + 16 * (k), _mm256_permute2x128_si256((v)[k], (v)[(k) + 1], 0x20)); \
-  ST((d) + 16 * (q) + 16 * (k),                                             \
-     _mm256_permute2x128_si256((v)[k], (v)[(k) + 1], 0x31));
-#define STORE_LANES8(d, v)                                                  \
-  do {                                                                      \
-    STORE_PAIR_(d, v, 8, 0) STORE_PAIR_(d, v, 8, 2)                         \
-    STORE_PAIR_(d, v, 8, 4) STORE_PAIR_(d, v, 8, 6)                         \
-  } while (0)
-#define STORE_LANES16(d, v)                                                 \
-  do {                                                                      \
-    STORE_PAIR_(d, v, 16, 0) STORE_PAIR_(d, v, 16, 2)                       \
-    STORE_PAIR_(d, v, 16, 4) STORE_PAIR_(d, v, 16, 6)                       \
-    STORE_PAIR_(d, v, 16, 8) STORE_PAIR_(d, v, 16, 10)                      \
-    STORE_PAIR_(d, v, 16, 12) STORE_PAIR_(d, v, 16, 14)                     \
-  } while (0)
+NDP_INLINE void unshuf8_32(const uint8_t *src, size_t m, size_t i, uint8_t *d) {
+  __m256i v[8];
+#define L_(j) v[j] = LD(src + j * m + i);
+  REP8(L_)
+#undef L_
+  unshuffle8_regs(v);
+#define S_(k) ST2(d + 16 * k, d + 128 + 16 * k, v[k]);
+  REP8(S_)
+#undef S_
+}
 
 static size_t unshuffle8(size_t m, const uint8_t *src, uint8_t *dst) {
   size_t i = 0;
-  for (; i + 32 <= m; i += 32) {
-    __m256i v[8];
-#define L_(j) v[j] = LD(src + j * m + i);
-    REP8(L_)
-#undef L_
-    unshuffle8_regs(v);
-    STORE_LANES8(dst + 8 * i, v);
+  for (; i + 64 <= m; i += 64) {
+    unshuf8_32(src, m, i, dst + 8 * i);
+    unshuf8_32(src, m, i + 32, dst + 8 * i + 256);
+  }
+  if (i + 32 <= m) {
+    unshuf8_32(src, m, i, dst + 8 * i);
+    i += 32;
   }
   return i;
 }
@@ -413,8 +472,8 @@ static void unshuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst
     case 2: done = unshuffle2(m, src, dst); break;
     case 4: done = unshuffle4(m, src, dst); break;
     case 8: done = unshuffle8(m, src, dst); break;
-    case 3: case 5: case 6: case 7: done = unshuffle_pshufb(g, m, src, dst); break;
-    default: done = (g >= 9 && m >= 64) ? unshuffle_tiles(g, m, src, dst) : 0; break;
+    case 3: case 5: done = unshuffle_pshufb(g, m, src, dst); break;
+    default: done = (g >= 6 && m >= 64) ? unshuffle_tiles(g, m, src, dst) : 0; break;
   }
   ndp_unshuffle_scalar_part(g, m, done, m, src, dst);
 }
@@ -564,16 +623,28 @@ static void bitplane_fwd(const uint8_t *p, size_t len, uint8_t *rows, size_t str
 }
 
 /* 8 bit-rows (row k at rows + k*stride) -> one plane of `len` bytes. */
+/* 256 plane bytes from 32 bytes of each row */
+NDP_INLINE void bitplane_inv_256(const uint8_t *r, size_t stride, uint8_t *d) {
+  __m256i x[8];
+#define L_(k) x[k] = LD(r + k * stride);
+  REP8(L_)
+#undef L_
+  bit_transpose8(x); /* x[e] byte c = plane byte 8c + e */
+  unshuffle8_regs(x);
+#define S_(k) ST2(d + 16 * k, d + 128 + 16 * k, x[k]);
+  REP8(S_)
+#undef S_
+}
+
 static void bitplane_inv(const uint8_t *rows, size_t stride, size_t len, uint8_t *p) {
   size_t o = 0;
-  for (; o + 256 <= len; o += 256) {
-    __m256i x[8];
-#define L_(k) x[k] = LD(rows + k * stride + o / 8);
-    REP8(L_)
-#undef L_
-    bit_transpose8(x); /* x[e] byte c = plane byte 8c + e */
-    unshuffle8_regs(x);
-    STORE_LANES8(p + o, x);
+  for (; o + 512 <= len; o += 512) { /* whole 64-byte lines of each row */
+    bitplane_inv_256(rows + o / 8, stride, p + o);
+    bitplane_inv_256(rows + o / 8 + 32, stride, p + o + 256);
+  }
+  if (o + 256 <= len) {
+    bitplane_inv_256(rows + o / 8, stride, p + o);
+    o += 256;
   }
   ndp_bitplane_inv_scalar(rows + o / 8, stride, len - o, p + o);
 }

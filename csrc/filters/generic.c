@@ -22,6 +22,12 @@ static void copy_bytes(uint8_t *dst, const uint8_t *src, size_t len) {
   if (len != 0 && dst != src) memmove(dst, src, len);
 }
 
+/* Bytes [from, n) copied unchanged (no pointer arithmetic when empty, so
+ * that n == 0 with NULL buffers is fine). */
+static void copy_tail(uint8_t *dst, const uint8_t *src, size_t from, size_t n) {
+  if (from < n) copy_bytes(dst + from, src + from, n - from);
+}
+
 NDP_INLINE uint64_t ld64le(const uint8_t *p) {
   uint64_t x;
   memcpy(&x, p, 8);
@@ -140,7 +146,7 @@ void ndp_shuffle_scalar(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
     return;
   }
   ndp_shuffle_scalar_part(g, m, 0, m, src, dst);
-  copy_bytes(dst + m * g, src + m * g, n - m * g);
+  copy_tail(dst, src, m * g, n);
 }
 
 void ndp_unshuffle_scalar(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
@@ -150,7 +156,7 @@ void ndp_unshuffle_scalar(size_t g, size_t n, const uint8_t *src, uint8_t *dst) 
     return;
   }
   ndp_unshuffle_scalar_part(g, m, 0, m, src, dst);
-  copy_bytes(dst + m * g, src + m * g, n - m * g);
+  copy_tail(dst, src, m * g, n);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -241,7 +247,7 @@ void ndp_bitshuffle_scalar(size_t t, size_t n, const uint8_t *src, uint8_t *dst)
     return;
   }
   ndp_bitshuffle_scalar_part(t, m, 0, m, src, dst);
-  copy_bytes(dst + m * t, src + m * t, n - m * t);
+  copy_tail(dst, src, m * t, n);
 }
 
 void ndp_bitunshuffle_scalar(size_t t, size_t n, const uint8_t *src, uint8_t *dst) {
@@ -252,7 +258,7 @@ void ndp_bitunshuffle_scalar(size_t t, size_t n, const uint8_t *src, uint8_t *ds
     return;
   }
   ndp_bitunshuffle_scalar_part(t, m, 0, m, src, dst);
-  copy_bytes(dst + m * t, src + m * t, n - m * t);
+  copy_tail(dst, src, m * t, n);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -287,7 +293,7 @@ void ndp_bytedelta_encode_scalar(size_t s, size_t n, const uint8_t *src, uint8_t
   }
   for (size_t c = 0; c < s; c++)
     ndp_bytedelta_encode_scalar_part(0, L, src + c * L, dst + c * L);
-  copy_bytes(dst + s * L, src + s * L, n - s * L);
+  copy_tail(dst, src, s * L, n);
 }
 
 void ndp_bytedelta_decode_scalar(size_t s, size_t n, const uint8_t *src, uint8_t *dst) {
@@ -298,7 +304,7 @@ void ndp_bytedelta_decode_scalar(size_t s, size_t n, const uint8_t *src, uint8_t
   }
   for (size_t c = 0; c < s; c++)
     ndp_bytedelta_decode_scalar_part(0, L, src + c * L, dst + c * L);
-  copy_bytes(dst + s * L, src + s * L, n - s * L);
+  copy_tail(dst, src, s * L, n);
 }
 
 void ndp_bytedelta_legacy_decode(size_t s, size_t n, const uint8_t *src, uint8_t *dst) {
@@ -316,7 +322,7 @@ void ndp_bytedelta_legacy_decode(size_t s, size_t n, const uint8_t *src, uint8_t
     ndp_bytedelta_decode_scalar_part(0, L16, cs, cd);
     ndp_bytedelta_decode_scalar_part(0, L - L16, cs + L16, cd + L16);
   }
-  copy_bytes(dst + s * L, src + s * L, n - s * L);
+  copy_tail(dst, src, s * L, n);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -355,7 +361,7 @@ void ndp_delta_encode(size_t t, size_t block_offset, const uint8_t *ref,
     }
     copy_bytes(dst, src, nb < w ? nb : w);
   }
-  copy_bytes(dst + nb, src + nb, n - nb);
+  copy_tail(dst, src, nb, n);
 }
 
 /* Prefix XOR with stride w bytes (w in {1,2,4,8}) inside a little-endian
@@ -391,7 +397,7 @@ void ndp_delta_decode(size_t t, size_t block_offset, const uint8_t *ref,
     }
     for (; b < nb; b++) dst[b] = (uint8_t)(src[b] ^ (b >= w ? dst[b - w] : 0));
   }
-  copy_bytes(dst + nb, src + nb, n - nb);
+  copy_tail(dst, src, nb, n);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -418,7 +424,7 @@ static void clear_low_bits(size_t t, unsigned z, size_t n, const uint8_t *src,
   size_t b = 0;
   for (; b + 8 <= nb; b += 8) st64(dst + b, ld64(src + b) & p64);
   for (; b < nb; b++) dst[b] = (uint8_t)(src[b] & pat[b % 8]);
-  copy_bytes(dst + nb, src + nb, n - nb);
+  copy_tail(dst, src, nb, n);
 }
 
 int ndp_trunc_prec(size_t t, int8_t prec, size_t n, const uint8_t *src, uint8_t *dst) {

@@ -3,9 +3,9 @@
  * or written outside [src, src+n) and [dst, dst+n); whatever the vectors do
  * not cover is handed to the scalar reference kernels of generic.c.
  *
- * Byte transposes (see also avx2.c, which runs the same networks in both
- * 128-bit lanes): an array of 2^k vectors is viewed as a matrix whose byte
- * address splits into a vector index and a 4-bit position.
+ * Byte transposes (avx2.c runs the same networks in both 128-bit lanes): an
+ * array of 2^k vectors is viewed as a matrix whose byte address splits into
+ * a vector index and a 4-bit position inside the vector.
  *  - split(a, b) (even bytes of a||b, odd bytes of a||b), built from
  *    and/shift + packus, moves a vector-index bit to the top of the position
  *    and the lowest position bit into the vector index.  k levels of splits
@@ -14,8 +14,14 @@
  *  - unpacklo/hi_epi8(a, b) moves a vector-index bit to the bottom of the
  *    position and the top position bit into the vector index.  Stages over
  *    pairs (v, v ^ 2^(k-1)), ..., (v, v ^ 1) turn 2^k planes into elements
- *    (unshuffle 2, 4, 8, 16); four stages over 16 vectors are the 16x16
- *    transpose (shuffle 16).
+ *    (unshuffle 2, 4, 8); four stages over 16 vectors are the 16x16
+ *    transpose, used on 16-column tiles for every other g >= 3.
+ * Bit transposes (bitshuffle): a plane of bytes is split into x[e] = bytes
+ * 8c + e (the shuffle-8 network), then an 8x8 bit transpose across the 8
+ * vectors (three rounds of masked shift/xor swaps) yields 16 bytes of each of
+ * the 8 bit-rows; the inverse runs the same steps backwards.  Shorter pieces
+ * use movemask.  Typesizes > 1 are byte-shuffled a few KiB at a time into a
+ * stack buffer and bit-transposed plane by plane from there.
  */
 #include "generic.h"
 
@@ -136,18 +142,23 @@ NDP_INLINE void transpose16(__m128i *v) {
   ZIP(v[8], v[9]); ZIP(v[10], v[11]); ZIP(v[12], v[13]); ZIP(v[14], v[15]);
 }
 
-/* Any g >= 9 (16 included): 16x16 transposes of 16-column tiles (columns
+/* g >= 3 except 4, 8: 16x16 transposes of 16-column tiles (columns
  * j0..j0+15; the last tile of g > 16 overlaps the previous one and rewrites
- * equal bytes).  For g < 16 a row load/store covers 16 - g bytes of the next
- * element, so the last element of a round must leave 16 bytes before the
- * end of the range: rounds stop at m - 1 elements (m >= 32 here). */
+ * equal bytes).  For g < 16 a row load/store covers 16 - g bytes of the
+ * following elements, so the last row of a round must start 16 bytes before
+ * the end of the range: (i + 15) * g + 16 <= m * g. */
 NDP_INLINE size_t tile_j0(size_t g, size_t tt) {
   if (g <= 16) return 0;
   return (tt * 16 + 16 > g) ? g - 16 : tt * 16;
 }
 
+/* Rounds of 16 elements at i run while i + 16 <= tile_limit (m >= 32). */
+NDP_INLINE size_t tile_limit(size_t g, size_t m) {
+  return (g < 16) ? m + 1 - (16 + g - 1) / g : m;
+}
+
 static size_t shuffle_tiles(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
-  const size_t lim = (g < 16) ? m - 1 : m;
+  const size_t lim = tile_limit(g, m);
   const size_t np = (g < 16) ? g : 16; /* planes per tile */
   const size_t ntile = (g + 15) / 16;
   size_t i = 0;
@@ -201,7 +212,7 @@ static void shuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst) 
     case 2: done = shuffle2(m, src, dst); break;
     case 4: done = shuffle4(m, src, dst); break;
     case 8: done = shuffle8(m, src, dst); break;
-    default: done = (g >= 9 && m >= 32) ? shuffle_tiles(g, m, src, dst) : 0; break;
+    default: done = (g >= 3 && m >= 32) ? shuffle_tiles(g, m, src, dst) : 0; break;
   }
   ndp_shuffle_scalar_part(g, m, done, m, src, dst);
 }
@@ -269,7 +280,7 @@ static size_t unshuffle8(size_t m, const uint8_t *src, uint8_t *dst) {
 }
 
 static size_t unshuffle_tiles(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
-  const size_t lim = (g < 16) ? m - 1 : m;
+  const size_t lim = tile_limit(g, m);
   const size_t ntile = (g + 15) / 16;
   size_t i = 0;
   for (; i + 16 <= lim; i += 16) {
@@ -297,14 +308,14 @@ static void unshuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst
     case 2: done = unshuffle2(m, src, dst); break;
     case 4: done = unshuffle4(m, src, dst); break;
     case 8: done = unshuffle8(m, src, dst); break;
-    default: done = (g >= 9 && m >= 32) ? unshuffle_tiles(g, m, src, dst) : 0; break;
+    default: done = (g >= 3 && m >= 32) ? unshuffle_tiles(g, m, src, dst) : 0; break;
   }
   ndp_unshuffle_scalar_part(g, m, done, m, src, dst);
 }
 
 static void shuffle_sse2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
   size_t m = (g > 1) ? n / g : 0;
-  if (m < 16 || g == 3 || (g > 4 && g < 8)) {
+  if (m < 32) {
     ndp_shuffle_scalar(g, n, src, dst);
     return;
   }
@@ -314,7 +325,7 @@ static void shuffle_sse2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
 
 static void unshuffle_sse2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
   size_t m = (g > 1) ? n / g : 0;
-  if (m < 16 || g == 3 || (g > 4 && g < 8)) {
+  if (m < 32) {
     ndp_unshuffle_scalar(g, n, src, dst);
     return;
   }

@@ -2,7 +2,9 @@
  *
  *   test_filters          run the tests; prints one line per failing case and
  *                         a final "N passed, M failed"; exit status 1 on failure
- *   test_filters --bench  MB/s per kernel, ISA and typesize on 4 MiB blocks
+ *   test_filters --bench [BYTES]
+ *                         MB/s per kernel, ISA and typesize on blocks of
+ *                         BYTES (default 4 MiB); not part of the tests
  *
  * Every available ISA is compared byte for byte with the scalar kernels on
  * ragged sizes; the scalar kernels are compared with naive transcriptions of
@@ -13,6 +15,7 @@
 
 #include "filters.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -405,6 +408,22 @@ static void test_known_answers(void) {
   }
 }
 
+/* n == 0 with NULL buffers (callers validate parameters this way). */
+static void test_empty_null(void) {
+  for (int isa = 0; isa < NDP_ISA_COUNT; isa++) {
+    const ndp_filter_kernels *k = ndp_filters_for_isa(isa);
+    if (!k) continue;
+    for (int kk = 0; kk < K_COUNT; kk++) get_kern(k, kk)(4, 0, NULL, NULL);
+  }
+  ndp_bytedelta_legacy_decode(4, 0, NULL, NULL);
+  ndp_delta_encode(4, 0, NULL, 0, NULL, NULL);
+  ndp_delta_decode(4, 0, NULL, 0, NULL, NULL);
+  check(ndp_trunc_prec(4, 10, 0, NULL, NULL) == 0 && ndp_trunc_prec(4, 0, 0, NULL, NULL) == -1,
+        "trunc_prec validates with n == 0 and NULL buffers");
+  check(ndp_int_trunc(2, 5, 0, NULL, NULL) == 0 && ndp_int_trunc(2, 0, 0, NULL, NULL) == -1,
+        "int_trunc validates with n == 0 and NULL buffers");
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 static void test_dispatch(void) {
@@ -440,6 +459,25 @@ static void test_dispatch(void) {
   printf("\n");
 }
 
+/* First use from several threads at once: everyone gets the same table. */
+static void *first_use(void *arg) {
+  *(const ndp_filter_kernels **)arg = ndp_filters();
+  return NULL;
+}
+
+static void test_dispatch_threads(void) {
+  enum { NT = 8 };
+  pthread_t th[NT];
+  const ndp_filter_kernels *got[NT];
+  int started = 0;
+  for (int i = 0; i < NT; i++)
+    if (pthread_create(&th[i], NULL, first_use, &got[i]) == 0) started++;
+    else break;
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < started; i++)
+    check(got[i] != NULL && got[i] == got[0], "concurrent first ndp_filters() calls agree");
+}
+
 /* ---- benchmark ----------------------------------------------------------- */
 
 static double now_sec(void) {
@@ -464,9 +502,14 @@ static double bench_one(kern_fn f, size_t t, size_t n, const uint8_t *src, uint8
   return (double)n / best / 1e6;
 }
 
-static int bench(void) {
-  const size_t n = (size_t)4 << 20;
-  uint8_t *src = xmalloc(n), *dst = xmalloc(n);
+static int bench(size_t n) {
+  /* 64-byte aligned buffers, as the chunk code's scratch buffers */
+  void *ps = NULL, *pd = NULL;
+  if (posix_memalign(&ps, 64, n) != 0 || posix_memalign(&pd, 64, n) != 0) {
+    fprintf(stderr, "out of memory\n");
+    return 2;
+  }
+  uint8_t *src = ps, *dst = pd;
   /* smooth-ish data (a noisy ramp), like what filters see in practice */
   for (size_t i = 0; i < n; i += 4) {
     uint32_t v = (uint32_t)(i * 3 + (rng() & 0xFF));
@@ -475,7 +518,7 @@ static int bench(void) {
   static const size_t shuf_ts[] = {2, 3, 4, 8, 12, 16};
   static const size_t bit_ts[] = {1, 2, 3, 4, 8, 16};
   static const size_t bd_ts[] = {2, 4, 8};
-  printf("MB/s on %zu-byte blocks (1 MB = 1e6 bytes)\n", n);
+  printf("MB/s on %zu-byte blocks, 64-byte aligned (1 MB = 1e6 bytes)\n", n);
   printf("%-18s %4s", "kernel", "t");
   for (int isa = 0; isa < NDP_ISA_COUNT; isa++)
     if (ndp_filters_for_isa(isa)) printf(" %9s", ndp_filters_for_isa(isa)->name);
@@ -512,10 +555,15 @@ static int bench(void) {
 /* ---- main ---------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
-  if (argc > 1 && strcmp(argv[1], "--bench") == 0) return bench();
+  if (argc > 1 && strcmp(argv[1], "--bench") == 0) {
+    size_t n = (argc > 2) ? (size_t)strtoull(argv[2], NULL, 10) : 0;
+    return bench(n >= 1024 ? n : (size_t)4 << 20);
+  }
 
+  test_dispatch_threads(); /* must run before anything else initialises */
   test_dispatch();
   test_known_answers();
+  test_empty_null();
 
   /* ragged sizes, exhaustively */
   for (size_t ti = 0; ti < N_TYPESIZES; ti++)
