@@ -623,28 +623,19 @@ static void bitplane_fwd(const uint8_t *p, size_t len, uint8_t *rows, size_t str
 }
 
 /* 8 bit-rows (row k at rows + k*stride) -> one plane of `len` bytes. */
-/* 256 plane bytes from 32 bytes of each row */
-NDP_INLINE void bitplane_inv_256(const uint8_t *r, size_t stride, uint8_t *d) {
-  __m256i x[8];
-#define L_(k) x[k] = LD(r + k * stride);
-  REP8(L_)
-#undef L_
-  bit_transpose8(x); /* x[e] byte c = plane byte 8c + e */
-  unshuffle8_regs(x);
-#define S_(k) ST2(d + 16 * k, d + 128 + 16 * k, x[k]);
-  REP8(S_)
-#undef S_
-}
-
 static void bitplane_inv(const uint8_t *rows, size_t stride, size_t len, uint8_t *p) {
   size_t o = 0;
-  for (; o + 512 <= len; o += 512) { /* whole 64-byte lines of each row */
-    bitplane_inv_256(rows + o / 8, stride, p + o);
-    bitplane_inv_256(rows + o / 8 + 32, stride, p + o + 256);
-  }
-  if (o + 256 <= len) {
-    bitplane_inv_256(rows + o / 8, stride, p + o);
-    o += 256;
+  for (; o + 256 <= len; o += 256) {
+    __m256i x[8];
+#define L_(k) x[k] = LD(rows + k * stride + o / 8);
+    REP8(L_)
+#undef L_
+    bit_transpose8(x); /* x[e] byte c = plane byte 8c + e */
+    unshuffle8_regs(x);
+    uint8_t *d = p + o;
+#define S_(k) ST2(d + 16 * k, d + 128 + 16 * k, x[k]);
+    REP8(S_)
+#undef S_
   }
   ndp_bitplane_inv_scalar(rows + o / 8, stride, len - o, p + o);
 }

@@ -48,12 +48,11 @@
 /* (a, b) <- (even bytes of a||b, odd bytes of a||b) */
 #define SPLIT(a, b)                                                         \
   do {                                                                      \
-    __m128i ev_ = _mm_packus_epi16(_mm_and_si128((a), lo8),                 \
-                                   _mm_and_si128((b), lo8));                \
-    __m128i od_ = _mm_packus_epi16(_mm_srli_epi16((a), 8),                  \
-                                   _mm_srli_epi16((b), 8));                 \
-    (a) = ev_;                                                              \
-    (b) = od_;                                                              \
+    /* (shifts first: GCC then keeps a and b in registers instead of      \
+     * loading them twice, which costs a third of shuffle2's speed) */     \
+    __m128i ah_ = _mm_srli_epi16((a), 8), bh_ = _mm_srli_epi16((b), 8);      \
+    (a) = _mm_packus_epi16(_mm_and_si128(lo8, (a)), _mm_and_si128(lo8, (b))); \
+    (b) = _mm_packus_epi16(ah_, bh_);                                       \
   } while (0)
 
 /* (a, b) <- (interleave of the low halves, interleave of the high halves) */

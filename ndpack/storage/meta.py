@@ -1,0 +1,264 @@
+"""Metalayers and variable-length metalayers (vlmeta) of a super-chunk.
+
+Values are msgpack with python-blosc2's conventions (FORMAT.md §4.2, §4.5):
+``use_bin_type=True``, ``strict_types=True``, tuples as ``["__tuple__", ...]``,
+NumPy scalars as their Python equivalents, and extension types 44 (complex),
+45 (set) and 46 (NumPy array).  Fixed metalayers hold raw msgpack bytes and can
+only be updated with a value of the same encoded length; vlmeta values are
+stored as compressed chunks.
+
+Examples
+--------
+>>> from ndpack.storage.meta import packb, unpackb
+>>> packb({"a": 1, "b": [1.5, "x"]}).hex()
+'82a16101a16292cb3ff8000000000000a178'
+>>> unpackb(packb((1, 2j, {3})))
+(1, 2j, {3})
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterator, MutableMapping
+
+import msgpack
+import numpy as np
+
+from ndpack.chunks import compress2, decompress
+from ndpack.codecs import Codec
+from ndpack.errors import FormatError, ParameterError
+
+__all__ = ["packb", "unpackb", "Meta", "vlmeta", "pack_vlmeta_value", "unpack_vlmeta_value"]
+
+EXT_BLOSC2_OBJECT = 42
+EXT_REFERENCE = 43
+EXT_COMPLEX = 44
+EXT_SET = 45
+EXT_NDARRAY = 46
+MAX_NAME = 31
+
+
+def _convert(obj):
+    """Rewrite tuples (recursively) to python-blosc2's ``["__tuple__", ...]`` form."""
+    if isinstance(obj, tuple):
+        return ["__tuple__"] + [_convert(o) for o in obj]
+    if isinstance(obj, list):
+        return [_convert(o) for o in obj]
+    if isinstance(obj, dict):
+        return {_convert(k): _convert(v) for k, v in obj.items()}
+    return obj
+
+
+def _default(obj):
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.hasobject:
+            raise TypeError("NumPy arrays of Python objects cannot be stored in metadata")
+        payload = {"dtype": {"str": obj.dtype.str}, "shape": list(obj.shape),
+                   "data": np.ascontiguousarray(obj).tobytes()}
+        return msgpack.ExtType(EXT_NDARRAY, packb(payload))
+    if isinstance(obj, np.generic):
+        return _convert(obj.item())
+    if isinstance(obj, complex):
+        return msgpack.ExtType(EXT_COMPLEX, struct.pack(">dd", obj.real, obj.imag))
+    if isinstance(obj, (set, frozenset)):
+        return msgpack.ExtType(EXT_SET, packb(list(obj)))
+    raise TypeError(f"cannot store a {type(obj).__name__} in metadata")
+
+
+def packb(value) -> bytes:
+    """Encode `value` as python-blosc2 encodes metadata values.
+
+    Examples
+    --------
+    >>> packb((1, 2)).hex()
+    '93a95f5f7475706c655f5f0102'
+    """
+    return msgpack.packb(_convert(value), use_bin_type=True, strict_types=True,
+                         default=_default)
+
+
+def _ext_hook(code, data):
+    if code == EXT_COMPLEX:
+        if len(data) != 16:
+            raise FormatError(f"complex extension holds {len(data)} bytes, expected 16")
+        re, im = struct.unpack(">dd", data)
+        return complex(re, im)
+    if code == EXT_SET:
+        return set(unpackb(data))
+    if code == EXT_NDARRAY:
+        d = unpackb(data)
+        try:
+            dt = np.dtype(d["dtype"]["str"] if isinstance(d["dtype"], dict) else d["dtype"])
+            return np.frombuffer(d["data"], dtype=dt).reshape(d["shape"]).copy()
+        except (KeyError, TypeError, ValueError) as exc:
+            raise FormatError(f"malformed NumPy array extension in metadata: {exc}") from None
+    if code in (EXT_BLOSC2_OBJECT, EXT_REFERENCE):
+        raise FormatError(f"metadata extension type {code} (embedded Blosc2 object/reference) "
+                          "is not supported yet")
+    return msgpack.ExtType(code, data)
+
+
+def _list_hook(items):
+    if items and items[0] == "__tuple__":
+        return tuple(items[1:])
+    return items
+
+
+def unpackb(data):
+    """Decode a metadata value written by :func:`packb` or python-blosc2.
+
+    Raises
+    ------
+    FormatError
+        If `data` is not one complete msgpack value.
+    """
+    try:
+        return msgpack.unpackb(bytes(data), raw=False, strict_map_key=False,
+                               ext_hook=_ext_hook, list_hook=_list_hook)
+    except FormatError:
+        raise
+    except Exception as exc:
+        raise FormatError(f"metadata value is not valid msgpack ({type(exc).__name__}: "
+                          f"{exc})") from None
+
+
+def pack_vlmeta_value(value, typesize: int = 1) -> bytes:
+    """Encode and compress a vlmeta value into a chunk (zstd clevel 5, typesize 1)."""
+    return compress2(packb(value), codec=Codec.ZSTD, clevel=5, typesize=typesize, nthreads=1)
+
+
+def unpack_vlmeta_value(chunk, name: str = "?"):
+    """Decompress and decode a vlmeta chunk."""
+    try:
+        raw = decompress(chunk)
+    except FormatError as exc:
+        raise FormatError(f"vlmeta {name!r}: value chunk is corrupt: {exc}") from None
+    return unpackb(raw)
+
+
+def check_name(name) -> str:
+    """Validate a metalayer name (str of 1..31 UTF-8 bytes)."""
+    if not isinstance(name, str):
+        raise TypeError(f"metadata names are str, not {type(name).__name__}")
+    n = len(name.encode())
+    if not 1 <= n <= MAX_NAME:
+        raise ParameterError(f"metadata name {name!r} must have 1..{MAX_NAME} UTF-8 bytes")
+    return name
+
+
+class Meta(MutableMapping):
+    """The fixed metalayers of a super-chunk (``schunk.meta``).
+
+    Values are decoded from msgpack on access.  A metalayer can be updated only
+    with a value whose encoding has the same length; none can be added or removed
+    after creation (pass ``meta=`` to the constructor).
+
+    Examples
+    --------
+    >>> import ndpack
+    >>> s = ndpack.SChunk(chunksize=40, meta={"shape": (10,)})
+    >>> s.meta["shape"], "shape" in s.meta, len(s.meta)
+    ((10,), True, 1)
+    >>> s.meta["shape"] = (12,)
+    >>> s.meta["shape"]
+    (12,)
+    """
+
+    def __init__(self, raw: dict, writer: Callable[[str, bytes], None], readonly: Callable):
+        self._raw = raw           # name -> bytes, shared with the storage
+        self._writer = writer
+        self._readonly = readonly
+
+    def __getitem__(self, name):
+        if name not in self._raw:
+            raise KeyError(name)
+        return unpackb(self._raw[name])
+
+    def get_raw(self, name) -> bytes:
+        """The stored msgpack bytes of a metalayer."""
+        return bytes(self._raw[name])
+
+    def __setitem__(self, name, value):
+        self._readonly()
+        if name not in self._raw:
+            raise ParameterError(f"metalayer {name!r} does not exist; metalayers are fixed "
+                                 "when the super-chunk is created (use meta=)")
+        new = packb(value)
+        if len(new) != len(self._raw[name]):
+            raise ParameterError(f"the encoded length of metalayer {name!r} cannot change "
+                                 f"({len(self._raw[name])} -> {len(new)} bytes)")
+        self._writer(name, new)
+
+    def __delitem__(self, name):
+        raise ParameterError("metalayers cannot be deleted")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._raw))
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def getall(self) -> dict:
+        """All metalayers decoded, as a dict."""
+        return {k: self[k] for k in self._raw}
+
+    def __repr__(self):
+        return repr(self.getall())
+
+
+class vlmeta(MutableMapping):  # noqa: N801  (python-blosc2's name)
+    """Variable-length metalayers of a super-chunk (``schunk.vlmeta``), dict-like.
+
+    Examples
+    --------
+    >>> import ndpack
+    >>> s = ndpack.SChunk(chunksize=40)
+    >>> s.vlmeta["note"] = "hello"
+    >>> s.vlmeta["pair"] = (1, 2)
+    >>> s.vlmeta.getall()
+    {'note': 'hello', 'pair': (1, 2)}
+    >>> del s.vlmeta["note"]
+    >>> list(s.vlmeta), len(s.vlmeta)
+    (['pair'], 1)
+    """
+
+    def __init__(self, store):
+        self._store = store       # has .vlmeta (name -> chunk bytes), .set_vlmeta, .del_vlmeta
+
+    def __getitem__(self, name):
+        if isinstance(name, slice):
+            if name == slice(None):
+                return self.getall()
+            raise KeyError("only vlmeta[:] is supported as a slice")
+        if name not in self._store.vlmeta:
+            raise KeyError(name)
+        return unpack_vlmeta_value(self._store.vlmeta[name], name)
+
+    def __setitem__(self, name, value):
+        check_name(name)
+        self._store.set_vlmeta(name, pack_vlmeta_value(value))
+
+    def __delitem__(self, name):
+        if name not in self._store.vlmeta:
+            raise KeyError(name)
+        self._store.del_vlmeta(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._store.vlmeta))
+
+    def __len__(self) -> int:
+        return len(self._store.vlmeta)
+
+    def __contains__(self, name) -> bool:
+        return name in self._store.vlmeta
+
+    def getall(self) -> dict:
+        """All entries decoded, as a dict (insertion order)."""
+        return {k: self[k] for k in self}
+
+    def to_dict(self) -> dict:
+        """Same as :meth:`getall`."""
+        return self.getall()
+
+    def __repr__(self):
+        return repr(self.getall())
