@@ -38,37 +38,50 @@ def inputs(nbytes: int) -> dict[str, np.ndarray]:
     }
 
 
-def best_time(fn, reps: int) -> float:
-    best = float("inf")
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
+def best_times(fns, reps: int, budget: float = 3.0) -> list[float]:
+    """Best time of each function, running them interleaved (so that machine noise hits
+    both peers alike), `reps` rounds or until `budget` seconds have passed (at least 1)."""
+    best = [float("inf")] * len(fns)
+    start = time.perf_counter()
+    for r in range(reps):
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - t0)
+        if time.perf_counter() - start > budget and r >= 0:
+            break
     return best
 
 
-def measure(lib, codec_name: str, clevel: int, nthreads: int, x: np.ndarray, reps: int):
-    codec = getattr(lib.Codec, codec_name)
-    kw = dict(codec=codec, clevel=clevel, typesize=8, nthreads=nthreads,
-              filters=[lib.Filter.SHUFFLE], filters_meta=[0])
-    c = lib.compress2(x, **kw)
-    out = np.empty_like(x)
-    tc = best_time(lambda: lib.compress2(x, **kw), reps)
-    td = best_time(lambda: lib.decompress2(c, dst=out, nthreads=nthreads), reps)
-    assert np.array_equal(out, x), f"{lib.__name__} round trip failed"
-    return x.nbytes / tc / 1e9, x.nbytes / td / 1e9, x.nbytes / len(c)
+def measure_pair(libs, codec_name: str, clevel: int, nthreads: int, x: np.ndarray, reps: int):
+    """(comp GB/s, decomp GB/s, cratio) for each library, timed interleaved."""
+    kws, chunks, outs = [], [], []
+    for lib in libs:
+        kw = dict(codec=getattr(lib.Codec, codec_name), clevel=clevel, typesize=8,
+                  nthreads=nthreads, filters=[lib.Filter.SHUFFLE], filters_meta=[0])
+        kws.append(kw)
+        chunks.append(lib.compress2(x, **kw))
+        outs.append(np.empty_like(x))
+    tc = best_times([lambda lib=lib, kw=kw: lib.compress2(x, **kw)
+                     for lib, kw in zip(libs, kws)], reps)
+    td = best_times([lambda lib=lib, c=c, o=o: lib.decompress2(c, dst=o, nthreads=nthreads)
+                     for lib, c, o in zip(libs, chunks, outs)], reps)
+    for lib, o in zip(libs, outs):
+        assert np.array_equal(o, x), f"{lib.__name__} round trip failed"
+    return [(x.nbytes / a / 1e9, x.nbytes / b / 1e9, x.nbytes / len(c))
+            for a, b, c in zip(tc, td, chunks)]
 
 
 def run(quick: bool) -> list[dict]:
     size = 8 * 2**20 if quick else 100 * 10**6
-    reps = 2 if quick else 4
+    reps = 2 if quick else 5
     codecs = ["BLOSCLZ", "LZ4", "ZSTD"]
     clevels = [1, 5] if quick else [1, 5, 9]
     threads = [1, 2]
     rows = []
     data = inputs(size)
     memcpy_dst = np.empty_like(data["linspace"])
-    t_memcpy = best_time(lambda: np.copyto(memcpy_dst, data["linspace"]), reps + 2)
+    t_memcpy = best_times([lambda: np.copyto(memcpy_dst, data["linspace"])], reps + 2)[0]
     memcpy_gbs = data["linspace"].nbytes / t_memcpy / 1e9
     print(f"inputs {size / 1e6:.0f} MB float64, SHUFFLE, typesize 8; memcpy {memcpy_gbs:.1f} GB/s")
     print(f"ndpack {ndpack.__version__} (isa {ndpack._core.isa()}); "
@@ -83,8 +96,10 @@ def run(quick: bool) -> list[dict]:
                 if clevel == 9 and codec == "ZSTD" and quick:
                     continue
                 for nthreads in threads:
-                    nd = measure(ndpack, codec, clevel, nthreads, x, reps)
-                    b2 = measure(blosc2, codec, clevel, nthreads, x, reps) if blosc2 else (np.nan,) * 3
+                    if blosc2 is not None:
+                        nd, b2 = measure_pair([ndpack, blosc2], codec, clevel, nthreads, x, reps)
+                    else:
+                        nd, b2 = measure_pair([ndpack], codec, clevel, nthreads, x, reps)[0], (np.nan,) * 3
                     row = dict(input=name, codec=codec, clevel=clevel, nthreads=nthreads,
                                nd_comp=nd[0], b2_comp=b2[0], nd_decomp=nd[1], b2_decomp=b2[1],
                                nd_cratio=nd[2], b2_cratio=b2[2], memcpy=memcpy_gbs)

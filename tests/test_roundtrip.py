@@ -136,3 +136,27 @@ def test_runs_are_run_streams():
     c = ndpack.compress2(np.full(1000, 7, dtype=np.int64), typesize=8)
     assert len(c) == 69    # FORMAT.md 1.6 example: one run + seven zero streams
     assert np.frombuffer(ndpack.decompress2(c), np.int64).tolist() == [7] * 1000
+
+
+def test_incompressible_streams_skip_slow_codecs_but_repeats_compress():
+    """Noise is stored raw without running zstd; high-entropy data that repeats within
+    8 KiB is still handed to the codec and compresses."""
+    rng = np.random.default_rng(3)
+    noise = rng.integers(0, 256, 1 << 20, dtype=np.uint8)
+    pattern = np.tile(rng.integers(0, 256, 4096, dtype=np.uint8), 256)
+    for codec in (Codec.ZSTD, Codec.ZLIB, Codec.LZ4HC):
+        c_noise = ndpack.compress2(noise, codec=codec, clevel=5, typesize=1)
+        assert ndpack.chunk_info(c_noise)["memcpyed"]
+        c_pat = ndpack.compress2(pattern, codec=codec, clevel=5, typesize=1)
+        assert len(c_pat) < pattern.nbytes / 10   # each block keeps one copy
+        assert ndpack.decompress2(c_pat) == pattern.tobytes()
+
+
+def test_partly_noisy_floats_keep_blosc2_ratio():
+    blosc2 = pytest.importorskip("blosc2")
+    rng = np.random.default_rng(4)
+    x = np.sin(np.arange(2_000_000) * 1e-4) + rng.normal(0, 1e-6, 2_000_000)
+    for clevel in (3, 5):
+        ours = ndpack.compress2(x, codec=Codec.ZSTD, clevel=clevel, typesize=8)
+        theirs = blosc2.compress2(x, codec=blosc2.Codec.ZSTD, clevel=clevel, typesize=8)
+        assert abs(len(ours) / len(theirs) - 1) < 0.03

@@ -38,6 +38,8 @@ import numpy as np
 from ndpack.chunks import compress2, decompress, special_chunk
 from ndpack.codecs import Codec, Filter, SpecialValue, SplitMode
 from ndpack.errors import FormatError, NdpackError, ParameterError
+from ndpack.storage.meta import (build_metalayers, build_trailer, expect, locate_trailer,
+                                 parse_section, parse_trailer)
 
 __all__ = ["FrameInfo", "MemoryFrame", "ContiguousFrame", "SparseFrame", "parse_cframe",
            "open_frame", "HEADER_FIXED", "MAGIC"]
@@ -47,7 +49,6 @@ MAGIC = b"b2frame\x00"
 CHUNK_HEADER = 32
 SPARSE_INDEX = "chunks.b2frame"
 _SPECIAL_OFFSET_CODES = (1, 2, 4)        # zeros, NaN, uninit live only in the index
-_FP_NONE = b"\xd8\x00" + bytes(16)
 
 
 @dataclasses.dataclass
@@ -116,97 +117,6 @@ def build_header(info: FrameInfo, meta: dict, nbytes: int, cbytes: int, frame_le
     return fixed + metasec
 
 
-def _build_section(entries: dict, base: int, map_start: int) -> tuple[bytes, bytes]:
-    """Map and values of a (vl)metalayer section; offsets are ``base`` + position."""
-    names = list(entries)
-    map_part = bytearray(b"\xde" + struct.pack(">H", len(names)))
-    for n in names:
-        nb = n.encode()
-        map_part += bytes([0xA0 | len(nb)]) + nb + b"\xd2" + b"\0\0\0\0"
-    # values follow: b"\xdc" + n16, then C6 len bytes each
-    values = bytearray(b"\xdc" + struct.pack(">H", len(names)))
-    pos = base + map_start + len(map_part) + 3
-    offsets = []
-    for n in names:
-        offsets.append(pos)
-        v = bytes(entries[n])
-        values += b"\xc6" + struct.pack(">I", len(v)) + v
-        pos += 5 + len(v)
-    # patch offsets
-    p = 3
-    for n, off in zip(names, offsets):
-        nb = n.encode()
-        p += 1 + len(nb) + 1
-        map_part[p:p + 4] = struct.pack(">i", off)
-        p += 4
-    return bytes(map_part), bytes(values)
-
-
-def build_metalayers(meta: dict, start: int = HEADER_FIXED) -> bytes:
-    """The metalayers section starting at frame position `start` (§4.2)."""
-    # 93 CD <idx_size> <map> <values>; offsets count from the frame start
-    map_part, values = _build_section(meta, start, 4)
-    idx_size = 4 + len(map_part)
-    return b"\x93\xcd" + struct.pack(">H", idx_size) + map_part + values
-
-
-def build_trailer(vlmeta: dict) -> bytes:
-    """The trailer for the given vlmeta chunks (§4.5)."""
-    map_part, values = _build_section(vlmeta, 0, 5)
-    idx_size = 3 + len(map_part)
-    body = b"\x94\x01\x93\xcd" + struct.pack(">H", idx_size) + map_part + values
-    trailer_len = len(body) + 5 + len(_FP_NONE)
-    return body + b"\xce" + struct.pack(">I", trailer_len) + _FP_NONE
-
-
-def _expect(buf, pos, byte, what, base=0):
-    if pos >= len(buf) or buf[pos] != byte:
-        got = "end of data" if pos >= len(buf) else f"0x{buf[pos]:02X}"
-        raise FormatError(f"frame byte {base + pos}: expected 0x{byte:02X} ({what}), got {got}")
-
-
-def _parse_section(buf, pos: int, rel_base: int, base: int, limit: int, what: str) -> dict:
-    """Parse ``DE <n> {name: offset} DC <n> [C6 len bytes]`` starting at `pos` of `buf`.
-
-    Offsets in the map are relative to ``rel_base`` (a position in `buf`).
-    """
-    _expect(buf, pos, 0xDE, f"{what} map16", base)
-    if pos + 3 > len(buf):
-        raise FormatError(f"frame byte {base + pos}: {what} map truncated")
-    (n,) = struct.unpack_from(">H", buf, pos + 1)
-    pos += 3
-    entries = {}
-    for _ in range(n):
-        if pos >= len(buf) or not 0xA1 <= buf[pos] <= 0xBF:
-            raise FormatError(f"frame byte {base + pos}: expected a {what} name (fixstr)")
-        ln = buf[pos] & 0x1F
-        name_b = bytes(buf[pos + 1:pos + 1 + ln])
-        pos += 1 + ln
-        _expect(buf, pos, 0xD2, f"{what} offset int32", base)
-        if pos + 5 > len(buf):
-            raise FormatError(f"frame byte {base + pos}: {what} map truncated")
-        (off,) = struct.unpack_from(">i", buf, pos + 1)
-        pos += 5
-        try:
-            name = name_b.decode()
-        except UnicodeDecodeError:
-            raise FormatError(f"frame byte {base + pos}: {what} name is not UTF-8") from None
-        entries[name] = off
-    _expect(buf, pos, 0xDC, f"{what} values array16", base)
-    out = {}
-    for name, off in entries.items():
-        p = rel_base + off
-        if not 0 <= p or p + 5 > limit:
-            raise FormatError(f"frame byte {base + pos}: {what} {name!r} offset {off} out of range")
-        _expect(buf, p, 0xC6, f"{what} {name!r} bin32", base)
-        (ln,) = struct.unpack_from(">I", buf, p + 1)
-        if p + 5 + ln > limit:
-            raise FormatError(f"frame byte {base + p}: {what} {name!r} length {ln} runs past "
-                              f"the end of its section")
-        out[name] = (p + 5, bytes(buf[p + 5:p + 5 + ln]))
-    return out
-
-
 def parse_header(buf, base: int = 0) -> tuple[dict, FrameInfo, dict]:
     """Parse a frame header from `buf` (at least `header_len` bytes).
 
@@ -225,7 +135,7 @@ def parse_header(buf, base: int = 0) -> tuple[dict, FrameInfo, dict]:
                             (47, 0xD2, "typesize"), (52, 0xD2, "blocksize"),
                             (57, 0xD2, "chunksize"), (62, 0xD1, "nthreads"),
                             (65, 0xD1, "nthreads"), (69, 0xD8, "filters fixext16")):
-        _expect(buf, pos, byte, what, base)
+        expect(buf, pos, byte, what, base)
     header_len = struct.unpack_from(">i", buf, 11)[0]
     frame_len = struct.unpack_from(">Q", buf, 16)[0]
     gflags, ftype, cflags, oflags = buf[25], buf[26], buf[27], buf[28]
@@ -254,7 +164,7 @@ def parse_header(buf, base: int = 0) -> tuple[dict, FrameInfo, dict]:
     info = FrameInfo(typesize=typesize, chunksize=chunksize, codec=codec, clevel=cflags >> 4,
                      splitmode=(oflags & 0x03) + 1, blocksize=blocksize,
                      nthreads_c=nthc, nthreads_d=nthd, filters=list(buf[71:77]),
-                     filters_meta=[int(np.int8(b)) if b > 127 else b for b in buf[79:85]],
+                     filters_meta=list(buf[79:85]),
                      codec_meta=buf[78], use_dict=bool(buf[85] & 1),
                      vlblocks=bool(gflags & 0x80), sparse=bool(ftype & 0x0F))
     if len(buf) < header_len:
@@ -262,42 +172,15 @@ def parse_header(buf, base: int = 0) -> tuple[dict, FrameInfo, dict]:
                           f"(header_len {header_len})")
     # metalayers section
     p = HEADER_FIXED
-    _expect(buf, p, 0x93, "metalayers fixarray(3)", base)
-    _expect(buf, p + 1, 0xCD, "metalayers idx_size uint16", base)
-    raw = _parse_section(buf, p + 4, 0, base, header_len, "metalayer")
+    expect(buf, p, 0x93, "metalayers fixarray(3)", base)
+    expect(buf, p + 1, 0xCD, "metalayers idx_size uint16", base)
+    raw = parse_section(buf, p + 4, 0, base, header_len, "metalayer")
     meta = {k: v for k, (pos, v) in raw.items()}
     meta_pos = {k: pos for k, (pos, v) in raw.items()}
     fields = dict(header_len=header_len, frame_len=frame_len, nbytes=nbytes, cbytes=cbytes,
                   has_vlmeta=buf[68] == 0xC3, general_flags=gflags, frame_type=ftype,
                   meta_pos=meta_pos)
     return fields, info, meta
-
-
-def parse_trailer(buf, base: int = 0) -> dict:
-    """Parse a trailer (the whole of `buf`); returns vlmeta name -> chunk bytes."""
-    n = len(buf)
-    if n < 35:
-        raise FormatError(f"frame byte {base}: trailer of {n} bytes, at least 35 expected")
-    _expect(buf, 0, 0x94, "trailer fixarray(4)", base)
-    if buf[1] not in (0, 1):
-        raise FormatError(f"frame byte {base + 1}: trailer version {buf[1]}, expected 0 or 1")
-    _expect(buf, 2, 0x93, "vlmetalayers fixarray(3)", base)
-    _expect(buf, 3, 0xCD, "vlmetalayers idx_size uint16", base)
-    raw = _parse_section(buf, 6, 0, base, n - 23, "vlmeta")
-    return {k: v for k, (pos, v) in raw.items()}
-
-
-def locate_trailer(tail: bytes, frame_len: int, base: int) -> int:
-    """Trailer length from the last 23 bytes of a frame."""
-    if len(tail) != 23 or tail[0] != 0xCE:
-        raise FormatError(f"frame byte {base + frame_len - 23}: expected 0xCE (trailer_len); "
-                          "the frame is truncated or corrupt")
-    (tlen,) = struct.unpack_from(">I", tail, 1)
-    if tail[5] != 0xD8:
-        raise FormatError(f"frame byte {base + frame_len - 18}: expected 0xD8 (fingerprint)")
-    if not 35 <= tlen <= frame_len:
-        raise FormatError(f"frame byte {base + frame_len - 22}: trailer_len {tlen} out of range")
-    return tlen
 
 
 def encode_index(offsets) -> bytes:
@@ -331,17 +214,13 @@ def chunk_nbytes_of(chunk) -> int:
     return struct.unpack_from("<i", chunk, 4)[0]
 
 
-def chunk_cbytes_of(head, pos: int) -> int:
+def chunk_cbytes_of(head, pos: int, what: str = "chunk") -> int:
     if len(head) < 16:
-        raise FormatError(f"frame byte {pos}: chunk header truncated")
+        raise FormatError(f"frame byte {pos}: {what} header truncated")
     (cb,) = struct.unpack_from("<i", head, 12)
     if cb < 16:
-        raise FormatError(f"frame byte {pos}: chunk cbytes {cb} < 16")
+        raise FormatError(f"frame byte {pos}: {what} header says cbytes {cb}, expected >= 16")
     return cb
-
-
-def is_special_offset(v: int) -> bool:
-    return v < 0
 
 
 def special_offset(code: int) -> int:
@@ -440,6 +319,8 @@ class FrameBase:
             return 0
         if self.info.chunksize == 0:
             return 0
+        if code == 2 and chunk[3] != min(self.info.typesize, 255):
+            return 0                  # NaN of another width: the index could not say which
         return code
 
     # --- vlmeta ------------------------------------------------------------------------
@@ -490,7 +371,8 @@ def serialize(info: FrameInfo, meta: dict, vlmeta: dict, chunks, nbytes: int) ->
     n = len(chunks)
     for ch in chunks:
         code = special_code(ch)
-        if code in _SPECIAL_OFFSET_CODES and len(ch) == CHUNK_HEADER and info.chunksize > 0:
+        if (code in _SPECIAL_OFFSET_CODES and len(ch) == CHUNK_HEADER and info.chunksize > 0
+                and (code != 2 or ch[3] == min(info.typesize, 255))):
             offsets.append(special_offset(code))
             continue
         offsets.append(pos)
@@ -596,7 +478,7 @@ def _read_chunk(reader: _Reader, pos: int, limit: int, what: str):
     if pos < 0 or pos + 16 > limit:
         raise FormatError(f"frame byte {pos}: {what} starts outside the frame (end {limit})")
     head = _read_exact(reader, pos, 16, what)
-    cb = chunk_cbytes_of(head, pos)
+    cb = chunk_cbytes_of(head, pos, what)
     if pos + cb > limit:
         raise FormatError(f"frame byte {pos}: {what} of {cb} bytes runs past byte {limit}")
     return _read_exact(reader, pos, cb, what)
@@ -640,8 +522,26 @@ def _parse_frame(reader: _Reader, base: int, sparse_expected: bool | None):
         nchunks = -(-nbytes // cs) if cs > 0 else None
         ichunk = _read_chunk(reader, base + idx_pos, base + tstart, "offsets index")
         offsets = decode_index(ichunk, nchunks, base + idx_pos)
+        _check_offsets(offsets, 0 if info.sparse else cbytes, base + idx_pos)
     return dict(fields=fields, info=info, meta=meta, vlmeta=vlmeta, offsets=offsets,
                 idx_pos=idx_pos, tstart=tstart)
+
+
+def _check_offsets(offsets: np.ndarray, cbytes: int, pos: int):
+    """Every regular offset lies inside the chunks section; special codes are known."""
+    if cbytes:
+        bad = np.nonzero((offsets >= 0) & (offsets + 16 > cbytes))[0]
+        if bad.size:
+            i = int(bad[0])
+            raise FormatError(f"frame byte {pos}: index entry {i} = {int(offsets[i])} points "
+                              f"outside the chunks section ({cbytes} bytes)")
+    neg = offsets[offsets < 0]
+    if neg.size:
+        codes = (neg.view(np.uint64) >> np.uint64(56)) & np.uint64(0x7F)
+        for c in np.unique(codes):
+            if int(c) not in _SPECIAL_OFFSET_CODES:
+                raise FormatError(f"frame byte {pos}: index holds a special offset with "
+                                  f"unknown code {int(c)}")
 
 
 class _FileFrame(FrameBase):
@@ -680,11 +580,12 @@ class _FileFrame(FrameBase):
         return self._cbytes
 
     def get(self, i: int):
-        i = self._check_index(i)
-        v = self.offsets[i]
-        if v < 0:
-            return self._synth(_offset_code(v, self.header_len), i)
-        return self._raw_chunk(i, v)
+        with self.lock:                        # an update may be compacting the section
+            i = self._check_index(i)
+            v = self.offsets[i]
+            if v < 0:
+                return self._synth(_offset_code(v, self.header_len), i)
+            return self._raw_chunk(i, v)
 
     def _materialize_specials(self):
         """Store special-offset chunks physically (needed once chunk sizes vary)."""

@@ -28,7 +28,9 @@ from ndpack.chunks import compress2, decompress
 from ndpack.codecs import Codec
 from ndpack.errors import FormatError, ParameterError
 
-__all__ = ["packb", "unpackb", "Meta", "vlmeta", "pack_vlmeta_value", "unpack_vlmeta_value"]
+__all__ = ["packb", "unpackb", "Meta", "vlmeta", "pack_vlmeta_value", "unpack_vlmeta_value",
+           "build_metalayers", "build_trailer", "parse_section", "parse_trailer",
+           "locate_trailer"]
 
 EXT_BLOSC2_OBJECT = 42
 EXT_REFERENCE = 43
@@ -144,6 +146,130 @@ def check_name(name) -> str:
     if not 1 <= n <= MAX_NAME:
         raise ParameterError(f"metadata name {name!r} must have 1..{MAX_NAME} UTF-8 bytes")
     return name
+
+
+# --- the binary sections of a frame (§4.2 metalayers, §4.5 trailer) ---------------------
+
+_FP_NONE = b"\xd8\x00" + bytes(16)
+
+
+def _build_section(entries: dict, base: int, map_start: int) -> tuple[bytes, bytes]:
+    """Map and values of a (vl)metalayer section; offsets are ``base`` + position."""
+    names = list(entries)
+    map_part = bytearray(b"\xde" + struct.pack(">H", len(names)))
+    for n in names:
+        nb = n.encode()
+        map_part += bytes([0xA0 | len(nb)]) + nb + b"\xd2" + b"\0\0\0\0"
+    # values follow: b"\xdc" + n16, then C6 len bytes each
+    values = bytearray(b"\xdc" + struct.pack(">H", len(names)))
+    pos = base + map_start + len(map_part) + 3
+    offsets = []
+    for n in names:
+        offsets.append(pos)
+        v = bytes(entries[n])
+        values += b"\xc6" + struct.pack(">I", len(v)) + v
+        pos += 5 + len(v)
+    # patch offsets
+    p = 3
+    for n, off in zip(names, offsets):
+        nb = n.encode()
+        p += 1 + len(nb) + 1
+        map_part[p:p + 4] = struct.pack(">i", off)
+        p += 4
+    return bytes(map_part), bytes(values)
+
+
+def build_metalayers(meta: dict, start: int) -> bytes:
+    """The metalayers section starting at frame position `start` (§4.2)."""
+    # 93 CD <idx_size> <map> <values>; offsets count from the frame start
+    map_part, values = _build_section(meta, start, 4)
+    idx_size = 4 + len(map_part)
+    return b"\x93\xcd" + struct.pack(">H", idx_size) + map_part + values
+
+
+def build_trailer(vlmeta: dict) -> bytes:
+    """The trailer for the given vlmeta chunks (§4.5)."""
+    map_part, values = _build_section(vlmeta, 0, 6)
+    idx_size = 3 + len(map_part)
+    body = b"\x94\x01\x93\xcd" + struct.pack(">H", idx_size) + map_part + values
+    trailer_len = len(body) + 5 + len(_FP_NONE)
+    return body + b"\xce" + struct.pack(">I", trailer_len) + _FP_NONE
+
+
+def expect(buf, pos, byte, what, base=0):
+    if pos >= len(buf) or buf[pos] != byte:
+        got = "end of data" if pos >= len(buf) else f"0x{buf[pos]:02X}"
+        raise FormatError(f"frame byte {base + pos}: expected 0x{byte:02X} ({what}), got {got}")
+
+
+def parse_section(buf, pos: int, rel_base: int, base: int, limit: int, what: str) -> dict:
+    """Parse ``DE <n> {name: offset} DC <n> [C6 len bytes]`` starting at `pos` of `buf`.
+
+    Offsets in the map are relative to ``rel_base`` (a position in `buf`).
+    """
+    expect(buf, pos, 0xDE, f"{what} map16", base)
+    if pos + 3 > len(buf):
+        raise FormatError(f"frame byte {base + pos}: {what} map truncated")
+    (n,) = struct.unpack_from(">H", buf, pos + 1)
+    pos += 3
+    entries = {}
+    for _ in range(n):
+        if pos >= len(buf) or not 0xA1 <= buf[pos] <= 0xBF:
+            raise FormatError(f"frame byte {base + pos}: expected a {what} name (fixstr)")
+        ln = buf[pos] & 0x1F
+        name_b = bytes(buf[pos + 1:pos + 1 + ln])
+        pos += 1 + ln
+        expect(buf, pos, 0xD2, f"{what} offset int32", base)
+        if pos + 5 > len(buf):
+            raise FormatError(f"frame byte {base + pos}: {what} map truncated")
+        (off,) = struct.unpack_from(">i", buf, pos + 1)
+        pos += 5
+        try:
+            name = name_b.decode()
+        except UnicodeDecodeError:
+            raise FormatError(f"frame byte {base + pos}: {what} name is not UTF-8") from None
+        entries[name] = off
+    expect(buf, pos, 0xDC, f"{what} values array16", base)
+    out = {}
+    for name, off in entries.items():
+        p = rel_base + off
+        if not 0 <= p or p + 5 > limit:
+            raise FormatError(f"frame byte {base + pos}: {what} {name!r} offset {off} out of range")
+        expect(buf, p, 0xC6, f"{what} {name!r} bin32", base)
+        (ln,) = struct.unpack_from(">I", buf, p + 1)
+        if p + 5 + ln > limit:
+            raise FormatError(f"frame byte {base + p}: {what} {name!r} length {ln} runs past "
+                              f"the end of its section")
+        out[name] = (p + 5, bytes(buf[p + 5:p + 5 + ln]))
+    return out
+
+
+def parse_trailer(buf, base: int = 0) -> dict:
+    """Parse a trailer (the whole of `buf`); returns vlmeta name -> chunk bytes."""
+    n = len(buf)
+    if n < 35:
+        raise FormatError(f"frame byte {base}: trailer of {n} bytes, at least 35 expected")
+    expect(buf, 0, 0x94, "trailer fixarray(4)", base)
+    if buf[1] not in (0, 1):
+        raise FormatError(f"frame byte {base + 1}: trailer version {buf[1]}, expected 0 or 1")
+    expect(buf, 2, 0x93, "vlmetalayers fixarray(3)", base)
+    expect(buf, 3, 0xCD, "vlmetalayers idx_size uint16", base)
+    raw = parse_section(buf, 6, 0, base, n - 23, "vlmeta")
+    return {k: v for k, (pos, v) in raw.items()}
+
+
+def locate_trailer(tail: bytes, frame_len: int, base: int) -> int:
+    """Trailer length from the last 23 bytes of a frame."""
+    if len(tail) != 23 or tail[0] != 0xCE:
+        raise FormatError(f"frame byte {base + frame_len - 23}: expected 0xCE (trailer_len); "
+                          "the frame is truncated or corrupt")
+    (tlen,) = struct.unpack_from(">I", tail, 1)
+    if tail[5] != 0xD8:
+        raise FormatError(f"frame byte {base + frame_len - 18}: expected 0xD8 (fingerprint)")
+    if not 35 <= tlen <= frame_len:
+        raise FormatError(f"frame byte {base + frame_len - 22}: trailer_len {tlen} out of range")
+    return tlen
+
 
 
 class Meta(MutableMapping):

@@ -1,0 +1,128 @@
+"""Super-chunk on disk: append throughput and random single-chunk read latency.
+
+Both libraries, in one process, with the same parameters (LZ4 clevel 5, SHUFFLE,
+typesize 8, 2 threads): append N chunks of 1 MB (float64 ramps) to a contiguous frame
+on disk, then read chunks in a random order (the same order for both) and report the
+median and 99th percentile latency of ``decompress_chunk(i, dst)`` and of
+``get_chunk(i)`` (the positioned read alone).  Ratios are python-blosc2 time / ndpack
+time, so > 1 means ndpack is faster.
+
+    python benchmarks/bench_schunk.py            # 10,000 chunks (10 GB logical)
+    python benchmarks/bench_schunk.py --quick    # 300 chunks (CI)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import time
+
+import numpy as np
+
+import ndpack
+
+try:
+    import blosc2
+except ImportError:  # the peer is a bench dependency
+    blosc2 = None
+
+CHUNK = 1 << 20
+
+
+def chunk_data(k: int) -> list[np.ndarray]:
+    n = CHUNK // 8
+    return [np.linspace(i, i + 1, n) for i in range(k)]
+
+
+def make(lib, path, nthreads):
+    cparams = {"codec": lib.Codec.LZ4, "clevel": 5, "typesize": 8, "nthreads": nthreads}
+    return lib.SChunk(chunksize=CHUNK, cparams=cparams, dparams={"nthreads": nthreads},
+                      urlpath=path, contiguous=True, mode="w")
+
+
+def bench_append(lib, path, nchunks, datas, nthreads) -> float:
+    s = make(lib, path, nthreads)
+    t0 = time.perf_counter()
+    for i in range(nchunks):
+        s.append_data(datas[i % len(datas)])
+    dt = time.perf_counter() - t0
+    if hasattr(s, "close"):
+        s.close()
+    del s
+    return dt
+
+
+def bench_reads(s, order, nthreads) -> tuple[np.ndarray, np.ndarray]:
+    dst = np.empty(CHUNK, np.uint8)
+    dec, raw = [], []
+    for i in order:
+        t0 = time.perf_counter()
+        s.decompress_chunk(int(i), dst)
+        t1 = time.perf_counter()
+        s.get_chunk(int(i))
+        t2 = time.perf_counter()
+        dec.append(t1 - t0)
+        raw.append(t2 - t1)
+    return np.array(dec), np.array(raw)
+
+
+def stats(x: np.ndarray) -> tuple[float, float]:
+    return float(np.median(x) * 1e6), float(np.percentile(x, 99) * 1e6)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="300 chunks, 500 reads")
+    ap.add_argument("--nchunks", type=int, default=None)
+    ap.add_argument("--reads", type=int, default=None)
+    ap.add_argument("--nthreads", type=int, default=2)
+    ap.add_argument("--dir", default=None, help="where to write the frames (default: a temp dir)")
+    args = ap.parse_args(argv)
+    nchunks = args.nchunks or (300 if args.quick else 10_000)
+    nreads = args.reads or (500 if args.quick else 5_000)
+    tmp = tempfile.mkdtemp(prefix="bench_schunk_", dir=args.dir)
+    libs = [("ndpack", ndpack)] + ([("blosc2", blosc2)] if blosc2 is not None else [])
+    datas = chunk_data(4)
+    order = np.random.default_rng(0).integers(0, nchunks, nreads)
+    results = {}
+    try:
+        for name, lib in libs:
+            path = os.path.join(tmp, f"{name}.b2frame")
+            dt = bench_append(lib, path, nchunks, datas, args.nthreads)
+            size = os.path.getsize(path)
+            readers = [("", lambda lib=lib, path=path: lib.open(path, mode="r"))]
+            if lib is ndpack:
+                readers.append(("+mmap", lambda path=path: ndpack.open(path, mmap_mode="r")))
+            for suffix, opener in readers:
+                s = opener()
+                bench_reads(s, order[: min(50, nreads)], args.nthreads)      # warm up
+                dec, raw = bench_reads(s, order, args.nthreads)
+                results[name + suffix] = dict(append=dt, size=size, dec=stats(dec),
+                                              raw=stats(raw))
+                del s
+            os.remove(path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    gb = nchunks * CHUNK / 1e9
+    print(f"{nchunks} chunks of 1 MB (LZ4 clevel 5, shuffle, nthreads {args.nthreads}), "
+          f"{nreads} random reads")
+    print(f"{'library':<14}{'append GB/s':>12}{'file MB':>9}{'decomp med/p99 us':>20}"
+          f"{'get_chunk med/p99 us':>23}")
+    for name, r in results.items():
+        print(f"{name:<14}{gb / r['append']:>12.2f}{r['size'] / 1e6:>9.1f}"
+              f"{r['dec'][0]:>11.1f}/{r['dec'][1]:<8.1f}{r['raw'][0]:>14.1f}/{r['raw'][1]:<8.1f}")
+    if "blosc2" in results:
+        ref = results["blosc2"]
+        for name in [n for n in results if n != "blosc2"]:
+            r = results[name]
+            print(f"ratio blosc2/{name}: append {ref['append'] / r['append']:.2f}x, "
+                  f"decompress_chunk median {ref['dec'][0] / r['dec'][0]:.2f}x, "
+                  f"get_chunk median {ref['raw'][0] / r['raw'][0]:.2f}x  (> 1: ndpack faster)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
