@@ -205,3 +205,55 @@ def test_sparse_missing_chunk_file(tmp_path):
     assert s.decompress_chunk(0) == np.arange(100, dtype=np.int32).tobytes()
     with pytest.raises(FormatError, match="00000001.chunk"):
         s.decompress_chunk(1)
+
+
+class _Crash(Exception):
+    pass
+
+
+@pytest.mark.parametrize("torn", [False, True], ids=["lost-write", "torn-write"])
+def test_crash_during_append(tmp_path, monkeypatch, torn):
+    """Stop an append after each of its writes (or halfway through one): the file then
+    opens with the chunks complete before the append, or raises FormatError."""
+    p = tmp_path / "crash.b2frame"
+    s = ndpack.SChunk(chunksize=400, cparams={"typesize": 4}, urlpath=p)
+    for i in range(4):
+        s.append_data(np.arange(100, dtype=np.int32) * (i + 1))
+    s.vlmeta["v"] = "x"
+    s.close()
+    pristine = p.read_bytes()
+    old = ndpack.open(p, mode="r")[:]
+    real_pwrite, real_truncate = os.pwrite, os.ftruncate
+    for k in range(5):                       # chunk, index, header, trailer, truncate
+        p.write_bytes(pristine)
+        s = ndpack.open(p)
+        calls = {"n": 0}
+
+        def pwrite(fd, data, pos, calls=calls, k=k):
+            if calls["n"] == k:
+                if torn:
+                    real_pwrite(fd, bytes(data)[: len(data) // 2], pos)
+                raise _Crash
+            calls["n"] += 1
+            return real_pwrite(fd, data, pos)
+
+        def ftruncate(fd, n, calls=calls, k=k):
+            if calls["n"] == k:
+                raise _Crash
+            calls["n"] += 1
+            return real_truncate(fd, n)
+
+        monkeypatch.setattr(fr.os, "pwrite", pwrite)
+        monkeypatch.setattr(fr.os, "ftruncate", ftruncate)
+        with pytest.raises(_Crash):
+            s.append_data(np.arange(100, dtype=np.int32) - 5)
+        monkeypatch.setattr(fr.os, "pwrite", real_pwrite)
+        monkeypatch.setattr(fr.os, "ftruncate", real_truncate)
+        s.close()
+        try:
+            r = ndpack.open(p, mode="r")
+        except FormatError:
+            continue
+        assert r.nchunks in (4, 5)
+        assert r[: len(old) // 4] == old
+        r.close()

@@ -108,3 +108,30 @@ def test_getitem_matches_blosc2():
     c = blosc2.compress2(x, typesize=4, blocksize=4096)
     for start, n in [(0, 10), (999, 5000), (99_990, 10), (50_000, 0)]:
         assert ndpack.chunks.getitem(c, start, n) == x[start:start + n].tobytes()
+
+
+def _records(n=20_000):
+    import random
+    r = random.Random(1)
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+    return b"".join(
+        ('{"name": "%s", "city": "%s", "id": %d, "ok": %s}\n'
+         % (r.choice(words), r.choice(words), r.randrange(10**6), r.choice(["true", "false"])))
+        .encode() for _ in range(n))
+
+
+@pytest.mark.parametrize("codec", ["ZSTD", "LZ4", "LZ4HC"])
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_dictionary_chunks_both_ways(codec, nthreads):
+    text = _records()
+    kw = dict(typesize=1, clevel=5, blocksize=2048, nthreads=nthreads)
+    ours = ndpack.compress2(text, codec=getattr(ndpack.Codec, codec), use_dict=True, **kw)
+    info = ndpack.chunk_info(ours)
+    assert info["use_dict"] and not info["memcpyed"]
+    plain = ndpack.compress2(text, codec=getattr(ndpack.Codec, codec), **kw)
+    theirs = blosc2.compress2(text, codec=getattr(blosc2.Codec, codec), use_dict=True, **kw)
+    assert len(ours) < 0.9 * len(plain)              # small blocks: the dictionary pays off
+    assert len(ours) < 1.03 * len(theirs)
+    assert blosc2.decompress2(ours) == text
+    assert ndpack.decompress2(ours) == text
+    assert ndpack.decompress2(theirs) == text

@@ -70,11 +70,14 @@ def test_ragged_last_block_with_user_blocksize():
     blocksize=st.sampled_from([0, 0, 16, 100, 1024]),
     nthreads=st.integers(1, 3),
     splitmode=st.sampled_from(list(ndpack.SplitMode)),
+    use_dict=st.booleans(),
 )
-def test_roundtrip_hypothesis(data, codec, pipe, typesize, clevel, blocksize, nthreads, splitmode):
+def test_roundtrip_hypothesis(data, codec, pipe, typesize, clevel, blocksize, nthreads, splitmode,
+                              use_dict):
+    use_dict = use_dict and codec in (Codec.ZSTD, Codec.LZ4, Codec.LZ4HC)
     c = ndpack.compress2(data, codec=codec, clevel=clevel, typesize=typesize,
                          filters=PIPELINES[pipe], blocksize=blocksize, nthreads=nthreads,
-                         splitmode=splitmode)
+                         splitmode=splitmode, use_dict=use_dict)
     assert ndpack.decompress2(c, nthreads=nthreads) == data
 
 

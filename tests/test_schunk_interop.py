@@ -207,3 +207,25 @@ def test_random_edits_readable_by_blosc2(tmp_path_factory, contiguous, seq):
     gc.collect()
     model.append(data(1))
     assert ndpack.open(path, mode="r")[:] == np.concatenate(model).tobytes()
+
+
+def test_meta_and_vlmeta_edits_on_disk(tmp_path):
+    p = tmp_path / "m.b2frame"
+    b = blosc2.SChunk(chunksize=256, cparams={"typesize": 4}, urlpath=str(p), mode="w",
+                      meta={"shape": (64,), "kind": "test"})
+    b.append_data(data(0))
+    b.vlmeta["a"] = 1
+    b.vlmeta["b"] = "two"
+    del b.vlmeta["a"]
+    del b
+    gc.collect()
+    s = ndpack.open(p)
+    assert s.meta.getall() == {"shape": (64,), "kind": "test"}
+    assert s.vlmeta.getall() == {"b": "two"}
+    s.meta["kind"] = "TEST"                       # same encoded length
+    s.vlmeta["c"] = [1.5]
+    del s.vlmeta["b"]
+    s.close()
+    b = blosc2.open(str(p))
+    assert b.meta["kind"] == "TEST" and b.meta["shape"] == (64,)
+    assert b.vlmeta.getall() == {"c": [1.5]}

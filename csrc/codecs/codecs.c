@@ -9,6 +9,7 @@
 #include <zlib.h>
 #include <zstd.h>
 #include <zstd_errors.h>
+#include <zdict.h>
 
 #include "blosclz.h"
 #include "codecs.h"
@@ -235,6 +236,67 @@ int ndp_dict_init(ndp_dict *d, int compcode, const uint8_t *data, int32_t size) 
 void ndp_dict_free(ndp_dict *d) {
   if (d->zstd_ddict != NULL) ZSTD_freeDDict((ZSTD_DDict *)d->zstd_ddict);
   d->zstd_ddict = NULL;
+}
+
+int ndp_cdict_init(ndp_cdict *d, int compcode, int clevel, const uint8_t *data, int32_t size) {
+  d->data = data;
+  d->size = size;
+  d->zstd_cdict = NULL;
+  if (compcode == NDP_ZSTD) {
+    d->zstd_cdict = ZSTD_createCDict(data, (size_t)size, zstd_level(clevel));
+    if (d->zstd_cdict == NULL) return NDP_ERR_MEMORY;
+  }
+  return NDP_OK;
+}
+
+void ndp_cdict_free(ndp_cdict *d) {
+  if (d->zstd_cdict != NULL) ZSTD_freeCDict((ZSTD_CDict *)d->zstd_cdict);
+  d->zstd_cdict = NULL;
+}
+
+int32_t ndp_codec_encode_dict(int compcode, int clevel, const ndp_cdict *d, const uint8_t *src,
+                              int32_t n, uint8_t *dst, int32_t maxout) {
+  if (maxout <= 0) return 0;
+  ndp_tls *t = ndp_tls_get();
+  if (t == NULL) return NDP_ERR_MEMORY;
+  switch (compcode) {
+    case NDP_ZSTD: {
+      if (t->zstd_cctx == NULL && (t->zstd_cctx = ZSTD_createCCtx()) == NULL)
+        return NDP_ERR_MEMORY;
+      size_t r = ZSTD_compress_usingCDict((ZSTD_CCtx *)t->zstd_cctx, dst, (size_t)maxout, src,
+                                          (size_t)n, (const ZSTD_CDict *)d->zstd_cdict);
+      if (ZSTD_isError(r))
+        return ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall ? 0 : NDP_ERR_CODEC;
+      return (int32_t)r;
+    }
+    case NDP_LZ4: {
+      if (t->lz4_state == NULL && (t->lz4_state = malloc((size_t)LZ4_sizeofState())) == NULL)
+        return NDP_ERR_MEMORY;
+      LZ4_stream_t *st = LZ4_initStream(t->lz4_state, (size_t)LZ4_sizeofState());
+      LZ4_loadDict(st, (const char *)d->data, d->size);
+      int accel = 10 - clevel;
+      return LZ4_compress_fast_continue(st, (const char *)src, (char *)dst, n, maxout,
+                                        accel < 1 ? 1 : accel);
+    }
+    case NDP_LZ4HC: {
+      if (t->lz4hc_state == NULL &&
+          (t->lz4hc_state = malloc((size_t)LZ4_sizeofStateHC())) == NULL)
+        return NDP_ERR_MEMORY;
+      LZ4_streamHC_t *st = LZ4_initStreamHC(t->lz4hc_state, (size_t)LZ4_sizeofStateHC());
+      LZ4_resetStreamHC_fast(st, clevel);
+      LZ4_loadDictHC(st, (const char *)d->data, d->size);
+      return LZ4_compress_HC_continue(st, (const char *)src, (char *)dst, n, maxout);
+    }
+    default:
+      return NDP_ERR_CODEC;
+  }
+}
+
+int32_t ndp_dict_train(uint8_t *dict, int32_t cap, const uint8_t *samples, const size_t *sizes,
+                       int32_t nsamples) {
+  if (cap < 256 || nsamples < 1) return 0;
+  size_t r = ZDICT_trainFromBuffer(dict, (size_t)cap, samples, sizes, (unsigned)nsamples);
+  return ZDICT_isError(r) ? 0 : (int32_t)r;
 }
 
 int ndp_register_codec(int id, int format_version, ndp_codec_fn encoder,

@@ -29,6 +29,23 @@ int32_t ndp_codec_decode(int compcode, int meta, const uint8_t *src, int32_t n,
 int ndp_dict_init(ndp_dict *d, int compcode, const uint8_t *data, int32_t size);
 void ndp_dict_free(ndp_dict *d);
 
+/* Dictionary for encoding (zstd: a CDict at the chunk's level; LZ4/LZ4HC: raw bytes). */
+typedef struct {
+  const uint8_t *data;
+  int32_t size;
+  void *zstd_cdict;      /* ZSTD_CDict* */
+} ndp_cdict;
+
+int ndp_cdict_init(ndp_cdict *d, int compcode, int clevel, const uint8_t *data, int32_t size);
+void ndp_cdict_free(ndp_cdict *d);
+/* As ndp_codec_encode, compressing against the dictionary. */
+int32_t ndp_codec_encode_dict(int compcode, int clevel, const ndp_cdict *d, const uint8_t *src,
+                              int32_t n, uint8_t *dst, int32_t maxout);
+/* Train a dictionary of at most `cap` bytes from samples laid end to end in
+ * `samples` (sizes in `sizes`).  Returns its size, or 0 if none can be trained. */
+int32_t ndp_dict_train(uint8_t *dict, int32_t cap, const uint8_t *samples, const size_t *sizes,
+                       int32_t nsamples);
+
 /* User filters (ids 160-255), or NULL. */
 int ndp_user_filter(int id, ndp_filter_fn *fwd, ndp_filter_fn *bwd, void **userdata);
 

@@ -5,6 +5,7 @@
  * when nthreads > 1 (the format allows it, readers parse each block's own
  * streams). */
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include "chunk.h"
 
@@ -17,6 +18,7 @@ typedef struct {
   int32_t nbytes, blocksize, nblocks, typesize;
   int split;
   int sequential;             /* one thread: blocks go straight into dst, in order */
+  const ndp_cdict *dict;      /* NULL unless use_dict */
   uint8_t filters[NDP_NFILTERS], meta[NDP_NFILTERS];
   uint8_t *dst;
   int32_t limit;              /* python-blosc2 destsize: nbytes + 32 */
@@ -70,8 +72,11 @@ static int32_t encode_streams(cjob *job, const uint8_t *fb, int32_t bsize, uint8
     *zero_block = 0;
     int32_t room = cap - o - 4;
     int32_t maxout = room < neblock ? room : neblock;
-    int32_t c = ndp_codec_encode(job->cp->compcode, job->cp->clevel, job->cp->compcode_meta, p,
-                                 neblock, out + o + 4, maxout);
+    int32_t c = job->dict != NULL
+                    ? ndp_codec_encode_dict(job->cp->compcode, job->cp->clevel, job->dict, p,
+                                            neblock, out + o + 4, maxout)
+                    : ndp_codec_encode(job->cp->compcode, job->cp->clevel, job->cp->compcode_meta,
+                                       p, neblock, out + o + 4, maxout);
     if (c < 0) {
       *errcode = c;
       return -1;
@@ -146,6 +151,7 @@ static int32_t emit_memcpy(const uint8_t *src, int32_t nbytes, uint8_t *dst, int
                     (int)dstsize, (int)(nbytes + NDP_EXT_HEADER));
   if (nbytes > 0) memcpy(dst + NDP_EXT_HEADER, src, (size_t)nbytes);
   dst[2] |= 0x02;
+  dst[31] &= (uint8_t)~0x01;   /* no dictionary in a memcpyed chunk */
   ndp_wr32(dst + 12, nbytes + NDP_EXT_HEADER);
   return nbytes + NDP_EXT_HEADER;
 }
@@ -168,11 +174,43 @@ static int check_params(const ndp_cparams *cp, int32_t srcsize, ndp_error *err) 
   if (!ndp_codec_available(cp->compcode))
     return ndp_fail(err, NDP_ERR_CODEC, "codec %d is not available (built in: 0 blosclz, "
                     "1 lz4, 2 lz4hc, 4 zlib, 5 zstd; 160..255 when registered)", cp->compcode);
-  if (cp->use_dict)
-    return ndp_fail(err, NDP_ERR_PARAM,
-                    "writing dictionary chunks is not supported yet (reading them is)");
+  if (cp->use_dict && cp->compcode != NDP_ZSTD && cp->compcode != NDP_LZ4 &&
+      cp->compcode != NDP_LZ4HC)
+    return ndp_fail(err, NDP_ERR_PARAM, "use_dict needs the zstd, lz4 or lz4hc codec, not %d",
+                    cp->compcode);
   int32_t ts = cp->typesize > NDP_MAX_TYPESIZE ? 1 : cp->typesize;
   return ndp_pipeline_check(cp->filters, cp->filters_meta, ts, err);
+}
+
+/* FORMAT.md 1.7: filter every block, train a dictionary of at most
+ * min(32 KiB, nbytes / 20) bytes on their streams.  Returns its size (0: none). */
+static int32_t train_dict(const cjob *job, uint8_t *dict, ndp_error *err) {
+  int32_t cap = job->nbytes / 20 < NDP_MAX_DICT ? job->nbytes / 20 : NDP_MAX_DICT;
+  if (cap < 256) return 0;
+  uint8_t *filtered = (uint8_t *)malloc((size_t)job->nbytes);
+  size_t *sizes = (size_t *)malloc(sizeof(size_t) * (size_t)job->nblocks * (size_t)job->typesize);
+  uint8_t *a = ndp_scratch(0, (size_t)job->blocksize), *b = ndp_scratch(1, (size_t)job->blocksize);
+  int32_t nsamples = 0, dsize = 0;
+  if (filtered == NULL || sizes == NULL || a == NULL || b == NULL) {
+    dsize = ndp_fail(err, NDP_ERR_MEMORY, "cannot allocate the dictionary training buffer");
+    goto done;
+  }
+  for (int32_t j = 0; j < job->nblocks; j++) {
+    int32_t off = j * job->blocksize;
+    int32_t bsize = job->nbytes - off < job->blocksize ? job->nbytes - off : job->blocksize;
+    const uint8_t *fb;
+    int rc = ndp_pipeline_forward(job->filters, job->meta, job->typesize, job->src, off,
+                                  job->src + off, bsize, a, b, &fb, err);
+    if (rc != NDP_OK) { dsize = rc; goto done; }
+    memcpy(filtered + off, fb, (size_t)bsize);
+    int nstreams = (job->split && bsize == job->blocksize) ? job->typesize : 1;
+    for (int k = 0; k < nstreams; k++) sizes[nsamples++] = (size_t)(bsize / nstreams);
+  }
+  dsize = ndp_dict_train(dict, cap, filtered, sizes, nsamples);
+done:
+  free(filtered);
+  free(sizes);
+  return dsize;
 }
 
 int32_t ndp_compress(const ndp_cparams *cp, const void *src_, int32_t srcsize, void *dst_,
@@ -220,7 +258,24 @@ int32_t ndp_compress(const ndp_cparams *cp, const void *src_, int32_t srcsize, v
   job.dst = dst;
   job.limit = nbytes + NDP_MAX_OVERHEAD < dstsize ? nbytes + NDP_MAX_OVERHEAD : dstsize;
   job.bstarts_pos = NDP_EXT_HEADER;
+  job.dict = NULL;
   int32_t data_start = NDP_EXT_HEADER + 4 * job.nblocks;
+  ndp_cdict cdict = {NULL, 0, NULL};
+  if (cp->use_dict) {
+    /* The dictionary is stored after bstarts; train it straight into place. */
+    uint8_t dictbuf[NDP_MAX_DICT];
+    int32_t dsize = train_dict(&job, dictbuf, err);
+    if (dsize < 0) return dsize;
+    if (dsize > 0 && (int64_t)data_start + 4 + dsize < job.limit) {
+      ndp_wr32(dst + data_start, dsize);
+      memcpy(dst + data_start + 4, dictbuf, (size_t)dsize);
+      if (ndp_cdict_init(&cdict, cp->compcode, cp->clevel, dst + data_start + 4, dsize) != NDP_OK)
+        return ndp_fail(err, NDP_ERR_MEMORY, "cannot build the compression dictionary");
+      job.dict = &cdict;
+      dst[31] |= 0x01;
+      data_start += 4 + dsize;
+    }
+  }
   atomic_init(&job.pos, data_start);
   atomic_init(&job.overflow, data_start > job.limit);
   atomic_init(&job.all_zero, 1);
@@ -232,6 +287,7 @@ int32_t ndp_compress(const ndp_cparams *cp, const void *src_, int32_t srcsize, v
   if (!atomic_load(&job.overflow))
     ndp_parallel_for(cp->nthreads, job.nblocks, compress_block, &job);
   pthread_mutex_destroy(&job.err_lock);
+  ndp_cdict_free(&cdict);
 
   if (atomic_load(&job.failed)) return ndp_fail(err, job.err.code, "%s", job.err.msg);
   if (atomic_load(&job.overflow)) return emit_memcpy(src, nbytes, dst, dstsize, err);

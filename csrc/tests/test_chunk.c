@@ -153,8 +153,10 @@ static void test_roundtrips(void) {
             cp.nthreads = 1 + (int)(si % 2);
             memcpy(cp.filters, pipelines[pi], 6);
             if (si % 3 == 1) cp.blocksize = 1000;
-            snprintf(what, sizeof what, "kind %d codec %d pipe %zu ts %d n %d", kind,
-                     cp.compcode, pi, cp.typesize, n);
+            cp.use_dict = (ti % 2 == 0) && (cp.compcode == NDP_ZSTD || cp.compcode == NDP_LZ4 ||
+                                            cp.compcode == NDP_LZ4HC);
+            snprintf(what, sizeof what, "kind %d codec %d pipe %zu ts %d n %d dict %d", kind,
+                     cp.compcode, pi, cp.typesize, n, cp.use_dict);
             roundtrip(&cp, src, n, what);
           }
   }

@@ -299,29 +299,9 @@ class FrameBase:
             return True
         return False
 
-    def _special_nbytes(self, i: int) -> int:
-        cs = self.info.chunksize
-        if cs <= 0:
-            raise FormatError(f"chunk {i} is a special offset but the frame has variable "
-                              "chunk sizes; its size is unknown")
-        if i == self.nchunks - 1 and self.nbytes % cs:
-            return self.nbytes % cs
-        return cs
-
     def _synth(self, code: int, i: int) -> bytes:
-        nb = self.cnb[i] if i < len(self.cnb) else self._special_nbytes(i)
-        return special_chunk(SpecialValue(code), nb, min(self.info.typesize, 255))
-
-    def _as_special(self, chunk, i: int, op: str) -> int:
-        """Special code if `chunk` may be stored as an index-only special offset, else 0."""
-        code = special_code(chunk)
-        if code not in _SPECIAL_OFFSET_CODES or len(chunk) != CHUNK_HEADER:
-            return 0
-        if self.info.chunksize == 0:
-            return 0
-        if code == 2 and chunk[3] != min(self.info.typesize, 255):
-            return 0                  # NaN of another width: the index could not say which
-        return code
+        """The chunk a special index entry stands for."""
+        return special_chunk(SpecialValue(code), self.cnb[i], min(self.info.typesize, 255))
 
     # --- vlmeta ------------------------------------------------------------------------
     def set_vlmeta(self, name: str, chunk: bytes):
@@ -364,15 +344,28 @@ def _chunk_len(chunk) -> int:
     return cb
 
 
+def index_special(chunk, info: FrameInfo) -> int:
+    """Code (1 zeros, 2 NaN, 4 uninit) if `chunk` can live in the index only, else 0.
+
+    Only fixed-size frames can do that (the entry's nbytes comes from ``chunksize``),
+    and a NaN chunk only when its element width is the frame's typesize.
+    """
+    code = special_code(chunk)
+    if code not in _SPECIAL_OFFSET_CODES or len(chunk) != CHUNK_HEADER or info.chunksize <= 0:
+        return 0
+    if code == 2 and chunk[3] != min(info.typesize, 255):
+        return 0
+    return code
+
+
 def serialize(info: FrameInfo, meta: dict, vlmeta: dict, chunks, nbytes: int) -> bytes:
     """A whole contiguous frame from a list of chunks (§4.7)."""
     info = dataclasses.replace(info, sparse=False)
     parts, offsets, pos = [], [], 0
     n = len(chunks)
     for ch in chunks:
-        code = special_code(ch)
-        if (code in _SPECIAL_OFFSET_CODES and len(ch) == CHUNK_HEADER and info.chunksize > 0
-                and (code != 2 or ch[3] == min(info.typesize, 255))):
+        code = index_special(ch, info)
+        if code:
             offsets.append(special_offset(code))
             continue
         offsets.append(pos)
@@ -392,10 +385,11 @@ class MemoryFrame(FrameBase):
     def __init__(self, info: FrameInfo, meta: dict | None = None):
         super().__init__(info, meta)
         self.chunks: list = []
+        self._cbytes = 0
 
     @property
     def cbytes(self) -> int:
-        return sum(len(c) for c in self.chunks)
+        return self._cbytes
 
     def get(self, i: int):
         return self.chunks[self._check_index(i)]
@@ -412,6 +406,7 @@ class MemoryFrame(FrameBase):
                 op = "append"
             self._account(i, chunk_nbytes_of(chunk), op)
             self.chunks.insert(i, chunk)
+            self._cbytes += len(chunk)
 
     def update(self, i: int, chunk):
         with self.lock:
@@ -419,6 +414,7 @@ class MemoryFrame(FrameBase):
             i = self._check_index(i)
             _chunk_len(chunk)
             self._account(i, chunk_nbytes_of(chunk), "update")
+            self._cbytes += len(chunk) - len(self.chunks[i])
             self.chunks[i] = chunk
 
     def delete(self, i: int):
@@ -426,6 +422,7 @@ class MemoryFrame(FrameBase):
             self._check_write()
             i = self._check_index(i)
             self.nbytes -= self.cnb.pop(i)
+            self._cbytes -= len(self.chunks[i])
             del self.chunks[i]
 
     def to_cframe(self) -> bytes:
@@ -513,7 +510,7 @@ def _parse_frame(reader: _Reader, base: int, sparse_expected: bool | None):
     vlmeta = parse_trailer(_read_exact(reader, base + tstart, tlen, "trailer"), base + tstart)
     nbytes, cbytes, cs = fields["nbytes"], fields["cbytes"], info.chunksize
     idx_pos = hlen if info.sparse else hlen + cbytes
-    if not info.sparse and idx_pos > tstart:
+    if not info.sparse and idx_pos > tstart and nbytes:
         raise FormatError(f"frame byte {base + 39}: cbytes {cbytes} runs past the trailer "
                           f"at {base + tstart}")
     if nbytes == 0:
@@ -545,7 +542,10 @@ def _check_offsets(offsets: np.ndarray, cbytes: int, pos: int):
 
 
 class _FileFrame(FrameBase):
-    """Common parts of the two on-disk frames."""
+    """Common parts of the frames read through an index (files and parsed buffers)."""
+
+    def _raw_chunk_head(self, i: int):
+        return self._raw_chunk(i, self.offsets[i])
 
     def _load(self, st: dict, base: int):
         self.fields = st["fields"]
@@ -555,7 +555,11 @@ class _FileFrame(FrameBase):
         self.header_len = self.fields["header_len"]
         self.nbytes = self.fields["nbytes"]
         self._cbytes = self.fields["cbytes"]
+        if not self.offsets and not self.info.sparse:
+            self._cbytes = 0              # C-Blosc2 keeps a stale cbytes in emptied frames
         cs, n = self.info.chunksize, len(self.offsets)
+        if cs < 0 and n:
+            self.info.chunksize = cs = 0          # "no chunk yet" but there are chunks
         if cs > 0:
             self.cnb = [cs] * n
             if n and self.nbytes % cs:
@@ -604,7 +608,7 @@ class _FileFrame(FrameBase):
                 op = "append"
             old_cs = self.info.chunksize
             became_var = self._account(i, chunk_nbytes_of(chunk), op)
-            code = self._as_special(chunk, i, op)
+            code = index_special(chunk, self.info)
             if op == "update":
                 self._replace(i, chunk, code)
             else:
@@ -630,6 +634,8 @@ class _FileFrame(FrameBase):
             self._drop(i)
             self.nbytes -= self.cnb.pop(i)
             del self.offsets[i]
+            if not self.offsets and not self.info.sparse:
+                self._cbytes = 0          # no index: the trailer follows the header (§4.4)
             self._flush()
 
     def _flush_meta(self):
@@ -685,9 +691,6 @@ class ContiguousFrame(_FileFrame):
 
     def _chunk_limit(self) -> int:
         return self.base + self.header_len + self._cbytes
-
-    def _raw_chunk_head(self, i: int):
-        return self._raw_chunk(i, self.offsets[i])
 
     def _raw_chunk(self, i: int, v: int):
         return _read_chunk(self.reader, self.base + self.header_len + v, self._chunk_limit(),
@@ -779,9 +782,6 @@ class SparseFrame(_FileFrame):
     def _file(self, v: int) -> str:
         return os.path.join(self.path, f"{v:08X}.chunk")
 
-    def _raw_chunk_head(self, i: int):
-        return self._raw_chunk(i, self.offsets[i])
-
     def _raw_chunk(self, i: int, v: int):
         name = self._file(v)
         try:
@@ -842,26 +842,37 @@ class SparseFrame(_FileFrame):
             return serialize(self.info, self.meta, self.vlmeta, chunks, self.nbytes)
 
 
+class _BufferFrame(_FileFrame):
+    """A read-only view of a contiguous frame held in a buffer."""
+
+    readonly = True
+
+    def __init__(self, reader: _Reader, st: dict):
+        FrameBase.__init__(self, st["info"], st["meta"])
+        self.reader = reader
+        self._load(st, 0)
+
+    def _raw_chunk(self, i: int, v: int):
+        return _read_chunk(self.reader, self.header_len + v, self.header_len + self._cbytes,
+                           f"chunk {i}")
+
+
 def parse_cframe(buf, copy: bool = False) -> MemoryFrame:
-    """A :class:`MemoryFrame` from contiguous-frame bytes (chunks are slices of `buf`)."""
-    view = memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf
-    if copy and not isinstance(buf, bytes):
-        view = bytes(view)
+    """A :class:`MemoryFrame` from contiguous-frame bytes.
+
+    With ``copy=False`` the chunks are memoryview slices of `buf` (no copy).
+    """
+    view = buf if isinstance(buf, bytes) else memoryview(buf).cast("B")
     reader = _Reader(buf=view)
     st = _parse_frame(reader, 0, False)
-    tmp = _FileFrame.__new__(_FileFrame)
-    FrameBase.__init__(tmp, st["info"], st["meta"])
-    hlen, cbytes = st["fields"]["header_len"], st["fields"]["cbytes"]
-    tmp._raw_chunk = lambda i, v: _read_chunk(reader, hlen + v, hlen + cbytes, f"chunk {i}")
-    tmp._raw_chunk_head = lambda i: tmp._raw_chunk(i, tmp.offsets[i])
-    tmp.header_len = hlen
-    tmp._load(st, 0)
-    out = MemoryFrame(st["info"], st["meta"])
-    out.vlmeta = dict(st["vlmeta"])
-    out.cnb, out.nbytes = list(tmp.cnb), tmp.nbytes
-    out.chunks = [tmp.get(i) for i in range(tmp.nchunks)]
+    src = _BufferFrame(reader, st)
+    out = MemoryFrame(src.info, src.meta)
+    out.vlmeta = dict(src.vlmeta)
+    out.cnb, out.nbytes = list(src.cnb), src.nbytes
+    out.chunks = [src.get(i) for i in range(src.nchunks)]
     if copy:
         out.chunks = [bytes(c) for c in out.chunks]
+    out._cbytes = sum(len(c) for c in out.chunks)
     return out
 
 

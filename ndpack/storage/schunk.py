@@ -63,6 +63,17 @@ def _cparams_from(info: FrameInfo) -> CParams:
                         **({"nthreads": info.nthreads_c} if info.nthreads_c > 0 else {}))
 
 
+def _initial_cparams(cparams, data) -> CParams:
+    """python-blosc2's rule: the typesize is the data's itemsize, else 1, unless given."""
+    if isinstance(cparams, CParams):
+        return make_cparams(cparams)
+    d = dict(cparams or {})
+    if "typesize" not in d:
+        d["typesize"] = getattr(data, "itemsize", None) or (
+            getattr(getattr(data, "dtype", None), "itemsize", None) or 1)
+    return make_cparams(d)
+
+
 def _as_bytes_view(data) -> memoryview:
     view = _as_buffer(data, "data")
     if view.ndim == 1 and view.format == "B":
@@ -109,20 +120,17 @@ class SChunk:
 
     def __init__(self, chunksize=None, data=None, cparams=None, dparams=None, urlpath=None,
                  contiguous=None, mode="a", mmap_mode=None, meta=None, **kwargs):
-        frame = kwargs.pop("_frame", None)
         if kwargs:
             raise ParameterError(f"unknown SChunk argument(s) {sorted(kwargs)}")
         if mode not in _MODES:
             raise ParameterError(f"mode must be one of {_MODES}, not {mode!r}")
         if mmap_mode not in (None, "r"):
             raise ParameterError(f"mmap_mode {mmap_mode!r} is not supported (only 'r')")
+        if mmap_mode == "r" and mode == "w":
+            raise ParameterError("mmap_mode='r' reads an existing frame; it needs mode 'r'")
         self._mode = mode
         self._urlpath = None if urlpath is None else os.fspath(urlpath)
-        if frame is not None:
-            self._attach(frame)
-            self._dparams = make_dparams(dparams) if dparams is not None else make_dparams(
-                **({"nthreads": frame.info.nthreads_d} if frame.info.nthreads_d > 0 else {}))
-            return
+        self._dparams = make_dparams(dparams)
         if mode == "r" or mmap_mode == "r":
             if self._urlpath is None:
                 raise ParameterError("mode 'r' and mmap_mode need a urlpath")
@@ -130,18 +138,9 @@ class SChunk:
                 raise ParameterError("data= and meta= cannot be given in mode 'r'")
             self._mode = "r"
             self._attach(open_frame(self._urlpath, "r", 0, mmap_mode))
-            self._dparams = make_dparams(dparams)
             return
         view = None if data is None else _as_bytes_view(data)
-        cp_in = cparams
-        if not isinstance(cparams, CParams):
-            d = dict(cparams or {})
-            if "typesize" not in d:
-                d["typesize"] = getattr(data, "itemsize", None) or (
-                    getattr(getattr(data, "dtype", None), "itemsize", None) or 1)
-            cp_in = d
-        self._cparams = make_cparams(cp_in)
-        self._dparams = make_dparams(dparams)
+        self._cparams = _initial_cparams(cparams, data)
         if chunksize is None:
             chunksize = DEFAULT_CHUNKSIZE
             if view is not None and len(view):      # one chunk, up to the chunk size limit
@@ -154,25 +153,36 @@ class SChunk:
         if len(raw_meta) > 16:
             raise ParameterError(f"at most 16 metalayers, got {len(raw_meta)}")
         info = _info_from(self._cparams, self._dparams, chunksize)
-        if self._urlpath is None:
-            frame = MemoryFrame(info, raw_meta)
-        else:
-            if os.path.exists(self._urlpath):
-                if mode == "a":
-                    raise FileExistsError(f"{self._urlpath!r} exists; use ndpack.open() to "
-                                          "open it, or mode='w' to overwrite it")
-                remove_urlpath(self._urlpath)
-            if contiguous is None or contiguous:
-                frame = ContiguousFrame(self._urlpath, "w", create=(info, raw_meta))
-            else:
-                frame = SparseFrame(self._urlpath, "w", create=(info, raw_meta))
-        self._contiguous = contiguous
-        self._attach(frame, keep_cparams=True)
-        self._contiguous = (self._urlpath is not None and contiguous in (None, True)) or (
-            self._urlpath is None and bool(contiguous))
+        self._attach(self._new_frame(info, raw_meta, contiguous), keep_cparams=True)
+        self._contiguous = (bool(contiguous) if self._urlpath is None
+                            else contiguous in (None, True))
         if view is not None and len(view):
             for pos in range(0, len(view), chunksize):
                 self.append_data(view[pos:pos + chunksize])
+
+    def _new_frame(self, info: FrameInfo, raw_meta: dict, contiguous):
+        if self._urlpath is None:
+            return MemoryFrame(info, raw_meta)
+        if os.path.exists(self._urlpath):
+            if self._mode == "a":
+                raise FileExistsError(f"{self._urlpath!r} exists; use ndpack.open() to open "
+                                      "it, or mode='w' to overwrite it")
+            remove_urlpath(self._urlpath)
+        if contiguous is None or contiguous:
+            return ContiguousFrame(self._urlpath, "w", create=(info, raw_meta))
+        return SparseFrame(self._urlpath, "w", create=(info, raw_meta))
+
+    @classmethod
+    def _from_frame(cls, frame, urlpath=None, mode="a", dparams=None) -> SChunk:
+        """Wrap an existing store (opened file or parsed buffer)."""
+        self = cls.__new__(cls)
+        self._mode = mode
+        self._urlpath = None if urlpath is None else os.fspath(urlpath)
+        nthreads = frame.info.nthreads_d
+        self._dparams = make_dparams(dparams) if dparams is not None else make_dparams(
+            **({"nthreads": nthreads} if nthreads > 0 else {}))
+        self._attach(frame)
+        return self
 
     def _attach(self, frame, keep_cparams: bool = False):
         self._frame = frame
@@ -514,8 +524,7 @@ def schunk_from_cframe(cframe, copy: bool = False) -> SChunk:
     >>> t.nchunks, t[3:6]
     (3, b'\\x03\\x04\\x05')
     """
-    frame = parse_cframe(cframe, copy=copy)
-    return SChunk(_frame=frame)
+    return SChunk._from_frame(parse_cframe(cframe, copy=copy))
 
 
 def open(urlpath, mode: str = "a", offset: int = 0,  # noqa: A001  (python-blosc2's name)
@@ -523,6 +532,27 @@ def open(urlpath, mode: str = "a", offset: int = 0,  # noqa: A001  (python-blosc
     """Open a frame on disk (contiguous file or sparse directory) as an :class:`SChunk`.
 
     Frames with a ``b2nd`` metalayer also open as an SChunk for now.
+
+    Parameters
+    ----------
+    urlpath : str or path
+    mode : {'a', 'r'}
+        'a' allows appends and edits (written the way C-Blosc2 writes them).
+    offset : int
+        Where the frame starts inside a larger file (contiguous frames only).
+    mmap_mode : {'r'}, optional
+        Read chunks as slices of a memory map (implies mode 'r').
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "x.b2frame")
+    >>> ndpack.SChunk(chunksize=400, data=np.arange(300, dtype=np.int32), urlpath=path).close()
+    >>> s = ndpack.open(path, mmap_mode="r")
+    >>> s.nchunks, np.frombuffer(s[298:300], np.int32).tolist()
+    (3, [298, 299])
+    >>> s.close(); ndpack.remove_urlpath(path); os.path.exists(path)
+    False
 
     Raises
     ------
@@ -541,7 +571,7 @@ def open(urlpath, mode: str = "a", offset: int = 0,  # noqa: A001  (python-blosc
     if kwargs:
         raise ParameterError(f"unknown open() argument(s) {sorted(kwargs)}")
     frame = open_frame(urlpath, mode, offset, mmap_mode)
-    return SChunk(_frame=frame, urlpath=urlpath, mode=mode, dparams=dparams)
+    return SChunk._from_frame(frame, urlpath=urlpath, mode=mode, dparams=dparams)
 
 
 def remove_urlpath(path) -> None:
