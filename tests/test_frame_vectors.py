@@ -98,11 +98,11 @@ def test_frame_from_cframe_and_reserialize(vectors, entry):
 def test_known_structure(vectors):
     s = ndpack.open(vectors / "frames/schunk_edited.b2frame", mode="r")
     assert s._frame.offsets[0] == fr.special_offset(1)
-    assert [hex(v) for v in s._frame.offsets[1:]] == ["0x317", "0x0", "0x25f"]
+    assert [hex(v) for v in list(s._frame.offsets)[1:]] == ["0x317", "0x0", "0x25f"]
     v = ndpack.open(vectors / "frames/schunk_varlen.b2frame", mode="r")
     assert v.chunksize == 0 and v._frame.cnb == [400, 200, 400, 100]
     sp = ndpack.open(vectors / "frames/schunk3_sparse.b2frame", mode="r")
-    assert sp._frame.offsets[:2] == [0, 3] and sp.vlmeta["note"] == "sparse"
+    assert list(sp._frame.offsets[:2]) == [0, 3] and sp.vlmeta["note"] == "sparse"
     assert not sp.contiguous
     a = ndpack.open(vectors / "frames/array3d.b2nd", mode="r")
     assert a.meta["b2nd"][2:5] == [[10, 7, 9], [4, 5, 6], [3, 2, 4]]
@@ -123,3 +123,59 @@ def test_frame_at_offset(vectors, tmp_path):
     p.write_bytes(b"x" * 1234 + buf + b"trailing garbage")
     s = ndpack.open(p, mode="r", offset=1234)
     assert s[:] == ndpack.schunk_from_cframe(buf)[:]
+
+
+def _manifest_structures(vectors):
+    """``{file: {field: value}}`` from the "Structure:" lines of MANIFEST.md."""
+    import ast
+    import re
+
+    text = (vectors / "MANIFEST.md").read_text()
+    out = {}
+    for m in re.finditer(r"#### `(frames/[^`]+)`(.*?)\* Structure: ([^\n]+)", text, re.S):
+        line = m.group(3)
+        head, rest = line.split("; index chunk flags ")
+        fields = {}
+        for part in re.split(r", (?=[a-z_]+ )", head):
+            key, val = part.split(" ", 1)
+            fields[key] = ast.literal_eval(val) if val[0] in "[0123456789-" else val
+        flags, rest = rest.split(" at ")
+        pos, offs = rest.split("; offsets ")
+        fields.update(index_flags=int(flags, 16), index_pos=int(pos),
+                      offsets=[int(v, 16) for v in ast.literal_eval(offs)])
+        out[m.group(1)] = fields
+    return out
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=IDS)
+def test_frame_structure_matches_manifest(vectors, entry):
+    structures = _manifest_structures(vectors)
+    want = structures[entry["file"]]
+    path = vectors / entry["file"]
+    if entry["kind"] == "sframe":
+        path = path / "chunks.b2frame"
+    buf = path.read_bytes()
+    st = fr._parse_frame(fr._Reader(buf=buf), 0, None)
+    f, info = st["fields"], st["info"]
+    got = dict(header_len=f["header_len"], frame_len=f["frame_len"],
+               general_flags=f["general_flags"], frame_type=f["frame_type"],
+               codec_flags=(info.codec if info.codec < 6 else 6) | (info.clevel << 4),
+               other_flags=info.splitmode - 1, nbytes=f["nbytes"], cbytes=f["cbytes"],
+               typesize=info.typesize, blocksize=info.blocksize, chunksize=info.chunksize,
+               metalayers=list(st["meta"]), vlmeta=list(st["vlmeta"]),
+               trailer_len=f["frame_len"] - st["tstart"], index_flags=buf[st["idx_pos"] + 2],
+               index_pos=st["idx_pos"],
+               offsets=[int(v) & (2**64 - 1) for v in st["offsets"]])
+    for key, value in want.items():
+        if isinstance(value, str) and value.startswith("0x"):
+            value = int(value, 16)
+        assert got[key] == value, key
+
+
+@pytest.mark.parametrize("name", ["frames/schunk3_vlmeta_tocframe.b2frame",
+                                  "frames/schunk3_vlmeta.b2frame",
+                                  "frames/schunk3_vlmeta_inmem_tocframe.b2frame"])
+def test_reserialize_is_byte_identical(vectors, name):
+    """Header, metalayers, chunks, (memcpyed) index and trailer are written as C-Blosc2 does."""
+    buf = (vectors / name).read_bytes()
+    assert ndpack.schunk_from_cframe(buf).to_cframe() == buf

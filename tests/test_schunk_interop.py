@@ -229,3 +229,24 @@ def test_meta_and_vlmeta_edits_on_disk(tmp_path):
     b = blosc2.open(str(p))
     assert b.meta["kind"] == "TEST" and b.meta["shape"] == (64,)
     assert b.vlmeta.getall() == {"c": [1.5]}
+
+
+VL_VALUES = {"s": "x", "b": b"\x00\x01", "i": -5, "big": 2**40, "f": 1.5, "n": None,
+             "t": True, "c": 1 + 2j, "set": {1, 2}, "tup": (1, (2, "z")), "l": [1, [2]],
+             "d": {"a": (1, 2.5)}, "np": np.float32(1.5), "arr": np.arange(6.0).reshape(2, 3),
+             "rec": np.zeros(2, dtype=[("a", "<i4"), ("b", "<f8")])}
+
+
+@pytest.mark.parametrize("key", list(VL_VALUES))
+def test_vlmeta_encoding_matches_python_blosc2(key):
+    from ndpack.storage.meta import packb
+
+    value = VL_VALUES[key]
+    b = blosc2.SChunk(chunksize=256)
+    b.vlmeta[key] = value
+    assert packb(value) == b.vlmeta.get_vlmeta(key)
+    got = ndpack.schunk_from_cframe(b.to_cframe()).vlmeta[key]
+    if isinstance(value, np.ndarray):
+        assert got.dtype == value.dtype and np.array_equal(got, value)
+    else:
+        assert got == value

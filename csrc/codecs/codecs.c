@@ -13,6 +13,7 @@
 
 #include "blosclz.h"
 #include "codecs.h"
+#include "probe.h"
 #include "../common/internal.h"
 #include "../common/tls.h"
 
@@ -66,53 +67,6 @@ int ndp_codec_available(int compcode) {
   }
 }
 
-/* Collision count of a histogram of N samples, against what N uniform bytes give
- * (N^2/256 + N): near-uniform histograms are within a few percent. */
-static int near_uniform(const uint32_t h[256], uint32_t nsamples) {
-  uint64_t sq = 0;
-  for (int v = 0; v < 256; v++) sq += (uint64_t)h[v] * h[v];
-  double expected = (double)nsamples * nsamples / 256.0 + nsamples;
-  return (double)sq < 1.15 * expected;
-}
-
-/* Whether a stream is not worth giving to a slow codec (zstd clevel >= 3, zlib,
- * LZ4HC).  A 4 KiB sample whose byte values and byte-to-byte differences are
- * both near-uniform leaves no order-0 or order-1 redundancy for an entropy
- * coder; if LZ4 then finds no repetition worth 1.5% in the first 8 KiB, the
- * stream is stored raw, as the codec itself would nearly always end up doing,
- * at a fraction of its cost (newer libzstd releases decide similarly inside;
- * the system one may not).  Compressible streams pay only the two histograms. */
-/* Add a piece of bytes to the value and difference histograms. */
-static void histogram_piece(const uint8_t *p, int32_t len, uint32_t hv[256], uint32_t hd[256]) {
-  hv[p[0]]++;
-  for (int32_t i = 1; i < len; i++) {
-    hv[p[i]]++;
-    hd[(uint8_t)(p[i] - p[i - 1])]++;
-  }
-}
-
-static int looks_incompressible(ndp_tls *t, const uint8_t *src, int32_t n) {
-  if (n < 8192) return 0;
-  uint32_t hv[256], hd[256];
-  memset(hv, 0, sizeof hv);
-  memset(hd, 0, sizeof hd);
-  const int32_t piece = 512, npieces = 8;
-  int32_t step = n / npieces;
-  /* One piece first: most compressible streams are told apart here. */
-  histogram_piece(src + (size_t)(npieces / 2) * step, piece, hv, hd);
-  if (!near_uniform(hv, piece) || !near_uniform(hd, piece - 1)) return 0;
-  for (int32_t k = 0; k < npieces; k++)
-    if (k != npieces / 2) histogram_piece(src + (size_t)k * step, piece, hv, hd);
-  if (!near_uniform(hv, piece * npieces) || !near_uniform(hd, (piece - 1) * npieces)) return 0;
-  if (t->lz4_state == NULL && (t->lz4_state = malloc((size_t)LZ4_sizeofState())) == NULL)
-    return 0;
-  const int32_t m = 8192;
-  uint8_t *probe = ndp_scratch(3, (size_t)m);
-  if (probe == NULL) return 0;
-  return LZ4_compress_fast_extState(t->lz4_state, (const char *)src, (char *)probe, m,
-                                    m - m / 64, 1) == 0;
-}
-
 static int zstd_level(int clevel) {
   return clevel >= 9 ? ZSTD_maxCLevel() : 2 * clevel - 1;
 }
@@ -122,9 +76,12 @@ int32_t ndp_codec_encode(int compcode, int clevel, int meta, const uint8_t *src,
   if (maxout <= 0) return 0;
   ndp_tls *t = ndp_tls_get();
   if (t == NULL) return NDP_ERR_MEMORY;
-  int slow = (compcode == NDP_ZSTD && clevel >= 3) || compcode == NDP_ZLIB ||
-             compcode == NDP_LZ4HC;
-  if (slow && looks_incompressible(t, src, n)) return 0;
+  /* Slow codecs first ask the probe whether their search can pay off. */
+  if ((compcode == NDP_ZSTD && clevel >= 3) || compcode == NDP_ZLIB || compcode == NDP_LZ4HC) {
+    int verdict = ndp_probe_stream(t, src, n);
+    if (verdict == NDP_PROBE_RAW) return 0;
+    if (verdict == NDP_PROBE_LITERALS && compcode != NDP_LZ4HC) clevel = 1;
+  }
   switch (compcode) {
     case NDP_BLOSCLZ:
       return ndp_blosclz_compress(clevel, src, n, dst, maxout);

@@ -1,8 +1,9 @@
 """Blosc2 frames: contiguous (one file or buffer) and sparse (a directory).
 
 A frame is ``[header | chunks | offsets index | trailer]`` (FORMAT.md §4).  This
-module parses and builds the header, metalayers, index and trailer, and holds the
-three chunk stores a super-chunk can live in:
+module parses and builds the header and the offsets index (the metalayer and trailer
+sections are encoded by :mod:`ndpack.storage.meta`), and holds the three chunk stores
+a super-chunk can live in:
 
 * :class:`MemoryFrame` — a Python list of chunks, serialized on demand;
 * :class:`ContiguousFrame` — a ``.b2frame``/``.b2nd`` file mutated in place the way
@@ -27,6 +28,8 @@ Examples
 
 from __future__ import annotations
 
+import array
+import bisect
 import dataclasses
 import mmap
 import os
@@ -185,7 +188,10 @@ def parse_header(buf, base: int = 0) -> tuple[dict, FrameInfo, dict]:
 
 def encode_index(offsets) -> bytes:
     """The offsets index chunk, compressed like C-Blosc2 does (BloscLZ, shuffle, 16 KiB)."""
-    arr = np.asarray(offsets, dtype="<i8")
+    if isinstance(offsets, array.array):          # native int64, zero-copy
+        arr = np.frombuffer(offsets, dtype=np.int64).astype("<i8", copy=False)
+    else:
+        arr = np.asarray(offsets, dtype="<i8")
     return compress2(arr.tobytes(), codec=Codec.BLOSCLZ, clevel=5, typesize=8, nthreads=1,
                      blocksize=16384, splitmode=SplitMode.NEVER_SPLIT,
                      filters=[0, 0, 0, 0, 0, Filter.SHUFFLE])
@@ -544,14 +550,37 @@ def _check_offsets(offsets: np.ndarray, cbytes: int, pos: int):
 class _FileFrame(FrameBase):
     """Common parts of the frames read through an index (files and parsed buffers)."""
 
+    base = 0
+    _sorted = None                        # sorted distinct offsets, for chunk end bounds
+
+    # contiguous layout (ContiguousFrame, _BufferFrame); SparseFrame overrides these two
     def _raw_chunk_head(self, i: int):
-        return self._raw_chunk(i, self.offsets[i])
+        pos = self.base + self.header_len + self.offsets[i]
+        return _read_exact(self.reader, pos, 16, f"chunk {i} header")
+
+    def _raw_chunk(self, i: int, v: int):
+        """Chunk at section offset `v` with one positioned read (the next offset bounds it)."""
+        if self._sorted is None:
+            self._sorted = sorted({o for o in self.offsets if o >= 0})
+        k = bisect.bisect_right(self._sorted, v)
+        end = self._sorted[k] if k < len(self._sorted) else self._cbytes
+        pos = self.base + self.header_len + v
+        if v < 0 or end - v < 16:
+            raise FormatError(f"frame byte {pos}: chunk {i} starts outside the chunks section "
+                              f"or overlaps the next chunk")
+        data = _read_exact(self.reader, pos, end - v, f"chunk {i}")
+        cb = chunk_cbytes_of(data, pos, f"chunk {i}")
+        if cb > len(data):
+            raise FormatError(f"frame byte {pos}: chunk {i} of {cb} bytes runs into the next "
+                              f"chunk or past the chunks section at byte "
+                              f"{self.base + self.header_len + end}")
+        return data if cb == len(data) else memoryview(data)[:cb]
 
     def _load(self, st: dict, base: int):
         self.fields = st["fields"]
         self.meta = dict(st["meta"])
         self.vlmeta = dict(st["vlmeta"])
-        self.offsets = [int(v) for v in st["offsets"]]
+        self.offsets = array.array("q", st["offsets"].astype(np.int64).tobytes())
         self.header_len = self.fields["header_len"]
         self.nbytes = self.fields["nbytes"]
         self._cbytes = self.fields["cbytes"]
@@ -668,7 +697,7 @@ class ContiguousFrame(_FileFrame):
             self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o666)
             self.reader = _Reader(fd=self.fd)
             self.header_len = len(build_header(info, self.meta, 0, 0, 0, False))
-            self.offsets, self.nbytes, self._cbytes = [], 0, 0
+            self.offsets, self.nbytes, self._cbytes = array.array("q"), 0, 0
             self._flush()
             return
         flags = os.O_RDONLY if self.readonly else os.O_RDWR
@@ -689,13 +718,6 @@ class ContiguousFrame(_FileFrame):
             self.close()
             raise
 
-    def _chunk_limit(self) -> int:
-        return self.base + self.header_len + self._cbytes
-
-    def _raw_chunk(self, i: int, v: int):
-        return _read_chunk(self.reader, self.base + self.header_len + v, self._chunk_limit(),
-                           f"chunk {i}")
-
     def _store_new(self, chunk) -> int:
         v = self._cbytes
         os.pwrite(self.fd, chunk, self.base + self.header_len + v)
@@ -714,13 +736,16 @@ class ContiguousFrame(_FileFrame):
         os.pwrite(self.fd, new + bytes(tail), start + old)
         delta = len(new) - old_len
         self._cbytes += delta
-        self.offsets = [v + delta if v > old else v for v in self.offsets]
+        offs = np.frombuffer(self.offsets, dtype=np.int64).copy()
+        offs[offs > old] += delta
+        self.offsets = array.array("q", offs.tobytes())
         self.offsets[i] = special_offset(code) if code else old
 
     def _drop(self, i: int):
         pass                                  # bytes stay as orphans (C-Blosc2 does the same)
 
     def _flush(self):
+        self._sorted = None
         header, index, trailer = self._tail()
         end = self.base + self.header_len + self._cbytes
         self.frame_len = self.header_len + self._cbytes + len(index) + len(trailer)
@@ -767,7 +792,7 @@ class SparseFrame(_FileFrame):
             info.sparse = True
             os.makedirs(self.path, exist_ok=True)
             self.header_len = len(build_header(info, self.meta, 0, 0, 0, False))
-            self.offsets, self.nbytes, self._cbytes = [], 0, 0
+            self.offsets, self.nbytes, self._cbytes = array.array("q"), 0, 0
             self._flush()
             return
         if not os.path.isfile(index_path):
@@ -781,6 +806,9 @@ class SparseFrame(_FileFrame):
 
     def _file(self, v: int) -> str:
         return os.path.join(self.path, f"{v:08X}.chunk")
+
+    def _raw_chunk_head(self, i: int):
+        return self._raw_chunk(i, self.offsets[i])[:16]
 
     def _raw_chunk(self, i: int, v: int):
         name = self._file(v)
@@ -852,9 +880,6 @@ class _BufferFrame(_FileFrame):
         self.reader = reader
         self._load(st, 0)
 
-    def _raw_chunk(self, i: int, v: int):
-        return _read_chunk(self.reader, self.header_len + v, self.header_len + self._cbytes,
-                           f"chunk {i}")
 
 
 def parse_cframe(buf, copy: bool = False) -> MemoryFrame:

@@ -5,7 +5,8 @@ Values are msgpack with python-blosc2's conventions (FORMAT.md §4.2, §4.5):
 NumPy scalars as their Python equivalents, and extension types 44 (complex),
 45 (set) and 46 (NumPy array).  Fixed metalayers hold raw msgpack bytes and can
 only be updated with a value of the same encoded length; vlmeta values are
-stored as compressed chunks.
+stored as compressed chunks.  The binary metalayers section of a frame header
+(§4.2) and the trailer that holds the vlmeta (§4.5) are built and parsed here too.
 
 Examples
 --------
@@ -55,7 +56,9 @@ def _default(obj):
     if isinstance(obj, np.ndarray):
         if obj.dtype.hasobject:
             raise TypeError("NumPy arrays of Python objects cannot be stored in metadata")
-        payload = {"dtype": {"str": obj.dtype.str}, "shape": list(obj.shape),
+        dtype = ({"descr": obj.dtype.descr} if obj.dtype.fields is not None
+                 else {"str": obj.dtype.str})
+        payload = {"dtype": dtype, "shape": list(obj.shape),
                    "data": np.ascontiguousarray(obj).tobytes()}
         return msgpack.ExtType(EXT_NDARRAY, packb(payload))
     if isinstance(obj, np.generic):
@@ -90,7 +93,7 @@ def _ext_hook(code, data):
     if code == EXT_NDARRAY:
         d = unpackb(data)
         try:
-            dt = np.dtype(d["dtype"]["str"] if isinstance(d["dtype"], dict) else d["dtype"])
+            dt = _dtype_from(d["dtype"])
             return np.frombuffer(d["data"], dtype=dt).reshape(d["shape"]).copy()
         except (KeyError, TypeError, ValueError) as exc:
             raise FormatError(f"malformed NumPy array extension in metadata: {exc}") from None
@@ -98,6 +101,15 @@ def _ext_hook(code, data):
         raise FormatError(f"metadata extension type {code} (embedded Blosc2 object/reference) "
                           "is not supported yet")
     return msgpack.ExtType(code, data)
+
+
+def _dtype_from(spec) -> np.dtype:
+    """NumPy dtype from python-blosc2's ``{"str": ...}`` or ``{"descr": [...]}`` form."""
+    if isinstance(spec, dict) and "descr" in spec:
+        return np.dtype([tuple(f) for f in spec["descr"]])
+    if isinstance(spec, dict):
+        return np.dtype(spec["str"])
+    return np.dtype(spec)
 
 
 def _list_hook(items):
