@@ -163,3 +163,19 @@ def test_partly_noisy_floats_keep_blosc2_ratio():
         ours = ndpack.compress2(x, codec=Codec.ZSTD, clevel=clevel, typesize=8)
         theirs = blosc2.compress2(x, codec=blosc2.Codec.ZSTD, clevel=clevel, typesize=8)
         assert abs(len(ours) / len(theirs) - 1) < 0.03
+
+
+def test_skewed_matchless_streams_keep_ratio():
+    """Streams with only order-0 redundancy take the probe's fast path (entropy coding at
+    the fastest level); the chunk must stay as small as python-blosc2's and round-trip."""
+    blosc2 = pytest.importorskip("blosc2")
+    rng = np.random.default_rng(9)
+    skewed = np.minimum(rng.geometric(0.08, 1 << 20), 255).astype(np.uint8)
+    doubles = rng.random(1 << 18)
+    for data, typesize in ((skewed, 1), (doubles, 8)):
+        for clevel in (3, 5, 9):
+            ours = ndpack.compress2(data, codec=Codec.ZSTD, clevel=clevel, typesize=typesize)
+            theirs = blosc2.compress2(data, codec=blosc2.Codec.ZSTD, clevel=clevel,
+                                      typesize=typesize)
+            assert len(ours) <= 1.03 * len(theirs)
+            assert ndpack.decompress2(ours) == data.tobytes()
