@@ -179,3 +179,74 @@ def test_reserialize_is_byte_identical(vectors, name):
     """Header, metalayers, chunks, (memcpyed) index and trailer are written as C-Blosc2 does."""
     buf = (vectors / name).read_bytes()
     assert ndpack.schunk_from_cframe(buf).to_cframe() == buf
+
+
+CP4 = {"typesize": 4, "nthreads": 1}
+DP = {"nthreads": 1}
+
+
+def _write_like_gen_vectors(name, path):
+    """Repeat gen_vectors.py's calls for `name` with ndpack."""
+    contiguous = name != "frames/schunk3_sparse.b2frame"
+    chunksize = {"frames/schunk40_special.b2frame": 256,
+                 "frames/schunk_varlen.b2frame": 400}.get(name, 4000)
+    s = ndpack.SChunk(chunksize=chunksize, cparams=CP4, dparams=DP, urlpath=path,
+                      contiguous=contiguous, mode="w")
+    a = np.arange(3000, dtype=np.int32)
+    if name == "frames/schunk3_vlmeta.b2frame":
+        for i in range(3):
+            s.append_data(a[i * 1000:(i + 1) * 1000])
+        s.vlmeta["note"] = "hello"
+        s.vlmeta["tup"] = (1, 2)
+        s.vlmeta["d"] = {"a": 1, "b": [1.5, "x"]}
+    elif name == "frames/schunk40_special.b2frame":
+        for i in range(40):
+            s.append_data(np.zeros(64, np.int32) if i % 10 == 3
+                          else np.arange(64, dtype=np.int32) * (i + 1))
+    elif name == "frames/schunk_varlen.b2frame":
+        for n in (100, 50, 100, 25):
+            s.append_chunk(ndpack.compress2(np.arange(n, dtype=np.int32) + n, typesize=4,
+                                            nthreads=1))
+    elif name == "frames/schunk_edited.b2frame":
+        for i in range(4):
+            s.append_data(np.arange(1000, dtype=np.int32) * (i + 1))
+        s.insert_data(1, np.arange(1000, dtype=np.int32) + 5)
+        s.delete_chunk(3)
+        s.update_data(0, np.zeros(1000, np.int32))
+    else:
+        for i in range(3):
+            s.append_data(a[i * 1000:(i + 1) * 1000])
+        s.insert_data(1, np.zeros(1000, np.int32))
+        s.insert_data(1, np.arange(1000, dtype=np.int32) - 7)
+        s.vlmeta["note"] = "sparse"
+    s.close()
+
+
+@pytest.mark.parametrize("name", ["frames/schunk3_vlmeta.b2frame",
+                                  "frames/schunk40_special.b2frame",
+                                  "frames/schunk_varlen.b2frame",
+                                  "frames/schunk_edited.b2frame",
+                                  "frames/schunk3_sparse.b2frame"])
+def test_same_calls_write_same_frame(vectors, tmp_path, name):
+    """The mutations of §4.8 land where C-Blosc2 puts them: same structure, chunks, offsets.
+
+    Bytes are compared outside the offsets index, whose BloscLZ stream may differ from
+    C-Blosc2's when it is compressed (it must only decode to the same offsets).
+    """
+    path = tmp_path / "x.b2frame"
+    _write_like_gen_vectors(name, path)
+    mine_p, theirs_p = path, vectors / name
+    if name.endswith("sparse.b2frame"):
+        for f in sorted(p.name for p in theirs_p.iterdir()):
+            if f != "chunks.b2frame":
+                assert (mine_p / f).read_bytes() == (theirs_p / f).read_bytes(), f
+        mine_p, theirs_p = mine_p / "chunks.b2frame", theirs_p / "chunks.b2frame"
+    mine, theirs = mine_p.read_bytes(), theirs_p.read_bytes()
+    sm = fr._parse_frame(fr._Reader(buf=mine), 0, None)
+    st = fr._parse_frame(fr._Reader(buf=theirs), 0, None)
+    assert list(sm["offsets"]) == list(st["offsets"])
+    assert sm["vlmeta"] == st["vlmeta"] and sm["meta"] == st["meta"]
+    hm, ht = sm["fields"]["header_len"], st["fields"]["header_len"]
+    assert mine[:16] == theirs[:16] and mine[24:hm] == theirs[24:ht]   # all but frame_len
+    assert mine[hm:sm["idx_pos"]] == theirs[ht:st["idx_pos"]]      # chunks section
+    assert mine[-(mine_len := len(mine) - sm["tstart"]):] == theirs[-mine_len:]   # trailer
