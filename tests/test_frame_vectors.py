@@ -12,13 +12,11 @@ from ndpack.storage import frame as fr
 FRAME_KINDS = ("cframe", "sframe", "b2nd")
 
 
-def frame_entries(manifest):
-    return [e for e in manifest if e.get("kind") in FRAME_KINDS]
-
-
 def _entries():
-    from tests.conftest import vectors_dir
+    """Frame entries of the manifest (collected at import time, for parametrize ids)."""
     import json
+
+    from tests.conftest import vectors_dir
     files = json.loads((vectors_dir() / "manifest.json").read_text())["files"]
     return [e for e in files if e.get("kind") in FRAME_KINDS]
 

@@ -4,6 +4,7 @@ import gc
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import ndpack
 
@@ -166,8 +167,6 @@ def test_pack_unpack_both_ways():
 
 
 # --- random edit sequences written by ndpack must stay valid for python-blosc2 -----------
-
-from hypothesis import given, settings, strategies as st  # noqa: E402
 
 edit_ops = st.lists(st.tuples(st.sampled_from(["append", "insert", "update", "delete"]),
                               st.integers(0, 40), st.integers(0, 20)), min_size=1, max_size=15)

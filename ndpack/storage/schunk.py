@@ -149,6 +149,9 @@ class SChunk:
         chunksize = int(chunksize)
         if chunksize <= 0:
             raise ParameterError(f"chunksize must be positive, got {chunksize}")
+        if view is not None and len(view) > chunksize and chunksize % self._cparams.typesize:
+            raise ParameterError(f"chunksize {chunksize} is not a multiple of the typesize "
+                                 f"{self._cparams.typesize}")
         raw_meta = {check_name(k): packb(v) for k, v in (meta or {}).items()}
         if len(raw_meta) > 16:
             raise ParameterError(f"at most 16 metalayers, got {len(raw_meta)}")
