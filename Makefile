@@ -26,7 +26,7 @@ install: sysdeps
 
 # The full test suite: C unit tests, then the Python tests.
 test: ctest
-	NDPACK_VECTORS=$(VECTORS) $(PYTHON) -m pytest $(PYTEST_ARGS)
+	NDPACK_VECTORS=$(VECTORS) $(PYTHON) -m pytest $(PYTEST_ARGS) tests --doctest-modules ndpack
 
 # C unit tests (filters, BloscLZ, chunks, quick fuzz) in their own build directory.
 ctest:
@@ -46,9 +46,11 @@ fuzz:
 
 bench:
 	$(PYTHON) benchmarks/bench_codecs.py
+	$(PYTHON) benchmarks/bench_schunk.py
 
 bench-quick:
 	$(PYTHON) benchmarks/bench_codecs.py --quick
+	$(PYTHON) benchmarks/bench_schunk.py --quick
 
 clean:
 	rm -rf build .mesonpy-* *.egg-info

@@ -21,8 +21,9 @@ from ndpack.codecs import (Codec, CParams, DParams, Filter, SpecialValue, SplitM
                            compressor_list, register_codec, register_filter, set_nthreads)
 from ndpack.errors import (CallbackError, CodecError, FilterError, FormatError, NdpackError,
                            ParameterError)
-from ndpack.storage import *  # noqa: F401,F403  (names listed in ndpack.storage.__all__)
-from ndpack import storage as _storage
+from ndpack.storage import (SChunk, load_array, load_tensor, open, pack, pack_array2,
+                            pack_tensor, remove_urlpath, save_array, save_tensor,
+                            schunk_from_cframe, unpack, unpack_array2, unpack_tensor)
 
 __version__ = "0.1.0"
 
@@ -34,7 +35,10 @@ __all__ = [
     "nthreads", "set_nthreads", "show_config",
     "NdpackError", "FormatError", "CodecError", "FilterError", "ParameterError",
     "CallbackError",
-] + list(_storage.__all__)
+    "SChunk", "open", "schunk_from_cframe", "remove_urlpath", "pack_array2", "unpack_array2",
+    "save_array", "load_array", "pack_tensor", "unpack_tensor", "save_tensor", "load_tensor",
+    "pack", "unpack",
+]
 
 
 def __getattr__(name):
@@ -49,8 +53,8 @@ def show_config(file=None) -> dict:
 
     Examples
     --------
-    >>> import ndpack
-    >>> cfg = ndpack.show_config(file=open("/dev/null", "w"))
+    >>> import io, ndpack
+    >>> cfg = ndpack.show_config(file=io.StringIO())
     >>> sorted(cfg)
     ['codecs', 'isa', 'nthreads', 'version']
     """

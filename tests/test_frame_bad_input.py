@@ -8,7 +8,7 @@ import pytest
 
 import ndpack
 from ndpack.errors import FormatError, NdpackError, ParameterError
-from ndpack.storage import frame as fr
+from ndpack.storage import frame as fr, framefile as ff
 from ndpack.storage import meta as mt
 
 
@@ -26,7 +26,7 @@ def rebuild(buf, offsets=None, vlmeta=None, meta=None):
     """Re-assemble a frame with a replaced index, vlmeta chunks or raw metalayers."""
     fields, info, m = fr.parse_header(buf)
     hlen, cbytes = fields["header_len"], fields["cbytes"]
-    st = fr._parse_frame(fr._Reader(buf=buf), 0, False)
+    st = ff._parse_frame(ff._Reader(buf=buf), 0, False)
     body = buf[hlen:hlen + cbytes]
     offs = list(st["offsets"]) if offsets is None else offsets
     index = fr.encode_index(offs) if offs else b""
@@ -243,12 +243,12 @@ def test_crash_during_append(tmp_path, monkeypatch, torn):
             calls["n"] += 1
             return real_truncate(fd, n)
 
-        monkeypatch.setattr(fr.os, "pwrite", pwrite)
-        monkeypatch.setattr(fr.os, "ftruncate", ftruncate)
+        monkeypatch.setattr(ff.os, "pwrite", pwrite)
+        monkeypatch.setattr(ff.os, "ftruncate", ftruncate)
         with pytest.raises(_Crash):
             s.append_data(np.arange(100, dtype=np.int32) - 5)
-        monkeypatch.setattr(fr.os, "pwrite", real_pwrite)
-        monkeypatch.setattr(fr.os, "ftruncate", real_truncate)
+        monkeypatch.setattr(ff.os, "pwrite", real_pwrite)
+        monkeypatch.setattr(ff.os, "ftruncate", real_truncate)
         s.close()
         try:
             r = ndpack.open(p, mode="r")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ndpack
-from ndpack.storage import frame as fr
+from ndpack.storage import frame as fr, framefile as ff
 
 FRAME_KINDS = ("cframe", "sframe", "b2nd")
 
@@ -153,7 +153,7 @@ def test_frame_structure_matches_manifest(vectors, entry):
     if entry["kind"] == "sframe":
         path = path / "chunks.b2frame"
     buf = path.read_bytes()
-    st = fr._parse_frame(fr._Reader(buf=buf), 0, None)
+    st = ff._parse_frame(ff._Reader(buf=buf), 0, None)
     f, info = st["fields"], st["info"]
     got = dict(header_len=f["header_len"], frame_len=f["frame_len"],
                general_flags=f["general_flags"], frame_type=f["frame_type"],
@@ -240,8 +240,8 @@ def test_same_calls_write_same_frame(vectors, tmp_path, name):
                 assert (mine_p / f).read_bytes() == (theirs_p / f).read_bytes(), f
         mine_p, theirs_p = mine_p / "chunks.b2frame", theirs_p / "chunks.b2frame"
     mine, theirs = mine_p.read_bytes(), theirs_p.read_bytes()
-    sm = fr._parse_frame(fr._Reader(buf=mine), 0, None)
-    st = fr._parse_frame(fr._Reader(buf=theirs), 0, None)
+    sm = ff._parse_frame(ff._Reader(buf=mine), 0, None)
+    st = ff._parse_frame(ff._Reader(buf=theirs), 0, None)
     assert list(sm["offsets"]) == list(st["offsets"])
     assert sm["vlmeta"] == st["vlmeta"] and sm["meta"] == st["meta"]
     hm, ht = sm["fields"]["header_len"], st["fields"]["header_len"]

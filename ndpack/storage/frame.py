@@ -2,13 +2,13 @@
 
 A frame is ``[header | chunks | offsets index | trailer]`` (FORMAT.md §4).  This
 module parses and builds the header and the offsets index (the metalayer and trailer
-sections are encoded by :mod:`ndpack.storage.meta`), and holds the three chunk stores
-a super-chunk can live in:
+sections are encoded by :mod:`ndpack.storage.meta`), defines the interface of the chunk
+stores a super-chunk can live in, and holds the in-memory one:
 
 * :class:`MemoryFrame` — a Python list of chunks, serialized on demand;
-* :class:`ContiguousFrame` — a ``.b2frame``/``.b2nd`` file mutated in place the way
-  C-Blosc2 does it (§4.8), so python-blosc2 and ndpack can share files;
-* :class:`SparseFrame` — a directory with ``chunks.b2frame`` and ``%08X.chunk`` files.
+* :class:`~ndpack.storage.framefile.ContiguousFrame` and
+  :class:`~ndpack.storage.framefile.SparseFrame` — files and directories, in
+  :mod:`ndpack.storage.framefile`.
 
 Every store exposes the same small interface (``get``, ``append``, ``insert``,
 ``update``, ``delete``, ``set_vlmeta``, ``del_vlmeta``, ``write_meta``,
@@ -18,7 +18,8 @@ Examples
 --------
 >>> import numpy as np
 >>> from ndpack.chunks import compress2
->>> from ndpack.storage.frame import MemoryFrame, FrameInfo, parse_cframe
+>>> from ndpack.storage.frame import MemoryFrame, FrameInfo
+>>> from ndpack.storage.framefile import parse_cframe
 >>> f = MemoryFrame(FrameInfo(typesize=4, chunksize=400))
 >>> f.append(compress2(np.arange(100, dtype=np.int32), typesize=4))
 >>> g = parse_cframe(f.to_cframe())
@@ -29,10 +30,7 @@ Examples
 from __future__ import annotations
 
 import array
-import bisect
 import dataclasses
-import mmap
-import os
 import struct
 import threading
 
@@ -40,18 +38,16 @@ import numpy as np
 
 from ndpack.chunks import compress2, decompress, special_chunk
 from ndpack.codecs import Codec, Filter, SpecialValue, SplitMode
-from ndpack.errors import FormatError, NdpackError, ParameterError
-from ndpack.storage.meta import (build_metalayers, build_trailer, expect, locate_trailer,
-                                 parse_section, parse_trailer)
+from ndpack.errors import FormatError, ParameterError
+from ndpack.storage.meta import build_metalayers, build_trailer, expect, parse_section
 
-__all__ = ["FrameInfo", "MemoryFrame", "ContiguousFrame", "SparseFrame", "parse_cframe",
-           "open_frame", "HEADER_FIXED", "MAGIC"]
+__all__ = ["FrameInfo", "FrameBase", "MemoryFrame", "HEADER_FIXED", "MAGIC"]
 
 HEADER_FIXED = 87
 MAGIC = b"b2frame\x00"
 CHUNK_HEADER = 32
 SPARSE_INDEX = "chunks.b2frame"
-_SPECIAL_OFFSET_CODES = (1, 2, 4)        # zeros, NaN, uninit live only in the index
+SPECIAL_OFFSET_CODES = (1, 2, 4)        # zeros, NaN, uninit live only in the index
 
 
 @dataclasses.dataclass
@@ -234,9 +230,9 @@ def special_offset(code: int) -> int:
     return struct.unpack("<q", bytes(7) + bytes([0x80 | code]))[0]
 
 
-def _offset_code(v: int, pos: int) -> int:
+def offset_code(v: int, pos: int) -> int:
     code = (v >> 56) & 0x7F
-    if code not in _SPECIAL_OFFSET_CODES:
+    if code not in SPECIAL_OFFSET_CODES:
         raise FormatError(f"frame byte {pos}: index value 0x{v & (2**64 - 1):016X} is a "
                           f"special offset with unknown code {code}")
     return code
@@ -341,7 +337,7 @@ class FrameBase:
         pass
 
 
-def _chunk_len(chunk) -> int:
+def chunk_len(chunk) -> int:
     if len(chunk) < 16:
         raise ParameterError("a chunk has at least a 16-byte header")
     (cb,) = struct.unpack_from("<i", chunk, 12)
@@ -357,7 +353,7 @@ def index_special(chunk, info: FrameInfo) -> int:
     and a NaN chunk only when its element width is the frame's typesize.
     """
     code = special_code(chunk)
-    if code not in _SPECIAL_OFFSET_CODES or len(chunk) != CHUNK_HEADER or info.chunksize <= 0:
+    if code not in SPECIAL_OFFSET_CODES or len(chunk) != CHUNK_HEADER or info.chunksize <= 0:
         return 0
     if code == 2 and chunk[3] != min(info.typesize, 255):
         return 0
@@ -407,7 +403,7 @@ class MemoryFrame(FrameBase):
         with self.lock:
             self._check_write()
             i = self._check_index(i, allow_end=True)
-            _chunk_len(chunk)
+            chunk_len(chunk)
             if i == self.nchunks:
                 op = "append"
             self._account(i, chunk_nbytes_of(chunk), op)
@@ -418,7 +414,7 @@ class MemoryFrame(FrameBase):
         with self.lock:
             self._check_write()
             i = self._check_index(i)
-            _chunk_len(chunk)
+            chunk_len(chunk)
             self._account(i, chunk_nbytes_of(chunk), "update")
             self._cbytes += len(chunk) - len(self.chunks[i])
             self.chunks[i] = chunk
@@ -438,478 +434,3 @@ class MemoryFrame(FrameBase):
 
 # ---------------------------------------------------------------------------------------
 # readers over a file or buffer
-
-
-class _Reader:
-    """Positioned reads of a byte source: a buffer, an mmap, or a file descriptor."""
-
-    def __init__(self, buf=None, fd=None, mm=None):
-        self.buf, self.fd, self.mm = buf, fd, mm
-        self.view = memoryview(mm) if mm is not None else (
-            memoryview(buf) if buf is not None else None)
-
-    def size(self) -> int:
-        if self.view is not None:
-            return len(self.view)
-        return os.fstat(self.fd).st_size
-
-    def read(self, pos: int, n: int):
-        if self.view is not None:
-            return self.view[pos:pos + n]
-        return os.pread(self.fd, n, pos)
-
-    def close(self):
-        if self.view is not None:
-            self.view.release()
-            self.view = None
-        if self.mm is not None:
-            try:
-                self.mm.close()
-            except BufferError:        # chunk views still alive; the GC closes it later
-                pass
-            self.mm = None
-
-
-def _read_exact(reader: _Reader, pos: int, n: int, what: str):
-    data = reader.read(pos, n)
-    if len(data) != n:
-        raise FormatError(f"frame byte {pos}: {what} truncated ({len(data)} of {n} bytes)")
-    return data
-
-
-def _read_chunk(reader: _Reader, pos: int, limit: int, what: str):
-    if pos < 0 or pos + 16 > limit:
-        raise FormatError(f"frame byte {pos}: {what} starts outside the frame (end {limit})")
-    head = _read_exact(reader, pos, 16, what)
-    cb = chunk_cbytes_of(head, pos, what)
-    if pos + cb > limit:
-        raise FormatError(f"frame byte {pos}: {what} of {cb} bytes runs past byte {limit}")
-    return _read_exact(reader, pos, cb, what)
-
-
-def _parse_frame(reader: _Reader, base: int, sparse_expected: bool | None):
-    """Parse header, trailer and index of the frame at `base`; returns a dict of state."""
-    size = reader.size()
-    if size - base < HEADER_FIXED:
-        raise FormatError(f"frame byte {base}: only {max(size - base, 0)} bytes, a frame "
-                          f"header needs {HEADER_FIXED}")
-    head = _read_exact(reader, base, HEADER_FIXED, "frame header")
-    if head[0] != 0x9E or bytes(head[1:10]) != b"\xa8" + MAGIC:
-        raise FormatError(f"frame byte {base}: bad magic, expected 9E A8 'b2frame\\0', got "
-                          f"{bytes(head[:10]).hex(' ')}")
-    hlen = struct.unpack_from(">i", head, 11)[0] if head[10] == 0xD2 else 0
-    if not HEADER_FIXED < hlen <= size - base:
-        raise FormatError(f"frame byte {base + 11}: header_len {hlen} out of range")
-    fields, info, meta = parse_header(_read_exact(reader, base, hlen, "frame header"), base)
-    flen = fields["frame_len"]
-    if base + flen > size:
-        raise FormatError(f"frame byte {base + 16}: frame_len {flen} but only {size - base} "
-                          "bytes available (truncated frame)")
-    if sparse_expected is not None and info.sparse != sparse_expected:
-        raise FormatError(f"frame byte {base + 26}: frame_type {fields['frame_type']}, "
-                          f"expected {'sparse' if sparse_expected else 'contiguous'}")
-    tlen = locate_trailer(bytes(_read_exact(reader, base + flen - 23, 23, "trailer")),
-                          flen, base)
-    tstart = flen - tlen
-    if tstart < hlen:
-        raise FormatError(f"frame byte {base + flen - 22}: trailer_len {tlen} overlaps the header")
-    vlmeta = parse_trailer(_read_exact(reader, base + tstart, tlen, "trailer"), base + tstart)
-    nbytes, cbytes, cs = fields["nbytes"], fields["cbytes"], info.chunksize
-    idx_pos = hlen if info.sparse else hlen + cbytes
-    if not info.sparse and idx_pos > tstart and nbytes:
-        raise FormatError(f"frame byte {base + 39}: cbytes {cbytes} runs past the trailer "
-                          f"at {base + tstart}")
-    if nbytes == 0:
-        offsets = np.zeros(0, dtype="<i8")
-    else:
-        nchunks = -(-nbytes // cs) if cs > 0 else None
-        ichunk = _read_chunk(reader, base + idx_pos, base + tstart, "offsets index")
-        offsets = decode_index(ichunk, nchunks, base + idx_pos)
-        _check_offsets(offsets, 0 if info.sparse else cbytes, base + idx_pos)
-    return dict(fields=fields, info=info, meta=meta, vlmeta=vlmeta, offsets=offsets,
-                idx_pos=idx_pos, tstart=tstart)
-
-
-def _check_offsets(offsets: np.ndarray, cbytes: int, pos: int):
-    """Every regular offset lies inside the chunks section; special codes are known."""
-    if cbytes:
-        bad = np.nonzero((offsets >= 0) & (offsets + 16 > cbytes))[0]
-        if bad.size:
-            i = int(bad[0])
-            raise FormatError(f"frame byte {pos}: index entry {i} = {int(offsets[i])} points "
-                              f"outside the chunks section ({cbytes} bytes)")
-    neg = offsets[offsets < 0]
-    if neg.size:
-        codes = (neg.view(np.uint64) >> np.uint64(56)) & np.uint64(0x7F)
-        for c in np.unique(codes):
-            if int(c) not in _SPECIAL_OFFSET_CODES:
-                raise FormatError(f"frame byte {pos}: index holds a special offset with "
-                                  f"unknown code {int(c)}")
-
-
-class _FileFrame(FrameBase):
-    """Common parts of the frames read through an index (files and parsed buffers)."""
-
-    base = 0
-    _sorted = None                        # sorted distinct offsets, for chunk end bounds
-
-    # contiguous layout (ContiguousFrame, _BufferFrame); SparseFrame overrides these two
-    def _raw_chunk_head(self, i: int):
-        pos = self.base + self.header_len + self.offsets[i]
-        return _read_exact(self.reader, pos, 16, f"chunk {i} header")
-
-    def _raw_chunk(self, i: int, v: int):
-        """Chunk at section offset `v` with one positioned read (the next offset bounds it)."""
-        if self._sorted is None:
-            self._sorted = sorted({o for o in self.offsets if o >= 0})
-        k = bisect.bisect_right(self._sorted, v)
-        end = self._sorted[k] if k < len(self._sorted) else self._cbytes
-        pos = self.base + self.header_len + v
-        if v < 0 or end - v < 16:
-            raise FormatError(f"frame byte {pos}: chunk {i} starts outside the chunks section "
-                              f"or overlaps the next chunk")
-        data = _read_exact(self.reader, pos, end - v, f"chunk {i}")
-        cb = chunk_cbytes_of(data, pos, f"chunk {i}")
-        if cb > len(data):
-            raise FormatError(f"frame byte {pos}: chunk {i} of {cb} bytes runs into the next "
-                              f"chunk or past the chunks section at byte "
-                              f"{self.base + self.header_len + end}")
-        return data if cb == len(data) else memoryview(data)[:cb]
-
-    def _load(self, st: dict, base: int):
-        self.fields = st["fields"]
-        self.meta = dict(st["meta"])
-        self.vlmeta = dict(st["vlmeta"])
-        self.offsets = array.array("q", st["offsets"].astype(np.int64).tobytes())
-        self.header_len = self.fields["header_len"]
-        self.nbytes = self.fields["nbytes"]
-        self._cbytes = self.fields["cbytes"]
-        if not self.offsets and not self.info.sparse:
-            self._cbytes = 0              # C-Blosc2 keeps a stale cbytes in emptied frames
-        cs, n = self.info.chunksize, len(self.offsets)
-        if cs < 0 and n:
-            self.info.chunksize = cs = 0          # "no chunk yet" but there are chunks
-        if cs > 0:
-            self.cnb = [cs] * n
-            if n and self.nbytes % cs:
-                self.cnb[-1] = self.nbytes % cs
-            if n != -(-self.nbytes // cs):
-                raise FormatError(f"frame byte {base + 58}: chunksize {cs} and nbytes "
-                                  f"{self.nbytes} disagree with {n} index entries")
-        else:
-            self.cnb = []
-            for i, v in enumerate(self.offsets):
-                if v < 0:
-                    raise FormatError(f"frame byte {base + st['idx_pos']}: special offset "
-                                      f"for chunk {i} in a variable-size frame")
-                head = self._raw_chunk_head(i)
-                self.cnb.append(chunk_nbytes_of(head))
-            if sum(self.cnb) != self.nbytes:
-                raise FormatError(f"frame byte {base + 30}: nbytes {self.nbytes} but the chunks "
-                                  f"hold {sum(self.cnb)}")
-
-    @property
-    def cbytes(self) -> int:
-        return self._cbytes
-
-    def get(self, i: int):
-        with self.lock:                        # an update may be compacting the section
-            i = self._check_index(i)
-            v = self.offsets[i]
-            if v < 0:
-                return self._synth(_offset_code(v, self.header_len), i)
-            return self._raw_chunk(i, v)
-
-    def _materialize_specials(self):
-        """Store special-offset chunks physically (needed once chunk sizes vary)."""
-        for i, v in enumerate(self.offsets):
-            if v < 0:
-                chunk = special_chunk(SpecialValue(_offset_code(v, 0)), self.cnb[i],
-                                      min(self.info.typesize, 255))
-                self.offsets[i] = self._store_new(chunk)
-
-    def _mutate(self, i: int, chunk, op: str):
-        with self.lock:
-            self._check_write()
-            i = self._check_index(i, allow_end=(op != "update"))
-            _chunk_len(chunk)
-            if op == "insert" and i == self.nchunks:
-                op = "append"
-            old_cs = self.info.chunksize
-            became_var = self._account(i, chunk_nbytes_of(chunk), op)
-            code = index_special(chunk, self.info)
-            if op == "update":
-                self._replace(i, chunk, code)
-            else:
-                v = special_offset(code) if code else self._store_new(chunk)
-                self.offsets.insert(i, v)
-            if became_var and old_cs != 0:
-                self._materialize_specials()
-            self._flush()
-
-    def append(self, chunk):
-        self._mutate(self.nchunks, chunk, "append")
-
-    def insert(self, i: int, chunk):
-        self._mutate(i, chunk, "insert")
-
-    def update(self, i: int, chunk):
-        self._mutate(i, chunk, "update")
-
-    def delete(self, i: int):
-        with self.lock:
-            self._check_write()
-            i = self._check_index(i)
-            self._drop(i)
-            self.nbytes -= self.cnb.pop(i)
-            del self.offsets[i]
-            if not self.offsets and not self.info.sparse:
-                self._cbytes = 0          # no index: the trailer follows the header (§4.4)
-            self._flush()
-
-    def _flush_meta(self):
-        self._flush()
-
-    def _tail(self) -> tuple[bytes, bytes, bytes]:
-        index = encode_index(self.offsets) if self.offsets else b""
-        trailer = build_trailer(self.vlmeta)
-        body = (0 if self.info.sparse else self._cbytes)
-        frame_len = self.header_len + body + len(index) + len(trailer)
-        header = build_header(self.info, self.meta, self.nbytes, self._cbytes, frame_len,
-                              bool(self.vlmeta), empty=not self.offsets)
-        if len(header) != self.header_len:
-            raise NdpackError("internal error: the frame header changed length")
-        return header, index, trailer
-
-
-class ContiguousFrame(_FileFrame):
-    """A contiguous frame in a file, possibly at `offset` inside a larger file."""
-
-    def __init__(self, path, mode: str = "a", offset: int = 0, mmap_mode: str | None = None,
-                 create: tuple | None = None):
-        self.path = os.fspath(path)
-        self.base = int(offset)
-        self.readonly = mode == "r"
-        if create is not None:
-            info, meta = create
-            FrameBase.__init__(self, info, meta)
-            info.sparse = False
-            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o666)
-            self.reader = _Reader(fd=self.fd)
-            self.header_len = len(build_header(info, self.meta, 0, 0, 0, False))
-            self.offsets, self.nbytes, self._cbytes = array.array("q"), 0, 0
-            self._flush()
-            return
-        flags = os.O_RDONLY if self.readonly else os.O_RDWR
-        self.fd = os.open(self.path, flags)
-        try:
-            if mmap_mode == "r":
-                mm = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ) if os.fstat(
-                    self.fd).st_size else None
-                self.reader = _Reader(mm=mm) if mm is not None else _Reader(fd=self.fd)
-            else:
-                self.reader = _Reader(fd=self.fd)
-            st = _parse_frame(self.reader, self.base, False)
-            FrameBase.__init__(self, st["info"], st["meta"])
-            self.meta_pos = st["fields"]["meta_pos"]
-            self.frame_len = st["fields"]["frame_len"]
-            self._load(st, self.base)
-        except BaseException:
-            self.close()
-            raise
-
-    def _store_new(self, chunk) -> int:
-        v = self._cbytes
-        os.pwrite(self.fd, chunk, self.base + self.header_len + v)
-        self._cbytes += len(chunk)
-        return v
-
-    def _replace(self, i: int, chunk, code: int):
-        old = self.offsets[i]
-        if old < 0:
-            self.offsets[i] = special_offset(code) if code else self._store_new(chunk)
-            return
-        start = self.base + self.header_len
-        old_len = chunk_cbytes_of(self.reader.read(start + old, 16), start + old)
-        new = b"" if code else bytes(chunk)
-        tail = self.reader.read(start + old + old_len, self._cbytes - old - old_len)
-        os.pwrite(self.fd, new + bytes(tail), start + old)
-        delta = len(new) - old_len
-        self._cbytes += delta
-        offs = np.frombuffer(self.offsets, dtype=np.int64).copy()
-        offs[offs > old] += delta
-        self.offsets = array.array("q", offs.tobytes())
-        self.offsets[i] = special_offset(code) if code else old
-
-    def _drop(self, i: int):
-        pass                                  # bytes stay as orphans (C-Blosc2 does the same)
-
-    def _flush(self):
-        self._sorted = None
-        header, index, trailer = self._tail()
-        end = self.base + self.header_len + self._cbytes
-        self.frame_len = self.header_len + self._cbytes + len(index) + len(trailer)
-        os.pwrite(self.fd, index, end)
-        os.pwrite(self.fd, header, self.base)
-        os.pwrite(self.fd, trailer, end + len(index))
-        os.ftruncate(self.fd, end + len(index) + len(trailer))
-
-    def _check_write(self):
-        super()._check_write()
-        if self.base:
-            size = os.fstat(self.fd).st_size
-            if size != self.base + self.frame_len:
-                raise ParameterError("cannot modify a frame embedded before the end of a "
-                                     "larger file")
-
-    def to_cframe(self) -> bytes:
-        with self.lock:
-            return bytes(_read_exact(self.reader, self.base, self.frame_len, "frame"))
-
-    def close(self):
-        if getattr(self, "reader", None) is not None:
-            self.reader.close()
-            self.reader = None
-        if getattr(self, "fd", None) is not None:
-            os.close(self.fd)
-            self.fd = None
-
-    def __del__(self):
-        self.close()
-
-
-class SparseFrame(_FileFrame):
-    """A sparse frame: directory with ``chunks.b2frame`` and one file per chunk."""
-
-    def __init__(self, path, mode: str = "a", create: tuple | None = None):
-        self.path = os.fspath(path)
-        self.readonly = mode == "r"
-        self.base = 0
-        index_path = os.path.join(self.path, SPARSE_INDEX)
-        if create is not None:
-            info, meta = create
-            FrameBase.__init__(self, info, meta)
-            info.sparse = True
-            os.makedirs(self.path, exist_ok=True)
-            self.header_len = len(build_header(info, self.meta, 0, 0, 0, False))
-            self.offsets, self.nbytes, self._cbytes = array.array("q"), 0, 0
-            self._flush()
-            return
-        if not os.path.isfile(index_path):
-            raise FormatError(f"{self.path!r} is a directory without {SPARSE_INDEX}: "
-                              "not a sparse frame")
-        with open(index_path, "rb") as fh:
-            buf = fh.read()
-        st = _parse_frame(_Reader(buf=buf), 0, True)
-        FrameBase.__init__(self, st["info"], st["meta"])
-        self._load(st, 0)
-
-    def _file(self, v: int) -> str:
-        return os.path.join(self.path, f"{v:08X}.chunk")
-
-    def _raw_chunk_head(self, i: int):
-        return self._raw_chunk(i, self.offsets[i])[:16]
-
-    def _raw_chunk(self, i: int, v: int):
-        name = self._file(v)
-        try:
-            with open(name, "rb") as fh:
-                data = fh.read()
-        except FileNotFoundError:
-            raise FormatError(f"sparse frame: chunk {i} file {os.path.basename(name)} is "
-                              "missing") from None
-        if len(data) < 16 or chunk_cbytes_of(data, 0) != len(data):
-            raise FormatError(f"sparse frame: chunk file {os.path.basename(name)} byte 12: "
-                              f"cbytes does not match the file size {len(data)}")
-        return data
-
-    def _write_file(self, v: int, chunk):
-        name = self._file(v)
-        if os.path.exists(name):
-            self._cbytes -= os.path.getsize(name)
-        with open(name, "wb") as fh:
-            fh.write(chunk)
-        self._cbytes += len(chunk)
-
-    def _store_new(self, chunk) -> int:
-        v = 1 + max((o for o in self.offsets if o >= 0), default=-1)
-        self._write_file(v, chunk)
-        return v
-
-    def _replace(self, i: int, chunk, code: int):
-        old = self.offsets[i]
-        if code:
-            if old >= 0:
-                self._remove_file(old)
-            self.offsets[i] = special_offset(code)
-        elif old >= 0:
-            self._write_file(old, chunk)
-        else:
-            self.offsets[i] = self._store_new(chunk)
-
-    def _remove_file(self, v: int):
-        name = self._file(v)
-        if os.path.exists(name):
-            self._cbytes -= os.path.getsize(name)
-            os.remove(name)
-
-    def _drop(self, i: int):
-        if self.offsets[i] >= 0:
-            self._remove_file(self.offsets[i])
-
-    def _flush(self):
-        header, index, trailer = self._tail()
-        with open(os.path.join(self.path, SPARSE_INDEX), "r+b" if os.path.exists(
-                os.path.join(self.path, SPARSE_INDEX)) else "wb") as fh:
-            fh.write(header + index + trailer)
-            fh.truncate()
-
-    def to_cframe(self) -> bytes:
-        with self.lock:
-            chunks = [self.get(i) for i in range(self.nchunks)]
-            return serialize(self.info, self.meta, self.vlmeta, chunks, self.nbytes)
-
-
-class _BufferFrame(_FileFrame):
-    """A read-only view of a contiguous frame held in a buffer."""
-
-    readonly = True
-
-    def __init__(self, reader: _Reader, st: dict):
-        FrameBase.__init__(self, st["info"], st["meta"])
-        self.reader = reader
-        self._load(st, 0)
-
-
-
-def parse_cframe(buf, copy: bool = False) -> MemoryFrame:
-    """A :class:`MemoryFrame` from contiguous-frame bytes.
-
-    With ``copy=False`` the chunks are memoryview slices of `buf` (no copy).
-    """
-    view = buf if isinstance(buf, bytes) else memoryview(buf).cast("B")
-    reader = _Reader(buf=view)
-    st = _parse_frame(reader, 0, False)
-    src = _BufferFrame(reader, st)
-    out = MemoryFrame(src.info, src.meta)
-    out.vlmeta = dict(src.vlmeta)
-    out.cnb, out.nbytes = list(src.cnb), src.nbytes
-    out.chunks = [src.get(i) for i in range(src.nchunks)]
-    if copy:
-        out.chunks = [bytes(c) for c in out.chunks]
-    out._cbytes = sum(len(c) for c in out.chunks)
-    return out
-
-
-def open_frame(urlpath, mode: str = "a", offset: int = 0, mmap_mode: str | None = None):
-    """Open an existing contiguous or sparse frame on disk."""
-    path = os.fspath(urlpath)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"No such file or directory: {path}")
-    if os.path.isdir(path):
-        if offset:
-            raise ParameterError("offset= applies to contiguous frames only")
-        if mmap_mode is not None:
-            raise ParameterError("mmap_mode applies to contiguous frames only")
-        return SparseFrame(path, mode)
-    return ContiguousFrame(path, mode, offset, mmap_mode)

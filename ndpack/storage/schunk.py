@@ -31,8 +31,8 @@ from ndpack.chunks import (_as_buffer, chunk_info, compress2, decompress2, getit
                            special_chunk)
 from ndpack.codecs import CParams, DParams, SpecialValue, make_cparams, make_dparams
 from ndpack.errors import ParameterError
-from ndpack.storage.frame import (ContiguousFrame, FrameInfo, MemoryFrame, SparseFrame,
-                                  open_frame, parse_cframe)
+from ndpack.storage.frame import FrameInfo, MemoryFrame
+from ndpack.storage.framefile import ContiguousFrame, SparseFrame, open_frame, parse_cframe
 from ndpack.storage.meta import Meta, check_name, packb, vlmeta
 
 __all__ = ["SChunk", "open", "schunk_from_cframe", "remove_urlpath", "ChunkInfo"]
