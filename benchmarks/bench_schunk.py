@@ -1,4 +1,5 @@
-"""Super-chunk on disk: append throughput and random single-chunk read latency.
+"""Super-chunk on disk: append throughput, random single-chunk read latency, and
+save_array/load_array against np.save/np.load and python-blosc2.
 
 Both libraries, in one process, with the same parameters (LZ4 clevel 5, SHUFFLE,
 typesize 8, 2 threads): append N chunks of 1 MB (float64 ramps) to a contiguous frame
@@ -7,8 +8,12 @@ median and 99th percentile latency of ``decompress_chunk(i, dst)`` and of
 ``get_chunk(i)`` (the positioned read alone).  Ratios are python-blosc2 time / ndpack
 time, so > 1 means ndpack is faster.
 
-    python benchmarks/bench_schunk.py            # 10,000 chunks (10 GB logical)
-    python benchmarks/bench_schunk.py --quick    # 300 chunks (CI)
+The second part saves and loads 400 MB float64 arrays (arange, sin + noise, random)
+with ``ndpack.save_array``/``load_array`` (default cparams), ``np.save``/``np.load`` and
+``blosc2.save_array``/``load_array``, best of 3, files in the page cache.
+
+    python benchmarks/bench_schunk.py            # 10,000 chunks (10 GB logical), 400 MB arrays
+    python benchmarks/bench_schunk.py --quick    # 300 chunks, 40 MB arrays (CI)
 """
 
 from __future__ import annotations
@@ -72,6 +77,51 @@ def stats(x: np.ndarray) -> tuple[float, float]:
     return float(np.median(x) * 1e6), float(np.percentile(x, 99) * 1e6)
 
 
+def arrays(nbytes: int) -> dict[str, np.ndarray]:
+    n = nbytes // 8
+    rng = np.random.default_rng(0)
+    return {"arange": np.arange(n, dtype=np.float64),
+            "sin+noise": np.sin(np.arange(n) * 1e-4) + rng.normal(0, 1e-6, n),
+            "random": rng.random(n)}
+
+
+def _best(fn, reps=3) -> float:
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def bench_save_load(tmp: str, nbytes: int) -> None:
+    print(f"\nsave/load of {nbytes / 1e6:.0f} MB float64 (best of 3; times in ms; "
+          f"ratios = peer time / ndpack time, > 1: ndpack faster)")
+    print(f"{'input':<10}{'nd save':>9}{'np.save':>9}{'b2 save':>9}{'nd load':>9}{'np.load':>9}"
+          f"{'b2 load':>9}{'cratio':>8}  save vs np / b2   load vs np / b2")
+    for name, x in arrays(nbytes).items():
+        p_nd, p_np, p_b2 = (os.path.join(tmp, f"a.{ext}") for ext in ("b2frame", "npy", "b2f2"))
+        t = {"nd_save": _best(lambda: ndpack.save_array(x, p_nd)),
+             "np_save": _best(lambda: np.save(p_np, x))}
+        t["nd_load"] = _best(lambda: ndpack.load_array(p_nd))
+        t["np_load"] = _best(lambda: np.load(p_np))
+        assert np.array_equal(ndpack.load_array(p_nd), x)
+        if blosc2 is not None:
+            t["b2_save"] = _best(lambda: blosc2.save_array(x, p_b2, mode="w"))
+            t["b2_load"] = _best(lambda: blosc2.load_array(p_b2))
+        else:
+            t["b2_save"] = t["b2_load"] = float("nan")
+        cratio = x.nbytes / os.path.getsize(p_nd)
+        ms = {k: 1e3 * v for k, v in t.items()}
+        print(f"{name:<10}{ms['nd_save']:>9.0f}{ms['np_save']:>9.0f}{ms['b2_save']:>9.0f}"
+              f"{ms['nd_load']:>9.0f}{ms['np_load']:>9.0f}{ms['b2_load']:>9.0f}{cratio:>8.2f}"
+              f"  {t['np_save'] / t['nd_save']:>5.2f} / {t['b2_save'] / t['nd_save']:<5.2f}"
+              f"    {t['np_load'] / t['nd_load']:>5.2f} / {t['b2_load'] / t['nd_load']:<5.2f}")
+        for p in (p_nd, p_np, p_b2):
+            if os.path.exists(p):
+                os.remove(p)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="300 chunks, 500 reads")
@@ -121,6 +171,11 @@ def main(argv=None) -> int:
             print(f"ratio blosc2/{name}: append {ref['append'] / r['append']:.2f}x, "
                   f"decompress_chunk median {ref['dec'][0] / r['dec'][0]:.2f}x, "
                   f"get_chunk median {ref['raw'][0] / r['raw'][0]:.2f}x  (> 1: ndpack faster)")
+    tmp = tempfile.mkdtemp(prefix="bench_save_", dir=args.dir)
+    try:
+        bench_save_load(tmp, 40 * 10**6 if args.quick else 400 * 10**6)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 
