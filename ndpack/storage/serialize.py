@@ -181,16 +181,22 @@ def save_array(arr: np.ndarray, urlpath, chunksize: int | None = None, **kwargs)
     return save_tensor(arr, urlpath, chunksize, **kwargs)
 
 
+def _mmap_for(urlpath):
+    """Contiguous frames are read through mmap: chunks decode straight from the page
+    cache, without a copy into a fresh buffer first."""
+    return None if os.path.isdir(urlpath) else "r"
+
+
 def load_tensor(urlpath, dparams=None):
     """Load a tensor saved by :func:`save_tensor` (or python-blosc2's)."""
-    with open_schunk(urlpath, mode="r", dparams=dparams) as schunk:
+    with open_schunk(urlpath, mode="r", dparams=dparams, mmap_mode=_mmap_for(urlpath)) as schunk:
         kind, arr = _array_of(schunk)
     return _as_kind(kind, arr)
 
 
 def load_array(urlpath, dparams=None) -> np.ndarray:
     """Load a NumPy array saved by :func:`save_array` (or python-blosc2's)."""
-    with open_schunk(urlpath, mode="r", dparams=dparams) as schunk:
+    with open_schunk(urlpath, mode="r", dparams=dparams, mmap_mode=_mmap_for(urlpath)) as schunk:
         return _array_of(schunk)[1]
 
 
