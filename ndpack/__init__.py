@@ -14,7 +14,7 @@ True
 True
 """
 
-from ndpack import _core
+from . import _core
 from ndpack.chunks import (chunk_info, compress, compress2, decompress, decompress2,
                            get_cbuffer_sizes, get_clib)
 from ndpack.codecs import (Codec, CParams, DParams, Filter, SpecialValue, SplitMode, Tuner,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ndpack import _core
+from . import _core
 from ndpack.codecs import (Codec, CParams, Filter, SpecialValue, SplitMode, codec_name,
                            make_cparams, make_dparams)
 from ndpack.errors import ParameterError

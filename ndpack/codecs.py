@@ -19,7 +19,7 @@ import dataclasses
 import enum
 from collections.abc import Callable, Mapping
 
-from ndpack import _core
+from . import _core
 from ndpack.errors import CodecError, FilterError, ParameterError
 
 __all__ = [
