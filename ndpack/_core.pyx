@@ -69,6 +69,7 @@ cdef extern from "ndpack.h" nogil:
     const char *ndp_isa_name()
     int ndp_set_isa(const char *name)
     const char *ndp_codec_library_version(int compcode)
+    void ndp_advise_hugepages(void *p, size_t n)
 
 cdef extern from "Python.h":
     PyObject *_bytes_new "PyBytes_FromStringAndSize"(const char *v, Py_ssize_t n)
@@ -82,6 +83,7 @@ cdef PyObject *_new_bytes(Py_ssize_t n) except NULL:
     cdef PyObject *raw = _bytes_new(NULL, n)
     if raw == NULL:
         raise MemoryError(f"cannot allocate {n} bytes")
+    ndp_advise_hugepages(_bytes_data(raw), n)
     return raw
 
 

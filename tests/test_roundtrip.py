@@ -179,3 +179,19 @@ def test_skewed_matchless_streams_keep_ratio():
                                       typesize=typesize)
             assert len(ours) <= 1.03 * len(theirs)
             assert ndpack.decompress2(ours) == data.tobytes()
+
+
+def test_large_special_and_memcpyed_chunks_decode_in_pieces():
+    """Special and memcpyed chunks are produced in 1 MiB pieces by several threads;
+    the value pattern must keep its phase across pieces (3-byte values here)."""
+    value = b"\x01\x02\x03"
+    c = ndpack.chunks.special_chunk(ndpack.SpecialValue.VALUE, 3 * 1_000_001, 3, value=value)
+    for nthreads in (1, 2, 3):
+        assert ndpack.decompress2(c, nthreads=nthreads) == value * 1_000_001
+    data = np.random.default_rng(2).integers(0, 256, 5_000_003, dtype=np.uint8)
+    c = ndpack.compress2(data, clevel=0, typesize=1, nthreads=2)
+    assert ndpack.chunk_info(c)["memcpyed"]
+    for nthreads in (1, 2):
+        assert ndpack.decompress2(c, nthreads=nthreads) == data.tobytes()
+    nan = ndpack.chunks.special_chunk(ndpack.SpecialValue.NAN, 8 * 700_000, 8)
+    assert np.isnan(np.frombuffer(ndpack.decompress2(nan, nthreads=2))).all()

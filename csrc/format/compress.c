@@ -143,13 +143,32 @@ static void compress_block(void *ctx, int32_t j) {
   ndp_wr32(job->dst + job->bstarts_pos + 4 * j, at);
 }
 
+typedef struct {
+  const uint8_t *src;
+  uint8_t *dst;
+  int32_t n;
+} copyjob;
+
+#define COPY_PIECE (1 << 20)
+
+static void copy_piece(void *ctx, int32_t k) {
+  copyjob *c = (copyjob *)ctx;
+  int32_t off = k * COPY_PIECE;
+  int32_t len = c->n - off < COPY_PIECE ? c->n - off : COPY_PIECE;
+  memcpy(c->dst + off, c->src + off, (size_t)len);
+}
+
+/* Store the data uncompressed after the header (in parallel: on a fresh output
+ * buffer the page faults cost more than the copy). */
 static int32_t emit_memcpy(const uint8_t *src, int32_t nbytes, uint8_t *dst, int32_t dstsize,
-                           ndp_error *err) {
+                           int nthreads, ndp_error *err) {
   if ((int64_t)nbytes + NDP_EXT_HEADER > dstsize)
     return ndp_fail(err, NDP_ERR_DEST_SIZE,
                     "destination of %d bytes cannot hold %d bytes stored uncompressed",
                     (int)dstsize, (int)(nbytes + NDP_EXT_HEADER));
-  if (nbytes > 0) memcpy(dst + NDP_EXT_HEADER, src, (size_t)nbytes);
+  copyjob c = {src, dst + NDP_EXT_HEADER, nbytes};
+  ndp_parallel_for(nthreads, (int32_t)(((int64_t)nbytes + COPY_PIECE - 1) / COPY_PIECE),
+                   copy_piece, &c);
   dst[2] |= 0x02;
   dst[31] &= (uint8_t)~0x01;   /* no dictionary in a memcpyed chunk */
   ndp_wr32(dst + 12, nbytes + NDP_EXT_HEADER);
@@ -233,7 +252,7 @@ int32_t ndp_compress(const ndp_cparams *cp, const void *src_, int32_t srcsize, v
     ndp_write_header(dst, 5, 0x05, cp->typesize, nbytes, blocksize, NDP_EXT_HEADER);
     memcpy(dst + 16, cp->filters, NDP_NFILTERS);
     dst[22] = (uint8_t)cp->compcode;
-    return emit_memcpy(src, nbytes, dst, dstsize, err);
+    return emit_memcpy(src, nbytes, dst, dstsize, cp->nthreads, err);
   }
   int split = ndp_split_rule(cp, ts, blocksize) && blocksize % ts == 0;
   int flags = 0x05 | (has_delta ? 0x08 : 0) | (split ? 0 : 0x10) |
@@ -290,7 +309,7 @@ int32_t ndp_compress(const ndp_cparams *cp, const void *src_, int32_t srcsize, v
   ndp_cdict_free(&cdict);
 
   if (atomic_load(&job.failed)) return ndp_fail(err, job.err.code, "%s", job.err.msg);
-  if (atomic_load(&job.overflow)) return emit_memcpy(src, nbytes, dst, dstsize, err);
+  if (atomic_load(&job.overflow)) return emit_memcpy(src, nbytes, dst, dstsize, cp->nthreads, err);
   if (atomic_load(&job.all_zero)) {
     ndp_wr32(dst + 12, NDP_EXT_HEADER);
     dst[31] = NDP_SPECIAL_ZERO << 4;

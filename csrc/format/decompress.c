@@ -240,6 +240,18 @@ static void whole_task(void *ctx, int32_t t) {
     djob_fail(job, &e);
 }
 
+/* Memcpyed and special chunks are produced in 1 MiB pieces, in parallel: on a
+ * fresh destination the page faults cost more than the copy or the fill. */
+#define PIECE (1 << 20)
+
+static void piece_task(void *ctx, int32_t k) {
+  djob *job = (djob *)ctx;
+  int32_t off = k * PIECE;
+  int32_t len = job->ci.nbytes - off < PIECE ? job->ci.nbytes - off : PIECE;
+  if (job->ci.special) fill_special(job, off, len, job->dst + off);
+  else memcpy(job->dst + off, job->src + job->ci.header_len + off, (size_t)len);
+}
+
 int32_t ndp_decompress(const void *src, int32_t srcsize, void *dst_, int32_t dstsize,
                        int nthreads, ndp_error *err) {
   uint8_t *dst = (uint8_t *)dst_;
@@ -253,10 +265,10 @@ int32_t ndp_decompress(const void *src, int32_t srcsize, void *dst_, int32_t dst
                       (int)dstsize, (int)ci->nbytes);
   } else if (ci->nbytes == 0) {
     /* nothing to do */
-  } else if (ci->special) {
-    fill_special(&job, 0, ci->nbytes, dst);
-  } else if (ci->memcpyed) {
-    memcpy(dst, job.src + ci->header_len, (size_t)ci->nbytes);
+  } else if (ci->special || ci->memcpyed) {
+    job.dst = dst;
+    ndp_parallel_for(nthreads, (int32_t)(((int64_t)ci->nbytes + PIECE - 1) / PIECE), piece_task,
+                     &job);
   } else if (ci->vlblocks) {
     result = decode_vl(&job, dst, err);
   } else {

@@ -154,6 +154,11 @@ int ndp_codec_available(int compcode);
 int ndp_get_nthreads(void);          /* process default */
 int ndp_set_nthreads(int n);         /* returns the previous value */
 
+/* ---- memory ---- */
+/* Hint that a large buffer about to be written should use huge pages (no-op
+ * where unsupported or for buffers under 4 MiB). */
+void ndp_advise_hugepages(void *p, size_t n);
+
 /* ---- configuration ---- */
 const char *ndp_isa_name(void);      /* "scalar", "sse2", "avx2" */
 int ndp_set_isa(const char *name);   /* tests: 0 ok, -1 not available */
