@@ -21,9 +21,12 @@ from ndpack.codecs import (Codec, CParams, DParams, Filter, SpecialValue, SplitM
                            compressor_list, register_codec, register_filter, set_nthreads)
 from ndpack.errors import (CallbackError, CodecError, FilterError, FormatError, NdpackError,
                            ParameterError)
-from ndpack.storage import (SChunk, load_array, load_tensor, open, pack, pack_array2,
-                            pack_tensor, remove_urlpath, save_array, save_tensor,
-                            schunk_from_cframe, unpack, unpack_array2, unpack_tensor)
+from ndpack.storage import (NDArray, SChunk, arange, array, asarray, compute_chunks_blocks,
+                            copy, empty, empty_like, frombuffer, full, full_like, linspace,
+                            load_array, load_tensor, nans, ndarray_from_cframe, ones, ones_like,
+                            open, pack, pack_array2, pack_tensor, remove_urlpath, save_array,
+                            save_tensor, schunk_from_cframe, uninit, unpack, unpack_array2,
+                            unpack_tensor, zeros, zeros_like)
 
 __version__ = "0.1.0"
 
@@ -38,6 +41,9 @@ __all__ = [
     "SChunk", "open", "schunk_from_cframe", "remove_urlpath", "pack_array2", "unpack_array2",
     "save_array", "load_array", "pack_tensor", "unpack_tensor", "save_tensor", "load_tensor",
     "pack", "unpack",
+    "NDArray", "compute_chunks_blocks", "empty", "zeros", "ones", "full", "nans", "uninit",
+    "arange", "linspace", "asarray", "array", "frombuffer", "copy", "empty_like", "zeros_like",
+    "ones_like", "full_like", "ndarray_from_cframe",
 ]
 
 

@@ -1,9 +1,15 @@
-"""Storage layer: super-chunks, frames, metadata (and, later, NDArray and stores).
+"""Storage layer: super-chunks, frames, metadata, NDArray and its constructors.
 
 Imports point down only: storage uses the binding (``ndpack._core``, ``ndpack.chunks``,
 ``ndpack.codecs``), never ``ndpack.engine``.
 """
 
+from ndpack.storage.constructors import (arange, array, asarray, copy, empty, empty_like,
+                                         frombuffer, full, full_like, linspace, nans,
+                                         ndarray_from_cframe, ones, ones_like, uninit, zeros,
+                                         zeros_like)
+from ndpack.storage.grid import compute_chunks_blocks
+from ndpack.storage.ndarray import NDArray
 from ndpack.storage.schunk import SChunk, open, remove_urlpath, schunk_from_cframe
 from ndpack.storage.serialize import (load_array, load_tensor, pack, pack_array2, pack_tensor,
                                       save_array, save_tensor, unpack, unpack_array2,
@@ -12,4 +18,8 @@ from ndpack.storage.serialize import (load_array, load_tensor, pack, pack_array2
 __all__: list[str] = ["SChunk", "open", "schunk_from_cframe", "remove_urlpath",
                       "pack_array2", "unpack_array2", "save_array", "load_array",
                       "pack_tensor", "unpack_tensor", "save_tensor", "load_tensor",
-                      "pack", "unpack"]
+                      "pack", "unpack",
+                      "NDArray", "compute_chunks_blocks", "empty", "zeros", "ones", "full",
+                      "nans", "uninit", "arange", "linspace", "asarray", "array", "frombuffer",
+                      "copy", "empty_like", "zeros_like", "ones_like", "full_like",
+                      "ndarray_from_cframe"]

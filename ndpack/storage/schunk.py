@@ -531,10 +531,11 @@ def schunk_from_cframe(cframe, copy: bool = False) -> SChunk:
 
 
 def open(urlpath, mode: str = "a", offset: int = 0,  # noqa: A001  (python-blosc2's name)
-         mmap_mode=None, **kwargs) -> SChunk:
-    """Open a frame on disk (contiguous file or sparse directory) as an :class:`SChunk`.
+         mmap_mode=None, **kwargs):
+    """Open a frame on disk (contiguous file or sparse directory).
 
-    Frames with a ``b2nd`` metalayer also open as an SChunk for now.
+    A frame with a ``b2nd`` metalayer opens as an
+    :class:`~ndpack.storage.ndarray.NDArray`, any other as an :class:`SChunk`.
 
     Parameters
     ----------
@@ -574,7 +575,12 @@ def open(urlpath, mode: str = "a", offset: int = 0,  # noqa: A001  (python-blosc
     if kwargs:
         raise ParameterError(f"unknown open() argument(s) {sorted(kwargs)}")
     frame = open_frame(urlpath, mode, offset, mmap_mode)
-    return SChunk._from_frame(frame, urlpath=urlpath, mode=mode, dparams=dparams)
+    schunk = SChunk._from_frame(frame, urlpath=urlpath, mode=mode, dparams=dparams)
+    if "b2nd" in frame.meta:
+        from ndpack.storage.ndarray import NDArray   # ndarray builds on this module
+
+        return NDArray(schunk)
+    return schunk
 
 
 def remove_urlpath(path) -> None:

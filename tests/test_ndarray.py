@@ -1,0 +1,362 @@
+"""NDArray against NumPy: random shapes, layouts, dtypes and keys (hypothesis)."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ndpack.codecs import SpecialValue
+from ndpack.storage import (
+    NDArray,
+    arange,
+    asarray,
+    copy,
+    empty,
+    empty_like,
+    frombuffer,
+    full,
+    full_like,
+    linspace,
+    nans,
+    ndarray_from_cframe,
+    ones,
+    ones_like,
+    uninit,
+    zeros,
+    zeros_like,
+)
+from ndpack.storage import open as nd_open
+
+DTYPES = ["i1", "u2", "i4", "i8", "f4", "f8", "c16", "?", "S3", "U2", ">i4",
+          [("a", "<i2"), ("b", "<f4")]]
+
+
+@st.composite
+def layouts(draw, max_nd=4, max_size=9):
+    nd = draw(st.integers(0, max_nd))
+    shape = tuple(draw(st.integers(0, max_size)) for _ in range(nd))
+    chunks = tuple(draw(st.integers(1, max(s, 1) + 1)) for s in shape)
+    blocks = tuple(draw(st.integers(1, c)) for c in chunks)
+    return shape, chunks, blocks
+
+
+def _slice_key(draw, n):
+    kind = draw(st.sampled_from(["int", "slice", "slice", "full"]))
+    if kind == "int" and n:
+        return draw(st.integers(-n, n - 1))
+    if kind == "full":
+        return slice(None)
+    start = draw(st.none() | st.integers(-n - 2, n + 2))
+    stop = draw(st.none() | st.integers(-n - 2, n + 2))
+    step = draw(st.none() | st.sampled_from([1, 2, 3, 5, -1, -2, -4]))
+    return slice(start, stop, step)
+
+
+@st.composite
+def keys(draw, shape):
+    key = [_slice_key(draw, n) for n in shape]
+    if draw(st.booleans()) and key:
+        cut = draw(st.integers(0, len(key)))
+        key = key[:cut] + [Ellipsis]
+    if draw(st.integers(0, 4)) == 0:
+        key.insert(draw(st.integers(0, len(key))), None)
+    return tuple(key)
+
+
+def _data(shape, dtype, seed=0):
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(seed)
+    raw = rng.integers(0, 256, size=int(np.prod(shape)) * dt.itemsize, dtype=np.uint8)
+    if dt.kind in "fc":
+        return rng.standard_normal(shape).astype(dt)
+    if dt.kind == "b":
+        return rng.integers(0, 2, shape).astype(dt)
+    if dt.kind == "U":
+        return rng.choice(np.array(["", "a", "bc", "xyz"]), size=shape).astype(dt)
+    return np.frombuffer(raw.tobytes(), dt).reshape(shape).copy()
+
+
+def _eq(a, b):
+    assert a.shape == b.shape and a.dtype == b.dtype
+    assert a.tobytes() == b.tobytes()
+
+
+@given(layouts(), st.sampled_from(DTYPES), st.data())
+def test_getitem_matches_numpy(layout, dtype, data):
+    shape, chunks, blocks = layout
+    ref = _data(shape, dtype)
+    a = asarray(ref, chunks=chunks, blocks=blocks)
+    assert (a.shape, a.chunks, a.blocks, a.dtype) == (shape, chunks, blocks, ref.dtype)
+    _eq(a[...], ref)
+    for _ in range(3):
+        key = data.draw(keys(shape))
+        _eq(a[key], np.asarray(ref[key], dtype=ref.dtype))
+
+
+@given(layouts(max_nd=3), st.sampled_from(DTYPES), st.data())
+def test_setitem_matches_numpy(layout, dtype, data):
+    shape, chunks, blocks = layout
+    ref = _data(shape, dtype, 1)
+    a = asarray(ref, chunks=chunks, blocks=blocks)
+    for i in range(2):
+        key = data.draw(keys(shape))
+        sel_shape = ref[key].shape
+        if data.draw(st.booleans()) and sel_shape:
+            value = _data(sel_shape[-1:], dtype, i + 2)          # broadcast along rows
+        else:
+            value = _data(sel_shape, dtype, i + 2)
+        ref[key] = value
+        a[key] = value
+        _eq(a[...], ref)
+    # padding stays zero and the array survives a frame round trip
+    _eq(ndarray_from_cframe(a.to_cframe())[...], ref)
+
+
+@given(layouts(max_nd=3), st.data())
+def test_resize_keeps_data(layout, data):
+    shape, chunks, blocks = layout
+    if 0 in shape:
+        return
+    ref = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape) + 1
+    a = asarray(ref, chunks=chunks, blocks=blocks)
+    for _ in range(2):
+        new = tuple(data.draw(st.integers(1, 12)) for _ in shape)
+        a.resize(new)
+        grown = np.zeros(new, np.int32)
+        common = tuple(slice(0, min(x, y)) for x, y in zip(ref.shape, new))
+        grown[common] = ref[common]
+        ref = grown
+        _eq(a[...], ref)
+        assert a.schunk.nchunks == int(np.prod([-(-s // c) for s, c in zip(new, chunks)]))
+
+
+def test_setitem_cast_and_broadcast_across_chunks():
+    a = zeros((7, 5), dtype="i4", chunks=(3, 2), blocks=(2, 1))
+    a[1:6, 1:] = 2.7                     # float -> int, scalar broadcast
+    a[:, 0] = np.arange(7)
+    ref = np.zeros((7, 5), "i4")
+    ref[1:6, 1:] = 2
+    ref[:, 0] = np.arange(7)
+    _eq(a[:], ref)
+    with pytest.raises(ValueError, match=r"shape \(3,\)"):
+        a[0, :] = np.arange(3)
+
+
+def test_all_zero_chunks_become_special():
+    a = asarray(np.arange(1, 17, dtype="f8").reshape(4, 4), chunks=(2, 2), blocks=(1, 2))
+    assert all(i.special == SpecialValue.NOT_SPECIAL for i in a.iterchunks_info())
+    a[:2, :2] = 0
+    infos = list(a.iterchunks_info())
+    assert infos[0].special == SpecialValue.ZERO and infos[0].coords == (0, 0)
+    assert [i.special for i in infos[1:]] == [SpecialValue.NOT_SPECIAL] * 3
+
+
+@pytest.mark.parametrize("make,special,expected", [
+    (lambda **k: zeros((10, 6), "f8", **k), SpecialValue.ZERO, 0.0),
+    (lambda **k: empty((10, 6), "f8", **k), SpecialValue.ZERO, 0.0),
+    (lambda **k: uninit((10, 6), "f8", **k), SpecialValue.UNINIT, None),
+    (lambda **k: nans((10, 6), "f4", **k), SpecialValue.NAN, np.nan),
+    (lambda **k: full((10, 6), 2.5, **k), SpecialValue.VALUE, 2.5),
+    (lambda **k: ones((10, 6), "i2", **k), SpecialValue.VALUE, 1),
+])
+def test_special_constructors_store_no_data(tmp_path, make, special, expected):
+    a = make(chunks=(4, 4), blocks=(2, 2), urlpath=tmp_path / "s.b2nd", mode="w")
+    assert a.schunk.nchunks == 6
+    assert {i.special for i in a.iterchunks_info()} == {special}
+    assert a.cbytes <= 6 * 40                     # headers only
+    if expected is not None:
+        np.testing.assert_array_equal(a[...], np.full((10, 6), expected, a.dtype))
+    b = nd_open(tmp_path / "s.b2nd")
+    assert isinstance(b, NDArray) and b.shape == (10, 6)
+    b[9, 5] = 3
+    assert nd_open(tmp_path / "s.b2nd", mode="r")[9, 5] == 3
+
+
+def test_like_constructors_and_copy():
+    a = arange(24, shape=(4, 6), chunks=(2, 4), blocks=(1, 2))
+    for b in (empty_like(a), zeros_like(a), ones_like(a, dtype="f4"), full_like(a, 9)):
+        assert b.shape == a.shape and (b.chunks, b.blocks) == (a.chunks, a.blocks)
+    assert ones_like(a, dtype="f4")[0, 0] == 1 and full_like(a, 9)[3, 5] == 9
+    a.vlmeta["v"] = [1, "x"]
+    c = copy(a)
+    assert c.vlmeta["v"] == [1, "x"]
+    c[0, 0] = 100
+    assert a[0, 0] == 0 and c[0, 0] == 100
+    d = a.copy(dtype="f8", chunks=(3, 3), blocks=(3, 1))
+    _eq(d[...], np.arange(24.).reshape(4, 6))
+    _eq(a.T[...], np.arange(24).reshape(4, 6).T)
+    s = a.slice((slice(3, 0, -1), None, slice(1, 6, 2)))
+    _eq(s[...], np.arange(24).reshape(4, 6)[3:0:-1, None, 1:6:2])
+
+
+def test_arange_linspace_frombuffer():
+    _eq(arange(3, 50, 4, chunks=(5,), blocks=(2,))[...], np.arange(3, 50, 4))
+    _eq(arange(10, -7, -3)[...], np.arange(10, -7, -3))
+    np.testing.assert_allclose(arange(0.5, 3.0, 0.1)[...], np.arange(0.5, 3.0, 0.1))
+    _eq(arange(60, shape=(3, 4, 5), chunks=(2, 3, 2), blocks=(1, 2, 2))[...],
+        np.arange(60).reshape(3, 4, 5))
+    for args in [(0, 1, 11), (-3, 7, 50, False), (2, 2, 1), (1, 5, 0)]:
+        np.testing.assert_array_equal(
+            linspace(*args[:3], endpoint=args[3] if len(args) > 3 else True)[...],
+            np.linspace(*args[:3], endpoint=args[3] if len(args) > 3 else True))
+    _eq(frombuffer(bytes(range(24)), (2, 3), dtype="<i4")[...],
+        np.frombuffer(bytes(range(24)), "<i4").reshape(2, 3))
+
+
+def test_zero_d_and_zero_size():
+    a = asarray(np.float32(3.5))
+    assert a.shape == () and a.ndim == 0 and a.schunk.nchunks == 1
+    assert a[()].shape == () and float(a[()]) == 3.5
+    a[()] = 1
+    assert float(np.asarray(a)) == 1.0
+    with pytest.raises(TypeError, match="0-d"):
+        len(a)
+    z = zeros((3, 0, 2), "i4")
+    assert z.schunk.nchunks == 0 and z[...].shape == (3, 0, 2)
+    assert z[1:, :, 1].shape == (2, 0)
+    z[...] = 5                                   # nothing to write
+
+
+def test_protocols():
+    ref = np.arange(10).reshape(5, 2)
+    a = asarray(ref, chunks=(2, 2), blocks=(1, 1))
+    assert len(a) == 5 and [x.tolist() for x in a] == ref.tolist()
+    assert np.asarray(a, dtype="f4").dtype == np.float32
+    assert "NDArray" in repr(a) and "chunks" in a.info
+    assert a.size == 10 and a.nbytes == 80 and a.cratio > 0 and a.ext_shape == (6, 2)
+    assert a.get_chunk(0)[:1] in (b"\x05", b"\x04")
+
+
+def test_bad_input_names_the_value(tmp_path):
+    with pytest.raises(ValueError, match=r"blocks \(5, 1\) are larger than chunks \(4, 4\)"):
+        zeros((10, 10), chunks=(4, 4), blocks=(5, 1))
+    with pytest.raises(ValueError, match="-3"):
+        zeros((10, -3))
+    with pytest.raises(ValueError, match=r"chunks \(4,\) has 1 dimensions"):
+        zeros((10, 10), chunks=(4,), blocks=(2,))
+    a = arange(10)
+    with pytest.raises(IndexError, match="index 10 is out of bounds"):
+        a[10]
+    with pytest.raises(IndexError, match="index -11"):
+        a[-11] = 0
+    with pytest.raises(IndexError, match="too many indices"):
+        a[1, 2]
+    with pytest.raises(TypeError, match="'x'"):
+        a["x"]
+    with pytest.raises(ValueError, match=r"new shape \(3, 3\) has 2 dimensions"):
+        a.resize((3, 3))
+    with pytest.raises(ValueError, match="negative"):
+        a.resize((-1,))
+    with pytest.raises(ValueError, match="floating-point"):
+        nans(3, dtype="i4")
+    with pytest.raises(TypeError, match="object"):
+        asarray(np.array([1, None], dtype=object))
+    zeros(3, urlpath=tmp_path / "x.b2nd")
+    with pytest.raises(FileExistsError, match="x.b2nd"):
+        zeros(3, urlpath=tmp_path / "x.b2nd")
+    r = nd_open(tmp_path / "x.b2nd", mode="r")
+    with pytest.raises(ValueError, match="mode 'r'"):
+        r[0] = 1
+
+
+class _Spy:
+    def __init__(self, monkeypatch):
+        import ndpack.storage.ndarray as mod
+        self.whole, self.blocks = [], []
+        real_whole, real_blocks = mod.decompress2, mod.decompress_blocks
+
+        def whole(src, *a, **k):
+            self.whole.append(1)
+            return real_whole(src, *a, **k)
+
+        def blocks(src, ids, *a, **k):
+            self.blocks.append(list(ids))
+            return real_blocks(src, ids, *a, **k)
+
+        monkeypatch.setattr(mod, "decompress2", whole)
+        monkeypatch.setattr(mod, "decompress_blocks", blocks)
+
+
+def test_reads_decode_only_touched_chunks_and_blocks(monkeypatch):
+    ref = np.arange(24 * 30, dtype="i4").reshape(24, 30)
+    a = asarray(ref, chunks=(8, 10), blocks=(2, 5))         # 3x3 chunks, 4x2 blocks each
+    spy = _Spy(monkeypatch)
+    _eq(a[3, 12], ref[3, 12])
+    assert spy.whole == [] and spy.blocks == [[2]]          # block (1, 0) of chunk (0, 1)
+    _eq(a[0:2, 0:10], ref[0:2, 0:10])
+    assert spy.blocks[-1] == [0, 1]
+    _eq(a[:8, :10], ref[:8, :10])                            # whole chunk: plain decode
+    assert spy.whole == [1]
+    spy.blocks.clear()
+    _eq(a[1:23:7, 4], ref[1:23:7, 4])              # rows 1 | 8, 15 | 22 of chunk rows 0 | 1 | 2
+    assert spy.blocks == [[0], [0, 6], [6]]
+
+
+def test_special_chunks_answer_without_decoding(monkeypatch):
+    a = full((20, 20), 3, dtype="i2", chunks=(10, 10), blocks=(5, 5))
+    z = zeros((20, 20), chunks=(10, 10), blocks=(5, 5))
+    spy = _Spy(monkeypatch)
+    assert a[3:17, 2].tolist() == [3] * 14 and z[5, 5] == 0
+    assert spy.whole == [] and spy.blocks == []
+
+
+def test_writes_touch_only_their_chunks(monkeypatch):
+    a = arange(100, shape=(10, 10), chunks=(5, 5), blocks=(5, 5))
+    seen = []
+    real = a.schunk.update_chunk
+    monkeypatch.setattr(a.schunk, "update_chunk", lambda n, c: (seen.append(n), real(n, c)))
+    a[6:8, 1:3] = -1
+    assert seen == [2]
+    a[4:6, 4:6] = 0
+    assert sorted(seen[1:]) == [0, 1, 2, 3]
+
+
+def test_save_open_sparse_and_properties(tmp_path):
+    ref = np.linspace(0, 1, 35).reshape(5, 7)
+    a = asarray(ref, chunks=(2, 3), blocks=(1, 2), meta={"units": "m"})
+    a.vlmeta["note"] = "x"
+    a.save(tmp_path / "a.b2nd")
+    b = nd_open(tmp_path / "a.b2nd", mode="r")
+    _eq(b[...], ref)
+    assert b.meta["units"] == "m" and b.vlmeta["note"] == "x"
+    a.save(tmp_path / "s.b2nd", contiguous=False)
+    c = nd_open(tmp_path / "s.b2nd")
+    _eq(c[...], ref)
+    assert c.vlmeta["note"] == "x" and c.meta["units"] == "m" and not c.schunk.contiguous
+    c[0] = 7
+    assert nd_open(tmp_path / "s.b2nd")[0, 6] == 7
+    assert a.chunksize == 2 * 4 * 8 and a.blocksize == 2 * 8 and a.urlpath is None
+    assert b.urlpath == str(tmp_path / "a.b2nd")
+
+
+def test_resize_through_zero_and_zero_chunks():
+    a = asarray(np.ones((3, 5)), chunks=(2, 5), blocks=(1, 5))
+    a.resize((0, 5))
+    assert a.schunk.nchunks == 0 and a[...].shape == (0, 5)
+    a.resize((3, 5))
+    _eq(a[...], np.zeros((3, 5)))
+    f = full((5, 3), 7, chunks=(2, 2), blocks=(1, 1))     # value chunks: padding holds 7
+    f.resize((7, 4))
+    expected = np.zeros((7, 4), int)
+    expected[:5, :3] = 7
+    _eq(f[...], expected)
+    with pytest.raises(ValueError, match=r"zero-sized chunks \(0, 5\)"):
+        zeros((0, 5)).resize((3, 5))
+
+
+def test_asarray_reads_foreign_objects_chunk_by_chunk():
+    ref = np.arange(3 * 50 * 40, dtype="u2").reshape(3, 50, 40)
+
+    class Foreign:                      # h5py/zarr-like: shape, dtype, __getitem__
+        shape, dtype = ref.shape, ref.dtype
+        largest = 0
+
+        def __getitem__(self, key):
+            out = ref[key]
+            Foreign.largest = max(Foreign.largest, out.size)
+            return out
+
+    a = asarray(Foreign(), chunks=(1, 20, 40), blocks=(1, 5, 8))
+    _eq(a[...], ref)
+    assert Foreign.largest == 20 * 40                  # one chunk at a time
+    _eq(np.asarray(a, copy=True), ref)
