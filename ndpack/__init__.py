@@ -22,11 +22,11 @@ from ndpack.codecs import (Codec, CParams, DParams, Filter, SpecialValue, SplitM
 from ndpack.errors import (CallbackError, CodecError, FilterError, FormatError, NdpackError,
                            ParameterError)
 from ndpack.storage import (NDArray, SChunk, arange, array, asarray, compute_chunks_blocks,
-                            copy, empty, empty_like, frombuffer, full, full_like, linspace,
-                            load_array, load_tensor, nans, ndarray_from_cframe, ones, ones_like,
-                            open, pack, pack_array2, pack_tensor, remove_urlpath, save_array,
-                            save_tensor, schunk_from_cframe, uninit, unpack, unpack_array2,
-                            unpack_tensor, zeros, zeros_like)
+                            copy, empty, empty_like, eye, frombuffer, fromiter, full, full_like,
+                            linspace, load, load_array, load_tensor, nans, ndarray_from_cframe,
+                            ones, ones_like, open, pack, pack_array2, pack_tensor, remove_urlpath,
+                            save, save_array, save_tensor, schunk_from_cframe, uninit, unpack,
+                            unpack_array2, unpack_tensor, zeros, zeros_like)
 
 __version__ = "0.1.0"
 
@@ -43,7 +43,7 @@ __all__ = [
     "pack", "unpack",
     "NDArray", "compute_chunks_blocks", "empty", "zeros", "ones", "full", "nans", "uninit",
     "arange", "linspace", "asarray", "array", "frombuffer", "copy", "empty_like", "zeros_like",
-    "ones_like", "full_like", "ndarray_from_cframe",
+    "ones_like", "full_like", "ndarray_from_cframe", "eye", "fromiter", "save", "load",
 ]
 
 

@@ -125,15 +125,15 @@ def test_trailer_and_header_fields():
 
 def test_paths_and_modes(tmp_path):
     with pytest.raises(FileNotFoundError):
-        ndpack.open(tmp_path / "missing.b2frame")
+        ndpack.open(tmp_path / "missing.b2frame", mode="a")
     d = tmp_path / "plain_dir"
     d.mkdir()
     with pytest.raises(FormatError, match="not a sparse frame"):
-        ndpack.open(d)
+        ndpack.open(d, mode="a")
     junk = tmp_path / "junk.b2frame"
     junk.write_bytes(b"hello world" * 20)
     with pytest.raises(FormatError, match="magic"):
-        ndpack.open(junk)
+        ndpack.open(junk, mode="a")
     p = tmp_path / "ok.b2frame"
     ndpack.SChunk(chunksize=400, data=np.arange(200, dtype=np.int32), urlpath=p).close()
     with pytest.raises(FileExistsError):
@@ -162,7 +162,7 @@ def test_crash_consistency_truncation(tmp_path, contiguous):
     target = p if contiguous else p / "chunks.b2frame"
     before = target.read_bytes()
     old = ndpack.open(p, mode="r")[:]
-    s = ndpack.open(p)
+    s = ndpack.open(p, mode="a")
     s.append_data(np.arange(100, dtype=np.int32) - 1)
     s.close()
     after = target.read_bytes()
@@ -182,7 +182,7 @@ def test_embedded_frame_writes(tmp_path):
     p = tmp_path / "emb.bin"
     s = ndpack.SChunk(chunksize=400, cparams={"typesize": 4}, data=np.arange(300, dtype=np.int32))
     p.write_bytes(b"H" * 100 + s.to_cframe())
-    e = ndpack.open(p, offset=100)
+    e = ndpack.open(p, offset=100, mode="a")
     e.append_data(np.arange(100, dtype=np.int32))
     e.vlmeta["a"] = 1
     e.close()
@@ -191,7 +191,7 @@ def test_embedded_frame_writes(tmp_path):
     e.close()
     with p.open("ab") as fh:
         fh.write(b"tail")
-    e = ndpack.open(p, offset=100)
+    e = ndpack.open(p, offset=100, mode="a")
     with pytest.raises(ParameterError, match="embedded"):
         e.append_data(np.arange(100, dtype=np.int32))
 
@@ -226,7 +226,7 @@ def test_crash_during_append(tmp_path, monkeypatch, torn):
     real_pwrite, real_truncate = os.pwrite, os.ftruncate
     for k in range(5):                       # chunk, index, header, trailer, truncate
         p.write_bytes(pristine)
-        s = ndpack.open(p)
+        s = ndpack.open(p, mode="a")
         calls = {"n": 0}
 
         def pwrite(fd, data, pos, calls=calls, k=k):

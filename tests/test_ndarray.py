@@ -1,6 +1,8 @@
 """NDArray against NumPy: random shapes, layouts, dtypes and keys (hypothesis)."""
 
 import numpy as np
+
+import ndpack
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -166,7 +168,7 @@ def test_special_constructors_store_no_data(tmp_path, make, special, expected):
     assert a.cbytes <= 6 * 40                     # headers only
     if expected is not None:
         np.testing.assert_array_equal(a[...], np.full((10, 6), expected, a.dtype))
-    b = nd_open(tmp_path / "s.b2nd")
+    b = nd_open(tmp_path / "s.b2nd", mode="a")
     assert isinstance(b, NDArray) and b.shape == (10, 6)
     b[9, 5] = 3
     assert nd_open(tmp_path / "s.b2nd", mode="r")[9, 5] == 3
@@ -320,7 +322,7 @@ def test_save_open_sparse_and_properties(tmp_path):
     _eq(b[...], ref)
     assert b.meta["units"] == "m" and b.vlmeta["note"] == "x"
     a.save(tmp_path / "s.b2nd", contiguous=False)
-    c = nd_open(tmp_path / "s.b2nd")
+    c = nd_open(tmp_path / "s.b2nd", mode="a")
     _eq(c[...], ref)
     assert c.vlmeta["note"] == "x" and c.meta["units"] == "m" and not c.schunk.contiguous
     c[0] = 7
@@ -360,3 +362,43 @@ def test_asarray_reads_foreign_objects_chunk_by_chunk():
     _eq(a[...], ref)
     assert Foreign.largest == 20 * 40                  # one chunk at a time
     _eq(np.asarray(a, copy=True), ref)
+
+
+# --- eye, fromiter, save/load, append --------------------------------------------------
+
+@pytest.mark.parametrize("n,m,k", [(5, 5, 0), (4, 7, 2), (7, 4, -3), (3, 3, 5)])
+def test_eye_matches_numpy(n, m, k):
+    a = ndpack.eye(n, m, k=k, dtype=np.int16, chunks=(2, 3), blocks=(1, 2))
+    np.testing.assert_array_equal(a[:], np.eye(n, m, k=k, dtype=np.int16))
+
+
+def test_fromiter_matches_numpy():
+    ref = np.arange(7 * 5 * 3, dtype=np.float32).reshape(7, 5, 3)
+    a = ndpack.fromiter(iter(ref.ravel().tolist()), ref.shape, np.float32, chunks=(3, 2, 3))
+    np.testing.assert_array_equal(a[:], ref)
+    with pytest.raises(ValueError):
+        ndpack.fromiter(iter(range(5)), (10,), np.int64)   # iterable too short
+
+
+def test_save_load_roundtrip(tmp_path):
+    a = ndpack.asarray(np.arange(100.0).reshape(10, 10), chunks=(4, 4), blocks=(2, 2))
+    a.vlmeta["units"] = "K"
+    for contiguous in (True, False):
+        path = tmp_path / f"s{contiguous}.b2nd"
+        ndpack.save(a, path, contiguous=contiguous)
+        b = ndpack.load(path)
+        assert b.urlpath is None and b.vlmeta["units"] == "K"
+        np.testing.assert_array_equal(b[:], a[:])
+        ndpack.save(a, path, contiguous=contiguous)          # overwrite
+        np.testing.assert_array_equal(ndpack.open(path)[:], a[:])
+
+
+def test_append_1d_and_interop(tmp_path):
+    blosc2 = pytest.importorskip("blosc2")
+    path = tmp_path / "ap.b2nd"
+    a = ndpack.asarray(np.arange(10), chunks=(4,), blocks=(2,), urlpath=path, mode="w")
+    assert a.append(np.array([100, 101, 102])) == 13
+    np.testing.assert_array_equal(a[:], np.r_[np.arange(10), 100, 101, 102])
+    np.testing.assert_array_equal(blosc2.open(str(path))[:], a[:])
+    with pytest.raises(ValueError, match="1-D"):
+        ndpack.zeros((2, 2)).append([1])

@@ -82,7 +82,7 @@ def test_python_blosc2_file_in_ndpack(tmp_path, dtype, layout):
     ref = _data(shape, dtype)
     path = str(tmp_path / "b.b2nd")
     blosc2.asarray(ref, chunks=chunks, blocks=blocks, urlpath=path, mode="w")
-    a = nd_open(path)
+    a = nd_open(path, mode="a")
     assert (a.shape, a.chunks, a.blocks, a.dtype) == (shape, chunks, blocks, ref.dtype)
     for key in _keys(len(shape)):
         _eq(a[key], np.asarray(ref[key], dtype=ref.dtype))

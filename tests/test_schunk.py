@@ -26,7 +26,7 @@ def reopen(kind, s, tmp_path):
     if kind == "memory":
         return ndpack.schunk_from_cframe(s.to_cframe())
     s.close()
-    return ndpack.open(tmp_path / f"s_{kind}.b2frame")
+    return ndpack.open(tmp_path / f"s_{kind}.b2frame", mode="a")
 
 
 def chunk(i, n=CS_ITEMS):

@@ -60,7 +60,7 @@ def test_ndpack_written_blosc2_reads(tmp_path, nchunks, contiguous, edits):
     b.vlmeta["after"] = 1
     del b
     gc.collect()
-    s = ndpack.open(path)
+    s = ndpack.open(path, mode="a")
     model.append(data(5))
     assert s.nchunks == len(model) and s[:] == np.concatenate(model).tobytes()
     assert s.vlmeta.getall()["after"] == 1
@@ -75,7 +75,7 @@ def test_ndpack_written_blosc2_reads(tmp_path, nchunks, contiguous, edits):
 def test_blosc2_written_ndpack_reads(tmp_path, nchunks, contiguous, edits):
     path = tmp_path / "b2.b2frame"
     model = build(blosc2, path, nchunks, contiguous, edits)
-    s = ndpack.open(path)
+    s = ndpack.open(path, mode="a")
     assert s.nchunks == len(model)
     assert s[:] == np.concatenate(model).tobytes()
     assert s.vlmeta.getall() == {"name": "interop", "shape": (len(model), N_ITEMS)}
@@ -218,7 +218,7 @@ def test_meta_and_vlmeta_edits_on_disk(tmp_path):
     del b.vlmeta["a"]
     del b
     gc.collect()
-    s = ndpack.open(p)
+    s = ndpack.open(p, mode="a")
     assert s.meta.getall() == {"shape": (64,), "kind": "test"}
     assert s.vlmeta.getall() == {"b": "two"}
     s.meta["kind"] = "TEST"                       # same encoded length

@@ -4,10 +4,10 @@ Imports point down only: storage uses the binding (``ndpack._core``, ``ndpack.ch
 ``ndpack.codecs``), never ``ndpack.engine``.
 """
 
-from ndpack.storage.constructors import (arange, array, asarray, copy, empty, empty_like,
-                                         frombuffer, full, full_like, linspace, nans,
-                                         ndarray_from_cframe, ones, ones_like, uninit, zeros,
-                                         zeros_like)
+from ndpack.storage.constructors import (arange, array, asarray, copy, empty, empty_like, eye,
+                                         frombuffer, fromiter, full, full_like, linspace, load,
+                                         nans, ndarray_from_cframe, ones, ones_like, save,
+                                         uninit, zeros, zeros_like)
 from ndpack.storage.grid import compute_chunks_blocks
 from ndpack.storage.ndarray import NDArray
 from ndpack.storage.schunk import SChunk, open, remove_urlpath, schunk_from_cframe
@@ -22,4 +22,4 @@ __all__: list[str] = ["SChunk", "open", "schunk_from_cframe", "remove_urlpath",
                       "NDArray", "compute_chunks_blocks", "empty", "zeros", "ones", "full",
                       "nans", "uninit", "arange", "linspace", "asarray", "array", "frombuffer",
                       "copy", "empty_like", "zeros_like", "ones_like", "full_like",
-                      "ndarray_from_cframe"]
+                      "ndarray_from_cframe", "eye", "fromiter", "save", "load"]

@@ -24,6 +24,8 @@ Examples
 
 from __future__ import annotations
 
+import builtins
+import itertools
 import math
 
 import numpy as np
@@ -32,7 +34,7 @@ from ndpack.codecs import SpecialValue
 from ndpack.errors import ParameterError
 from ndpack.storage.grid import prod
 from ndpack.storage.ndarray import NDArray, create, fill_from
-from ndpack.storage.schunk import schunk_from_cframe
+from ndpack.storage.schunk import SChunk, open as open_frame, remove_urlpath, schunk_from_cframe
 
 __all__ = [
     "arange",
@@ -41,14 +43,18 @@ __all__ = [
     "copy",
     "empty",
     "empty_like",
+    "eye",
     "frombuffer",
+    "fromiter",
     "full",
     "full_like",
     "linspace",
+    "load",
     "nans",
     "ndarray_from_cframe",
     "ones",
     "ones_like",
+    "save",
     "uninit",
     "zeros",
     "zeros_like",
@@ -321,3 +327,93 @@ def ndarray_from_cframe(cframe, copy: bool = False) -> NDArray:
     if "b2nd" not in list(schunk.meta):
         raise ParameterError("the frame has no 'b2nd' metalayer: it is not an NDArray")
     return NDArray(schunk)
+
+
+def eye(N, M=None, k=0, dtype=np.float64, **kwargs) -> NDArray:
+    """A 2-D array with ones on diagonal `k` and zeros elsewhere (chunks off the
+    diagonal are stored as zero special chunks).
+
+    Examples
+    --------
+    >>> eye(3, 4, k=1, dtype=np.int8, chunks=(2, 2), blocks=(1, 2))[:].tolist()
+    [[0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
+    """
+    M = N if M is None else M
+    out = create((int(N), int(M)), dtype, **kwargs)
+
+    def region(reg):
+        rows = np.arange(reg[0].start, reg[0].stop)[:, None]
+        cols = np.arange(reg[1].start, reg[1].stop)[None, :]
+        return (cols - rows == k).astype(out.dtype)
+
+    return fill_from(out, region)
+
+
+def fromiter(iterable, shape, dtype, c_order=True, **kwargs) -> NDArray:
+    """An array filled from an iterable in C order, one slab of chunk rows at a time.
+
+    Examples
+    --------
+    >>> fromiter(range(12), (3, 4), np.int64, chunks=(2, 2))[2].tolist()
+    [8, 9, 10, 11]
+    """
+    if not c_order:
+        raise ParameterError("fromiter fills in C order only (c_order=True)")
+    dt = np.dtype(dtype)
+    out = fill_from(create(shape, dt, **kwargs), special=SpecialValue.ZERO)
+    it = iter(iterable)
+    if out.ndim == 0:
+        out[()] = next(it)
+        return out
+    rows = max(out.chunks[0], 1)
+    per_row = prod(out.shape[1:])
+    for r0 in range(0, out.shape[0], rows):
+        r1 = min(r0 + rows, out.shape[0])
+        count = (r1 - r0) * per_row
+        slab = np.fromiter(itertools.islice(it, count), dtype=dt, count=count)
+        out[r0:r1] = slab.reshape((r1 - r0,) + out.shape[1:])
+    return out
+
+
+def save(array, urlpath, contiguous=True, **kwargs) -> None:
+    """Write an NDArray (or SChunk) to `urlpath`, overwriting it.
+
+    Compressed chunks are copied as they are; memory stays at one chunk.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.b2nd")
+    >>> save(arange(10), path)
+    >>> load(path)[-2:].tolist()
+    [8, 9]
+    """
+    if isinstance(array, SChunk):
+        if not contiguous:
+            raise ParameterError("an SChunk is saved as a contiguous frame (contiguous=True)")
+        remove_urlpath(urlpath)
+        with builtins.open(urlpath, "wb") as f:
+            f.write(array.to_cframe())
+        return
+    if not isinstance(array, NDArray):
+        array = asarray(array)
+    array.save(urlpath, contiguous=contiguous, **kwargs)
+
+
+def load(urlpath, offset: int = 0, **kwargs):
+    """Read a frame on disk into memory: an in-memory NDArray (or SChunk) that no
+    longer refers to the file.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "b.b2nd")
+    >>> save(asarray(np.ones((2, 2))), path)
+    >>> a = load(path); a.urlpath is None, float(a[:].sum())
+    (True, 4.0)
+    """
+    src = open_frame(urlpath, mode="r", offset=offset, **kwargs)
+    if isinstance(src, NDArray):
+        return src.copy()
+    return schunk_from_cframe(src.to_cframe(), copy=True)
+

@@ -569,13 +569,27 @@ class NDArray:
         return self._schunk.to_cframe()
 
     def save(self, urlpath, contiguous=True, **kwargs) -> None:
-        """Write the array (metalayers and vlmeta included) to `urlpath`."""
-        if contiguous:
-            remove_urlpath(urlpath)
-            with open(urlpath, "wb") as f:
-                f.write(self.to_cframe())
-            return
-        self.copy(urlpath=urlpath, contiguous=False, mode="w", **kwargs)
+        """Write the array (metalayers and vlmeta included) to `urlpath`, one chunk at a
+        time (compressed chunks are copied as they are when the layout is kept)."""
+        self.copy(urlpath=urlpath, contiguous=contiguous, mode="w", **kwargs)
+
+    def append(self, values) -> int:
+        """Append values at the end of a 1-D array; returns the new length.
+
+        Examples
+        --------
+        >>> from ndpack.storage.constructors import arange
+        >>> a = arange(5, chunks=(4,), blocks=(2,))
+        >>> a.append([7, 8]), a[:].tolist()
+        (7, [0, 1, 2, 3, 4, 7, 8])
+        """
+        if self.ndim != 1:
+            raise ValueError(f"append works on 1-D arrays; this one has {self.ndim} dimensions")
+        values = np.asarray(values, dtype=self.dtype).reshape(-1)
+        n = self.shape[0]
+        self.resize((n + values.size,))
+        self[n:] = values
+        return self.shape[0]
 
     def get_chunk(self, nchunk: int) -> bytes:
         """The compressed chunk `nchunk` (C order over the chunk grid)."""

@@ -530,7 +530,7 @@ def schunk_from_cframe(cframe, copy: bool = False) -> SChunk:
     return SChunk._from_frame(parse_cframe(cframe, copy=copy))
 
 
-def open(urlpath, mode: str = "a", offset: int = 0,  # noqa: A001  (python-blosc2's name)
+def open(urlpath, mode: str = "r", offset: int = 0,  # noqa: A001  (python-blosc2's name)
          mmap_mode=None, **kwargs):
     """Open a frame on disk (contiguous file or sparse directory).
 
@@ -540,8 +540,9 @@ def open(urlpath, mode: str = "a", offset: int = 0,  # noqa: A001  (python-blosc
     Parameters
     ----------
     urlpath : str or path
-    mode : {'a', 'r'}
-        'a' allows appends and edits (written the way C-Blosc2 writes them).
+    mode : {'r', 'a'}
+        'r' (default, as python-blosc2) reads; 'a' allows appends and edits (written the
+        way C-Blosc2 writes them).
     offset : int
         Where the frame starts inside a larger file (contiguous frames only).
     mmap_mode : {'r'}, optional
