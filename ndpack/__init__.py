@@ -27,6 +27,7 @@ from ndpack.storage import (NDArray, SChunk, arange, array, asarray, compute_chu
                             ones, ones_like, open, pack, pack_array2, pack_tensor, remove_urlpath,
                             save, save_array, save_tensor, schunk_from_cframe, uninit, unpack,
                             unpack_array2, unpack_tensor, zeros, zeros_like)
+from ndpack.engine import LazyExpr, evaluate, lazyexpr
 
 __version__ = "0.1.0"
 
@@ -44,6 +45,7 @@ __all__ = [
     "NDArray", "compute_chunks_blocks", "empty", "zeros", "ones", "full", "nans", "uninit",
     "arange", "linspace", "asarray", "array", "frombuffer", "copy", "empty_like", "zeros_like",
     "ones_like", "full_like", "ndarray_from_cframe", "eye", "fromiter", "save", "load",
+    "LazyExpr", "lazyexpr", "evaluate",
 ]
 
 

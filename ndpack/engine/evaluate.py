@@ -1,0 +1,128 @@
+"""Evaluate a tree over one region of its output, and over all regions of a grid.
+
+For a region (a tuple of slices of the output), each operand is read once, sliced to
+what the region needs under broadcasting (a dimension of size 1 reads index 0:1), and
+the tree runs through numexpr when numexpr computes exactly NumPy's result, else
+through NumPy.  Memory is a few regions, whatever the array size.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numexpr
+import numpy as np
+
+from ndpack.engine.tree import Apply, Constant, Node, Operand, operands_of
+
+__all__ = ["evaluate_region", "regions", "default_region_shape"]
+
+# numexpr computes these dtypes as NumPy does (no silent upcast of its own).
+_NUMEXPR_DTYPES = {np.dtype(t) for t in ("bool", "int32", "int64", "float64", "complex128")}
+_REGION_BYTES = 16 * 2**20      # target bytes of one output region when no grid is given
+
+
+def operand_key(shape: tuple, region: tuple, out_ndim: int) -> tuple:
+    """The key that reads from an operand of `shape` what output `region` needs."""
+    lead = out_ndim - len(shape)
+    key = []
+    for d, n in enumerate(shape):
+        sl = region[lead + d]
+        key.append(slice(0, 1) if n == 1 else sl)
+    return tuple(key)
+
+
+def _numexpr_string(node: Node, names: dict) -> str | None:
+    if isinstance(node, Operand):
+        return names[id(node.array)]
+    if isinstance(node, Constant):
+        v = node.value
+        if isinstance(v, (bool, np.bool_)):
+            return "True" if v else "False"
+        if isinstance(v, (int, float, np.integer, np.floating)):
+            return repr(float(v)) if isinstance(v, (float, np.floating)) else repr(int(v))
+        return None
+    if node.func.numexpr is None or node.kwargs:
+        return None
+    parts = [_numexpr_string(a, names) for a in node.args]
+    if any(p is None for p in parts):
+        return None
+    return node.func.numexpr.format(*parts)
+
+
+def _numexpr_ok(node: Node) -> bool:
+    """numexpr gives NumPy's exact dtype and values for this tree."""
+    if isinstance(node, Operand):
+        return node.dtype in _NUMEXPR_DTYPES
+    if isinstance(node, Constant):
+        return isinstance(node.value, (bool, int, float)) and not isinstance(node.value, complex)
+    return (node.func.numexpr is not None and node.dtype in _NUMEXPR_DTYPES
+            and all(_numexpr_ok(a) for a in node.args)
+            and all(a.dtype == node.dtype or isinstance(a, Constant) or node.dtype == np.bool_
+                    for a in node.args if node.func.name not in ("where",)))
+
+
+def _numpy_eval(node: Node, data: dict):
+    if isinstance(node, Operand):
+        return data[id(node.array)]
+    if isinstance(node, Constant):
+        return node.value
+    return node.func.numpy(*[_numpy_eval(a, data) for a in node.args], **node.kwargs)
+
+
+def evaluate_region(node: Node, region: tuple, out_shape: tuple, out=None) -> np.ndarray:
+    """Values of the tree on output `region` (a tuple of slices with step 1)."""
+    ops = operands_of(node)
+    data, names = {}, {}
+    for i, op in enumerate(ops):
+        key = operand_key(op.shape, region, len(out_shape))
+        data[id(op.array)] = np.asarray(op.array[key]) if op.shape else np.asarray(op.array[()])
+        names[id(op.array)] = f"o{i}"
+    shape = tuple(s.stop - s.start for s in region)
+    with np.errstate(all="ignore"):
+        if isinstance(node, Apply) and _numexpr_ok(node):
+            text = _numexpr_string(node, names)
+            if text is not None:
+                local = {names[k]: v for k, v in data.items()}
+                res = numexpr.evaluate(text, local_dict=local, global_dict={})
+                return _fit(res, shape, node.dtype, out)
+        res = _numpy_eval(node, data)
+    return _fit(res, shape, node.dtype, out)
+
+
+def _fit(res, shape, dtype, out):
+    res = np.asarray(res)
+    if res.shape != shape:
+        res = np.broadcast_to(res, shape)
+    if out is not None:
+        out[...] = res
+        return out
+    return res.astype(dtype, copy=False) if res.dtype != dtype else res
+
+
+def default_region_shape(shape: tuple, itemsize: int) -> tuple:
+    """Regions of about 16 MiB: whole trailing dimensions, a slab of the leading ones."""
+    budget = max(_REGION_BYTES // max(itemsize, 1), 1)
+    out = list(shape)
+    for d in range(len(shape)):
+        inner = math.prod(shape[d + 1:])
+        if inner * shape[d] <= budget:
+            break
+        if inner <= budget:
+            out[d] = max(1, budget // max(inner, 1))
+            break
+        out[d] = 1
+    return tuple(max(1, c) for c in out)
+
+
+def regions(shape: tuple, chunks: tuple):
+    """Output regions (tuples of slices) of a grid with `chunks`, in C order."""
+    if not shape:
+        yield ()
+        return
+    if 0 in shape:
+        return
+    ranges = [range(0, n, c) for n, c in zip(shape, chunks)]
+    for starts in itertools.product(*ranges):
+        yield tuple(slice(s, min(s + c, n)) for s, c, n in zip(starts, chunks, shape))

@@ -1,0 +1,167 @@
+"""The functions an expression may call: one table, name → NumPy callable and,
+where numexpr computes exactly the same thing, its numexpr spelling.
+
+Operators are functions too (``a + b`` is ``add(a, b)``), so a tree has one kind of
+inner node.  Reductions join in a later increment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+
+__all__ = ["Function", "FUNCTIONS", "BINARY_OPERATORS", "UNARY_OPERATORS", "lookup"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Function:
+    """An elementwise function.
+
+    Attributes
+    ----------
+    name : str
+        Name in expressions (NumPy's, plus array-API aliases).
+    numpy : callable
+        Computes it on NumPy arrays; the reference semantics.
+    nargs : tuple of int
+        Accepted numbers of positional arguments.
+    numexpr : str or None
+        Template for numexpr (``"sin({0})"``, ``"({0} + {1})"``), None if numexpr lacks
+        it or computes it differently.
+    keywords : tuple of str
+        Keyword arguments accepted in string expressions.
+    """
+
+    name: str
+    numpy: Callable
+    nargs: tuple = (1,)
+    numexpr: str | None = None
+    keywords: tuple = ()
+
+
+def _f(name, fn, nargs=(1,), ne=None, keywords=()):
+    return Function(name, fn, tuple(nargs), ne, tuple(keywords))
+
+
+def _unary_ne(name):
+    return f"{name}({{0}})"
+
+
+_table = [
+    # arithmetic and comparison operators (numexpr spelling is infix)
+    _f("add", np.add, (2,), "({0} + {1})"),
+    _f("subtract", np.subtract, (2,), "({0} - {1})"),
+    _f("multiply", np.multiply, (2,), "({0} * {1})"),
+    _f("divide", np.divide, (2,), "({0} / {1})"),
+    _f("true_divide", np.true_divide, (2,), "({0} / {1})"),
+    _f("floor_divide", np.floor_divide, (2,)),
+    _f("remainder", np.remainder, (2,)),
+    _f("mod", np.mod, (2,)),
+    _f("power", np.power, (2,), "({0} ** {1})"),
+    _f("pow", np.power, (2,), "({0} ** {1})"),
+    _f("negative", np.negative, (1,), "(-{0})"),
+    _f("positive", np.positive, (1,)),
+    _f("equal", np.equal, (2,), "({0} == {1})"),
+    _f("not_equal", np.not_equal, (2,), "({0} != {1})"),
+    _f("less", np.less, (2,), "({0} < {1})"),
+    _f("less_equal", np.less_equal, (2,), "({0} <= {1})"),
+    _f("greater", np.greater, (2,), "({0} > {1})"),
+    _f("greater_equal", np.greater_equal, (2,), "({0} >= {1})"),
+    _f("bitwise_and", np.bitwise_and, (2,), "({0} & {1})"),
+    _f("bitwise_or", np.bitwise_or, (2,), "({0} | {1})"),
+    _f("bitwise_xor", np.bitwise_xor, (2,)),
+    _f("bitwise_invert", np.invert, (1,)),
+    _f("bitwise_not", np.invert, (1,)),
+    _f("invert", np.invert, (1,)),
+    _f("left_shift", np.left_shift, (2,)),
+    _f("bitwise_left_shift", np.left_shift, (2,)),
+    _f("right_shift", np.right_shift, (2,)),
+    _f("bitwise_right_shift", np.right_shift, (2,)),
+    _f("logical_and", np.logical_and, (2,)),
+    _f("logical_or", np.logical_or, (2,)),
+    _f("logical_xor", np.logical_xor, (2,)),
+    _f("logical_not", np.logical_not, (1,)),
+    # elementwise math
+    _f("abs", np.abs, (1,), "abs({0})"),
+    _f("absolute", np.absolute, (1,), "abs({0})"),
+    _f("sqrt", np.sqrt, (1,), _unary_ne("sqrt")),
+    _f("square", np.square, (1,)),
+    _f("exp", np.exp, (1,), _unary_ne("exp")),
+    _f("expm1", np.expm1, (1,), _unary_ne("expm1")),
+    _f("exp2", np.exp2, (1,)),
+    _f("log", np.log, (1,), _unary_ne("log")),
+    _f("log10", np.log10, (1,), _unary_ne("log10")),
+    _f("log1p", np.log1p, (1,), _unary_ne("log1p")),
+    _f("log2", np.log2, (1,)),
+    _f("logaddexp", np.logaddexp, (2,)),
+    _f("logaddexp2", np.logaddexp2, (2,)),
+    _f("sin", np.sin, (1,), _unary_ne("sin")),
+    _f("cos", np.cos, (1,), _unary_ne("cos")),
+    _f("tan", np.tan, (1,), _unary_ne("tan")),
+    _f("arcsin", np.arcsin, (1,), _unary_ne("arcsin")),
+    _f("arccos", np.arccos, (1,), _unary_ne("arccos")),
+    _f("arctan", np.arctan, (1,), _unary_ne("arctan")),
+    _f("arctan2", np.arctan2, (2,), "arctan2({0}, {1})"),
+    _f("asin", np.arcsin, (1,), _unary_ne("arcsin")),
+    _f("acos", np.arccos, (1,), _unary_ne("arccos")),
+    _f("atan", np.arctan, (1,), _unary_ne("arctan")),
+    _f("atan2", np.arctan2, (2,), "arctan2({0}, {1})"),
+    _f("sinh", np.sinh, (1,), _unary_ne("sinh")),
+    _f("cosh", np.cosh, (1,), _unary_ne("cosh")),
+    _f("tanh", np.tanh, (1,), _unary_ne("tanh")),
+    _f("arcsinh", np.arcsinh, (1,), _unary_ne("arcsinh")),
+    _f("arccosh", np.arccosh, (1,), _unary_ne("arccosh")),
+    _f("arctanh", np.arctanh, (1,), _unary_ne("arctanh")),
+    _f("asinh", np.arcsinh, (1,), _unary_ne("arcsinh")),
+    _f("acosh", np.arccosh, (1,), _unary_ne("arccosh")),
+    _f("atanh", np.arctanh, (1,), _unary_ne("arctanh")),
+    _f("hypot", np.hypot, (2,), "hypot({0}, {1})"),
+    _f("copysign", np.copysign, (2,), "copysign({0}, {1})"),
+    _f("nextafter", np.nextafter, (2,), "nextafter({0}, {1})"),
+    _f("floor", np.floor, (1,), _unary_ne("floor")),
+    _f("ceil", np.ceil, (1,), _unary_ne("ceil")),
+    _f("trunc", np.trunc, (1,), _unary_ne("trunc")),
+    _f("round", np.round, (1, 2), None, ("decimals",)),
+    _f("rint", np.rint, (1,)),
+    _f("sign", np.sign, (1,)),
+    _f("signbit", np.signbit, (1,)),
+    _f("real", np.real, (1,)),
+    _f("imag", np.imag, (1,)),
+    _f("conj", np.conj, (1,)),
+    _f("conjugate", np.conjugate, (1,)),
+    _f("isnan", np.isnan, (1,)),
+    _f("isinf", np.isinf, (1,)),
+    _f("isfinite", np.isfinite, (1,)),
+    _f("maximum", np.maximum, (2,)),
+    _f("minimum", np.minimum, (2,)),
+    _f("fmax", np.fmax, (2,)),
+    _f("fmin", np.fmin, (2,)),
+    _f("fmod", np.fmod, (2,)),
+    _f("clip", np.clip, (3,)),
+    _f("where", np.where, (3,), "where({0}, {1}, {2})"),
+]
+
+FUNCTIONS: dict[str, Function] = {f.name: f for f in _table}
+
+# ast operator class name -> function name
+BINARY_OPERATORS = {
+    "Add": "add", "Sub": "subtract", "Mult": "multiply", "Div": "divide",
+    "FloorDiv": "floor_divide", "Mod": "remainder", "Pow": "power",
+    "BitAnd": "bitwise_and", "BitOr": "bitwise_or", "BitXor": "bitwise_xor",
+    "LShift": "left_shift", "RShift": "right_shift",
+    "Eq": "equal", "NotEq": "not_equal", "Lt": "less", "LtE": "less_equal",
+    "Gt": "greater", "GtE": "greater_equal",
+}
+UNARY_OPERATORS = {"USub": "negative", "UAdd": "positive", "Invert": "invert",
+                   "Not": "logical_not"}
+
+
+def lookup(name: str) -> Function:
+    """The function called `name`, or a ValueError listing what exists."""
+    try:
+        return FUNCTIONS[name]
+    except KeyError:
+        raise ValueError(f"unknown function {name!r} in expression; known functions: "
+                         f"{', '.join(sorted(FUNCTIONS))}") from None

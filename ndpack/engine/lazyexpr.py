@@ -1,0 +1,335 @@
+"""Lazy expressions: build a tree now, compute it chunk by chunk later.
+
+Examples
+--------
+>>> import numpy as np, ndpack
+>>> a = ndpack.asarray(np.arange(12.0).reshape(3, 4))
+>>> b = np.ones(4)
+>>> e = ndpack.lazyexpr("a * 2 + sin(b)")      # nothing is read or computed here
+>>> e.shape, e.dtype
+((3, 4), dtype('float64'))
+>>> r = e.compute()                              # an NDArray, computed chunk by chunk
+>>> bool(np.allclose(r[:], np.arange(12.0).reshape(3, 4) * 2 + np.sin(1.0)))
+True
+>>> e[1, :2].tolist() == (np.arange(4.0, 6.0) * 2 + np.sin(1.0)).tolist()
+True
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+
+import ndindex
+import numpy as np
+
+from ndpack.engine.evaluate import default_region_shape, evaluate_region, regions
+from ndpack.engine.functions import FUNCTIONS
+from ndpack.engine.parse import parse
+from ndpack.engine.tree import Apply, Constant, Node, Operand, operands_of
+from ndpack.errors import ParameterError
+from ndpack.storage.constructors import fill_from
+from ndpack.storage.ndarray import NDArray, create
+from ndpack.storage.schunk import open as open_frame, remove_urlpath
+
+__all__ = ["LazyExpr", "lazyexpr", "evaluate"]
+
+
+def _node(x) -> Node:
+    if isinstance(x, LazyExpr):
+        return x.node
+    if isinstance(x, Node):
+        return x
+    if isinstance(x, (bool, int, float, complex, np.generic)):
+        return Constant(x)
+    if isinstance(x, (list, tuple)):
+        x = np.asarray(x)
+    return Operand(x)
+
+
+class LazyExpr:
+    """An expression over arrays, evaluated only when asked (``compute()``, ``[key]``).
+
+    Build one with :func:`lazyexpr`, from NDArray operators (``a + b``), or with NumPy
+    functions (``np.sin(a)``).  Operands are any objects with ``shape``, ``dtype`` and
+    ``__getitem__``: NDArray, NumPy, memmap, h5py and zarr arrays.
+    """
+
+    __array_priority__ = 100
+
+    def __init__(self, node: Node):
+        self.node = node
+
+    # ---- metadata without computing ---------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        return self.node.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.node.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def operands(self) -> dict:
+        """The operands by name (unnamed ones get ``o0``, ``o1``, ...)."""
+        return {op.name or f"o{i}": op.array for i, op in enumerate(operands_of(self.node))}
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d expression")
+        return self.shape[0]
+
+    def __repr__(self):
+        return f"LazyExpr({self.node!r}, shape={self.shape}, dtype={self.dtype})"
+
+    # ---- building ----------------------------------------------------------------------
+    def _apply(self, func, *others, reverse=False):
+        args = [_node(o) for o in others]
+        nodes = args + [self.node] if reverse else [self.node] + args
+        return LazyExpr(Apply(func, tuple(nodes)))
+
+    def where(self, x, y) -> LazyExpr:
+        """``where(self, x, y)``: x where the expression is true, else y."""
+        return LazyExpr(Apply("where", (self.node, _node(x), _node(y))))
+
+    def astype(self, dtype) -> LazyExpr:
+        """The expression cast to `dtype` (computed chunk by chunk)."""
+        return _Cast(self.node, np.dtype(dtype))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return _ufunc(ufunc, method, inputs, kwargs)
+
+    # ---- computing ---------------------------------------------------------------------
+    def __getitem__(self, key) -> np.ndarray:
+        """Compute only the selected region; returns NumPy."""
+        idx = ndindex.ndindex(key).expand(self.shape)
+        box, rest, d = [], [], 0
+        for i in idx.args:
+            if isinstance(i, ndindex.Newaxis):
+                rest.append(None)
+                continue
+            n = self.shape[d]
+            d += 1
+            if isinstance(i, ndindex.Integer):
+                box.append(slice(i.raw, i.raw + 1))
+                rest.append(0)
+            elif isinstance(i, ndindex.Slice):
+                lo, hi = _bounds(i, n)
+                box.append(slice(lo, hi))
+                rest.append(_relative(i, lo))
+            else:
+                raise TypeError(f"{type(i).__name__} keys are not supported on expressions "
+                                "yet; compute() first, or use integers and slices")
+        return self._compute_box(tuple(box))[tuple(rest)]
+
+    def _compute_box(self, box: tuple) -> np.ndarray:
+        shape = tuple(s.stop - s.start for s in box)
+        out = np.empty(shape, self.dtype)
+        piece = default_region_shape(shape, self.dtype.itemsize)
+        for r in regions(shape, piece):
+            region = tuple(slice(b.start + s.start, b.start + s.stop) for b, s in zip(box, r))
+            self._eval(region, out=out[r + (Ellipsis,)])
+        return out
+
+    def _eval(self, region, out=None):
+        return evaluate_region(self.node, region, self.shape, out=out)
+
+    def __array__(self, dtype=None, copy=None):
+        res = self[()]
+        return res if dtype is None else res.astype(dtype)
+
+    def compute(self, urlpath=None, mode="w", chunks=None, blocks=None, cparams=None,
+                dparams=None, **kwargs) -> NDArray:
+        """Compute into a new NDArray, one output chunk at a time.
+
+        Parameters
+        ----------
+        urlpath : str, optional
+            Write the result to this file.  It appears under that name only when
+            complete: a failure leaves no half-written file behind.
+        chunks, blocks, cparams, dparams, mode, **kwargs
+            Storage of the result (defaults: the chunks of the first NDArray operand of
+            the same shape, else ``compute_chunks_blocks``).
+        """
+        if chunks is None and blocks is None:
+            chunks, blocks = _operand_layout(self.node, self.shape)
+        if urlpath is None:
+            out = create(self.shape, self.dtype, chunks=chunks, blocks=blocks,
+                         cparams=cparams, dparams=dparams, **kwargs)
+            return fill_from(out, lambda region: self._eval(region))
+        final = os.fspath(urlpath)
+        if mode not in ("w", "a"):
+            raise ParameterError(f"mode must be 'w' or 'a' to write a result, not {mode!r}")
+        if mode == "a" and os.path.exists(final):
+            raise FileExistsError(f"{final!r} exists; use mode='w' to overwrite it")
+        # Compute under a temporary name; the result appears under `urlpath` complete.
+        target = _temp_name(final)
+        try:
+            out = create(self.shape, self.dtype, chunks=chunks, blocks=blocks,
+                         cparams=cparams, dparams=dparams, urlpath=target, mode="w", **kwargs)
+            fill_from(out, lambda region: self._eval(region))
+            out.schunk.close()
+            del out
+            remove_urlpath(final)
+            os.replace(target, final)
+        except BaseException:
+            remove_urlpath(target)
+            raise
+        return open_frame(final, mode="a")
+
+
+class _Cast(LazyExpr):
+    """An expression whose result is cast to a dtype."""
+
+    def __init__(self, node: Node, dtype: np.dtype):
+        super().__init__(node)
+        self._dtype = dtype
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    def _eval(self, region, out=None):
+        res = evaluate_region(self.node, region, self.shape).astype(self._dtype)
+        if out is not None:
+            out[...] = res
+            return out
+        return res
+
+
+def _bounds(s, n):
+    """Smallest step-1 range [lo, hi) holding every index of the reduced slice `s`."""
+    length = len(range(*s.raw.indices(n)))
+    if length == 0:
+        return 0, 0
+    last = s.start + (length - 1) * s.step
+    return min(s.start, last), max(s.start, last) + 1
+
+
+def _relative(s, lo):
+    """Slice `s` shifted to a box that starts at `lo`."""
+    start = s.start - lo
+    if s.stop is None:
+        stop = None
+    else:
+        stop = s.stop - lo
+        if stop < 0:          # a negative step running to the box start
+            stop = None
+    return slice(start, stop, s.step)
+
+
+def _operand_layout(node, shape):
+    for op in operands_of(node):
+        if isinstance(op.array, NDArray) and op.shape == shape:
+            return op.array.chunks, op.array.blocks
+    return None, None
+
+
+def _temp_name(final: str) -> str:
+    head, tail = os.path.split(final)
+    return os.path.join(head, f".{tail}.{uuid.uuid4().hex[:8]}.part")
+
+
+_UFUNC_NAMES = {"true_divide": "divide", "absolute": "abs"}
+
+
+def _ufunc(ufunc, method, inputs, kwargs):
+    if method != "__call__" or kwargs:
+        return NotImplemented
+    name = _UFUNC_NAMES.get(ufunc.__name__, ufunc.__name__)
+    if name not in FUNCTIONS:
+        return NotImplemented
+    return LazyExpr(Apply(name, tuple(_node(x) for x in inputs)))
+
+
+def _caller_names(depth: int) -> dict:
+    frame = sys._getframe(depth + 1)
+    names = dict(frame.f_globals)
+    names.update(frame.f_locals)
+    return names
+
+
+def lazyexpr(expression, operands=None, out=None, local_dict=None, global_dict=None):
+    """A lazy expression from a string (or an existing LazyExpr/array).
+
+    Names resolve from `operands`, then `local_dict`/`global_dict`, then the caller's
+    locals and globals.  The string is parsed with a whitelist (see
+    :mod:`ndpack.engine.parse`) and never evaluated as Python.
+
+    Parameters
+    ----------
+    expression : str or LazyExpr
+    operands : dict, optional
+    out : array-like, optional
+        Where :meth:`LazyExpr.compute` results go when evaluated with :func:`evaluate`.
+    """
+    if isinstance(expression, LazyExpr):
+        return expression
+    if not isinstance(expression, str):
+        return LazyExpr(_node(expression))
+    names = {}
+    if global_dict is None and local_dict is None and operands is None:
+        names.update(_caller_names(1))
+    names.update(global_dict or {})
+    names.update(local_dict or {})
+    names.update(operands or {})
+    return LazyExpr(parse(expression, names))
+
+
+def evaluate(expression, local_dict=None, global_dict=None, out=None, **kwargs):
+    """Evaluate an expression chunk by chunk: a drop-in for ``numexpr.evaluate`` that
+    works on any array with ``shape``/``dtype``/``__getitem__`` and writes into `out` of
+    any kind (NumPy, NDArray, h5py Dataset, zarr Array).
+
+    Returns
+    -------
+    numpy.ndarray, or `out` when given.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.arange(5.0)
+    >>> evaluate("a * 2 + 1")
+    array([1., 3., 5., 7., 9.])
+    """
+    if kwargs:
+        raise ParameterError(f"unknown argument(s) {sorted(kwargs)}")
+    if isinstance(expression, str):
+        names = {}
+        if local_dict is None and global_dict is None:
+            names.update(_caller_names(1))
+        names.update(global_dict or {})
+        names.update(local_dict or {})
+        expr = LazyExpr(parse(expression, names))
+    else:
+        expr = lazyexpr(expression)
+    if out is None:
+        return expr[()]
+    if tuple(out.shape) != expr.shape:
+        raise ValueError(f"out has shape {tuple(out.shape)}, the expression {expr.shape}")
+    chunks = getattr(out, "chunks", None)
+    if not chunks or len(chunks) != expr.ndim or not all(isinstance(c, int) for c in chunks):
+        chunks = default_region_shape(expr.shape, expr.dtype.itemsize)
+    # Write whole multiples of the output's own chunks, around 16 MiB at a time.
+    for region in regions(expr.shape, _grow(chunks, expr.shape, expr.dtype.itemsize)):
+        out[region] = expr._eval(region)
+    return out
+
+
+def _grow(chunks, shape, itemsize):
+    """Multiples of `chunks` along the leading dimensions up to ~16 MiB regions."""
+    target = default_region_shape(shape, itemsize)
+    grown = []
+    for c, t, n in zip(chunks, target, shape):
+        c = max(int(c), 1)
+        grown.append(min(n, max(c, (t // c) * c)) if n else 1)
+    return tuple(grown)

@@ -1,0 +1,70 @@
+"""Python operators and NumPy protocols that turn arrays into lazy expressions.
+
+``LazyExpr`` and ``NDArray`` get ``+ - * / // % ** & | ^ ~ << >>``, comparisons,
+unary ``-``/``+``/``abs`` and ``__array_ufunc__``: each returns a new
+:class:`~ndpack.engine.lazyexpr.LazyExpr` and reads nothing.  The storage layer does
+not know the engine (imports point down), so the engine installs these methods on
+``NDArray`` here, once, when ``ndpack.engine`` is imported.
+
+Examples
+--------
+>>> import numpy as np, ndpack
+>>> a = ndpack.asarray(np.arange(4.0))
+>>> e = np.sin(a) + 2 * a
+>>> type(e).__name__, e.shape
+('LazyExpr', (4,))
+"""
+
+from __future__ import annotations
+
+from ndpack.engine.lazyexpr import LazyExpr, _node, _ufunc
+from ndpack.engine.tree import Apply
+from ndpack.storage.ndarray import NDArray
+
+__all__ = ["install"]
+
+_BINARY = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
+    "floordiv": "floor_divide", "mod": "remainder", "pow": "power",
+    "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+    "lshift": "left_shift", "rshift": "right_shift",
+}
+_COMPARE = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
+            "eq": "equal", "ne": "not_equal"}
+_UNARY = {"neg": "negative", "pos": "positive", "invert": "invert", "abs": "abs"}
+
+
+def _binary(func, reverse=False):
+    def method(self, other):
+        a, b = (_node(other), _node(self)) if reverse else (_node(self), _node(other))
+        return LazyExpr(Apply(func, (a, b)))
+    method.__name__ = func
+    return method
+
+
+def _unary(func):
+    def method(self):
+        return LazyExpr(Apply(func, (_node(self),)))
+    method.__name__ = func
+    return method
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    return _ufunc(ufunc, method, inputs, kwargs)
+
+
+def install(cls) -> None:
+    """Give `cls` the lazy operators (idempotent)."""
+    for short, func in _BINARY.items():
+        setattr(cls, f"__{short}__", _binary(func))
+        setattr(cls, f"__r{short}__", _binary(func, reverse=True))
+    for short, func in _COMPARE.items():
+        setattr(cls, f"__{short}__", _binary(func))
+    for short, func in _UNARY.items():
+        setattr(cls, f"__{short}__", _unary(func))
+    cls.__array_ufunc__ = _array_ufunc
+    cls.__hash__ = object.__hash__      # __eq__ is elementwise now
+
+
+install(LazyExpr)
+install(NDArray)

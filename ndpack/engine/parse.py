@@ -1,0 +1,169 @@
+"""Parse expression strings into trees with ``ast`` and a whitelist.
+
+Accepted: names (resolved to operands or numbers), numeric and boolean constants,
+arithmetic, comparison (chained too), bitwise and boolean operators, and calls of the
+functions in :mod:`ndpack.engine.functions` with their known keywords.  Everything
+else -- attributes, lambdas, comprehensions, subscripts (for now), f-strings,
+``__import__``, unknown names or calls -- raises ``ValueError`` quoting the offending
+part.  The text is never given to ``eval`` or ``exec``.
+
+Examples
+--------
+>>> import numpy as np
+>>> from ndpack.engine.parse import parse
+>>> t = parse("sin(a) + 2 * b", {"a": np.zeros(3), "b": np.ones(3)})
+>>> t
+add(sin(a), multiply(2, b))
+>>> parse("a.__class__", {"a": np.zeros(3)})
+Traceback (most recent call last):
+...
+ValueError: not allowed in an expression: attribute access 'a.__class__'
+"""
+
+from __future__ import annotations
+
+import ast
+import numbers
+
+import numpy as np
+
+from ndpack.engine.functions import BINARY_OPERATORS, UNARY_OPERATORS, FUNCTIONS
+from ndpack.engine.tree import Apply, Constant, Node, Operand
+
+__all__ = ["parse", "MAX_LENGTH"]
+
+MAX_LENGTH = 10_000          # characters; longer strings are refused before parsing
+_MAX_DEPTH = 200             # nesting; deeper trees are refused
+
+
+def parse(text: str, names: dict) -> Node:
+    """Parse `text` into a tree whose names come from `names` (name → array or number)."""
+    if not isinstance(text, str):
+        raise TypeError(f"expression must be a string, not {type(text).__name__}")
+    if len(text) > MAX_LENGTH:
+        raise ValueError(f"expression of {len(text)} characters is longer than the "
+                         f"{MAX_LENGTH}-character limit")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ValueError(f"invalid expression {text!r}: {exc.msg}") from None
+    return _Builder(text, names).visit(tree.body, 0)
+
+
+class _Builder:
+    def __init__(self, text: str, names: dict):
+        self.text = text
+        self.names = names
+        self.operands: dict[str, Operand] = {}
+
+    def _src(self, node) -> str:
+        seg = ast.get_source_segment(self.text.strip(), node)
+        return seg if seg is not None else ast.dump(node)
+
+    def reject(self, node, what: str):
+        raise ValueError(f"not allowed in an expression: {what} {self._src(node)!r}")
+
+    def visit(self, node, depth: int) -> Node:
+        if depth > _MAX_DEPTH:
+            raise ValueError(f"expression nests deeper than {_MAX_DEPTH} levels")
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        if method is None:
+            self.reject(node, _describe(node))
+        return method(node, depth + 1)
+
+    def visit_Constant(self, node, depth):
+        v = node.value
+        if isinstance(v, bool) or (isinstance(v, numbers.Number) and not isinstance(v, str)):
+            return Constant(v)
+        self.reject(node, "constant of type " + type(v).__name__)
+
+    def visit_Name(self, node, depth):
+        name = node.id
+        if name.startswith("__"):
+            self.reject(node, "dunder name")
+        if name in ("True", "False"):
+            return Constant(name == "True")
+        if name not in self.names:
+            if name in FUNCTIONS:
+                self.reject(node, "function used as a value")
+            raise ValueError(f"unknown name {name!r} in expression {self.text!r}: pass it in "
+                             "operands= / local_dict= or define it in the calling scope")
+        value = self.names[name]
+        if isinstance(value, (bool, int, float, complex, np.generic)):
+            return Constant(value)
+        from ndpack.engine.lazyexpr import LazyExpr   # a saved sub-expression
+        if isinstance(value, LazyExpr):
+            return value.node
+        if name not in self.operands:
+            self.operands[name] = Operand(value, name)
+        return self.operands[name]
+
+    def visit_BinOp(self, node, depth):
+        op = BINARY_OPERATORS.get(type(node.op).__name__)
+        if op is None:
+            self.reject(node, "operator")
+        return Apply(op, (self.visit(node.left, depth), self.visit(node.right, depth)))
+
+    def visit_UnaryOp(self, node, depth):
+        op = UNARY_OPERATORS.get(type(node.op).__name__)
+        if op is None:
+            self.reject(node, "operator")
+        arg = self.visit(node.operand, depth)
+        if op == "negative" and isinstance(arg, Constant):
+            return Constant(-arg.value)
+        return Apply(op, (arg,))
+
+    def visit_BoolOp(self, node, depth):
+        fn = "logical_and" if isinstance(node.op, ast.And) else "logical_or"
+        args = [self.visit(v, depth) for v in node.values]
+        out = args[0]
+        for a in args[1:]:
+            out = Apply(fn, (out, a))
+        return out
+
+    def visit_Compare(self, node, depth):
+        left = self.visit(node.left, depth)
+        result = None
+        for op, right_node in zip(node.ops, node.comparators):
+            fn = BINARY_OPERATORS.get(type(op).__name__)
+            if fn is None:
+                self.reject(node, "comparison")
+            right = self.visit(right_node, depth)
+            cmp = Apply(fn, (left, right))
+            result = cmp if result is None else Apply("logical_and", (result, cmp))
+            left = right
+        return result
+
+    def visit_Call(self, node, depth):
+        if not isinstance(node.func, ast.Name):
+            self.reject(node, "call of")
+        name = node.func.id
+        if name not in FUNCTIONS:
+            self.reject(node, "call of unknown function")
+        func = FUNCTIONS[name]
+        args = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                self.reject(a, "starred argument")
+            args.append(self.visit(a, depth))
+        kwargs = {}
+        for kw in node.keywords:
+            if kw.arg is None or kw.arg not in func.keywords:
+                self.reject(node, f"keyword {kw.arg!r} for {name}() in")
+            value = self.visit(kw.value, depth)
+            if not isinstance(value, Constant):
+                self.reject(kw.value, "non-constant keyword value")
+            kwargs[kw.arg] = value.value
+        return Apply(name, tuple(args), kwargs)
+
+
+def _describe(node) -> str:
+    kinds = {
+        "Attribute": "attribute access", "Subscript": "subscript", "Lambda": "lambda",
+        "ListComp": "comprehension", "SetComp": "comprehension", "DictComp": "comprehension",
+        "GeneratorExp": "comprehension", "JoinedStr": "f-string", "IfExp": "conditional",
+        "NamedExpr": "assignment", "Await": "await", "Yield": "yield", "YieldFrom": "yield",
+        "List": "list", "Tuple": "tuple", "Dict": "dict", "Set": "set", "Starred": "starred",
+        "Slice": "slice",
+    }
+    return kinds.get(type(node).__name__, type(node).__name__)
