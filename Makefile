@@ -47,10 +47,12 @@ fuzz:
 bench:
 	$(PYTHON) benchmarks/bench_codecs.py
 	$(PYTHON) benchmarks/bench_schunk.py
+	$(PYTHON) benchmarks/bench_expr.py
 
 bench-quick:
 	$(PYTHON) benchmarks/bench_codecs.py --quick
 	$(PYTHON) benchmarks/bench_schunk.py --quick
+	$(PYTHON) benchmarks/bench_expr.py --quick
 
 clean:
 	rm -rf build .mesonpy-* *.egg-info
