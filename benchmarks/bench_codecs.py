@@ -21,6 +21,7 @@ import time
 import numpy as np
 
 import ndpack
+from timing import best_times
 
 try:
     import blosc2
@@ -36,24 +37,6 @@ def inputs(nbytes: int) -> dict[str, np.ndarray]:
         "sin+noise": np.sin(np.arange(n) * 1e-4) + rng.normal(0, 1e-6, n),
         "random": rng.random(n),
     }
-
-
-def best_times(fns, reps: int, budget: float = 3.0, first=None) -> list[float]:
-    """Best time of each function, running them interleaved (so that machine noise hits
-    both peers alike), `reps` rounds or until `budget` seconds have passed.  `first`
-    holds times already measured (a round that counts), else one round always runs."""
-    best = list(first) if first is not None else [float("inf")] * len(fns)
-    spent = sum(first) if first is not None else 0.0
-    for r in range(reps):
-        if spent > budget:
-            break
-        for i, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            fn()
-            dt = time.perf_counter() - t0
-            best[i] = min(best[i], dt)
-            spent += dt
-    return best
 
 
 def measure_pair(libs, codec_name: str, clevel: int, nthreads: int, x: np.ndarray, reps: int):

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
 import numexpr
 import numpy as np
 
 import ndpack
+from timing import best
 
 try:
     import blosc2
@@ -31,15 +31,6 @@ except ImportError:
 
 EXPRESSIONS = ["a + b + c", "sqrt(a + 2*b + c/2)**1.2",
                "sin(a)**2 + cos(b)*exp(-c) + arctan2(a, b)"]
-
-
-def best(fn, reps):
-    t = float("inf")
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        t = min(t, time.perf_counter() - t0)
-    return t
 
 
 def operands(n):

@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 import ndpack
+from timing import best
 
 try:
     import blosc2
@@ -85,15 +86,6 @@ def arrays(nbytes: int) -> dict[str, np.ndarray]:
             "random": rng.random(n)}
 
 
-def _best(fn, reps=3) -> float:
-    best = float("inf")
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def bench_save_load(tmp: str, nbytes: int) -> None:
     print(f"\nsave/load of {nbytes / 1e6:.0f} MB float64 (best of 3; times in ms; "
           f"ratios = peer time / ndpack time, > 1: ndpack faster)")
@@ -101,14 +93,14 @@ def bench_save_load(tmp: str, nbytes: int) -> None:
           f"{'b2 load':>9}{'cratio':>8}  save vs np / b2   load vs np / b2")
     for name, x in arrays(nbytes).items():
         p_nd, p_np, p_b2 = (os.path.join(tmp, f"a.{ext}") for ext in ("b2frame", "npy", "b2f2"))
-        t = {"nd_save": _best(lambda: ndpack.save_array(x, p_nd)),
-             "np_save": _best(lambda: np.save(p_np, x))}
-        t["nd_load"] = _best(lambda: ndpack.load_array(p_nd))
-        t["np_load"] = _best(lambda: np.load(p_np))
+        t = {"nd_save": best(lambda: ndpack.save_array(x, p_nd)),
+             "np_save": best(lambda: np.save(p_np, x))}
+        t["nd_load"] = best(lambda: ndpack.load_array(p_nd))
+        t["np_load"] = best(lambda: np.load(p_np))
         assert np.array_equal(ndpack.load_array(p_nd), x)
         if blosc2 is not None:
-            t["b2_save"] = _best(lambda: blosc2.save_array(x, p_b2, mode="w"))
-            t["b2_load"] = _best(lambda: blosc2.load_array(p_b2))
+            t["b2_save"] = best(lambda: blosc2.save_array(x, p_b2, mode="w"))
+            t["b2_load"] = best(lambda: blosc2.load_array(p_b2))
         else:
             t["b2_save"] = t["b2_load"] = float("nan")
         cratio = x.nbytes / os.path.getsize(p_nd)

@@ -1,0 +1,33 @@
+"""Timing helpers shared by the benchmarks (run them from the repository root)."""
+
+from __future__ import annotations
+
+import time
+
+
+def best(fn, reps: int = 3) -> float:
+    """Best wall time of `reps` calls of `fn`, in seconds."""
+    t = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        t = min(t, time.perf_counter() - t0)
+    return t
+
+
+def best_times(fns, reps: int, budget: float = 3.0, first=None) -> list[float]:
+    """Best time of each function, running them interleaved (so that machine noise hits
+    all peers alike), `reps` rounds or until `budget` seconds have passed.  `first`
+    holds times already measured (a round that counts), else one round always runs."""
+    out = list(first) if first is not None else [float("inf")] * len(fns)
+    spent = sum(first) if first is not None else 0.0
+    for _ in range(reps):
+        if spent > budget:
+            break
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            dt = time.perf_counter() - t0
+            out[i] = min(out[i], dt)
+            spent += dt
+    return out
