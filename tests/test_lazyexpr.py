@@ -215,3 +215,11 @@ def test_evaluate_into_h5py_and_zarr(tmp_path):
     np.testing.assert_allclose(zout[...], np.sqrt(a) + 1, rtol=1e-15)
     r = ndpack.lazyexpr("z - 1", operands={"z": z}).compute()
     np.testing.assert_array_equal(r[:], a - 1)
+
+
+def test_truth_value_is_not_silently_true():
+    a = ndpack.asarray(np.arange(4))
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(a == a)
+    assert bool(ndpack.asarray(np.array([3])) == 3)
+    assert not bool(ndpack.asarray(np.array([3])) == 4)

@@ -91,6 +91,12 @@ class LazyExpr:
     def __repr__(self):
         return f"LazyExpr({self.node!r}, shape={self.shape}, dtype={self.dtype})"
 
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError(f"the truth value of an expression of shape {self.shape} is "
+                             "ambiguous; compute it and use .any() or .all()")
+        return bool(self[()].reshape(()))
+
     # ---- building ----------------------------------------------------------------------
     def _apply(self, func, *others, reverse=False):
         args = [_node(o) for o in others]
