@@ -140,6 +140,13 @@ def test_malicious_or_unsupported_strings_rejected(text):
     assert str(info.value)
 
 
+@pytest.mark.parametrize("text", ["+".join(["a"] * 3000), "-" * 5000 + "a", "(" * 300 + "a" + ")" * 300,
+                                  "a" * 20_000, "sin(" * 300 + "a" + ")" * 300])
+def test_pathological_strings_give_value_errors(text):
+    with pytest.raises(ValueError):
+        ndpack.lazyexpr(text, operands={"a": np.ones(3)})
+
+
 def test_bad_input_messages():
     with pytest.raises(ValueError, match=r"cannot be broadcast.*a \(3,\).*b \(4,\)"):
         ndpack.lazyexpr("a + b", operands={"a": np.ones(3), "b": np.ones(4)})

@@ -46,7 +46,10 @@ def parse(text: str, names: dict) -> Node:
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
-        raise ValueError(f"invalid expression {text!r}: {exc.msg}") from None
+        raise ValueError(f"invalid expression {text[:200]!r}: {exc.msg}") from None
+    except (RecursionError, MemoryError):
+        raise ValueError(f"expression nests too deeply to parse (limit {_MAX_DEPTH} levels)") \
+            from None
     return _Builder(text, names).visit(tree.body, 0)
 
 
