@@ -48,11 +48,13 @@ bench:
 	$(PYTHON) benchmarks/bench_codecs.py
 	$(PYTHON) benchmarks/bench_schunk.py
 	$(PYTHON) benchmarks/bench_expr.py
+	$(PYTHON) benchmarks/bench_ndarray.py
 
 bench-quick:
 	$(PYTHON) benchmarks/bench_codecs.py --quick
 	$(PYTHON) benchmarks/bench_schunk.py --quick
 	$(PYTHON) benchmarks/bench_expr.py --quick
+	$(PYTHON) benchmarks/bench_ndarray.py --quick
 
 clean:
 	rm -rf build .mesonpy-* *.egg-info

@@ -3,8 +3,11 @@
 An :class:`NDArray` is a super-chunk with a ``b2nd`` metalayer: the array is cut
 into a C-order grid of chunks, each chunk into a C-order grid of blocks (see
 :mod:`ndpack.storage.grid`).  Reading a key decodes only the chunks it touches
-and, inside a chunk, only the blocks it touches; special chunks (zeros, NaN, a
-repeated value) are answered from their header.  Writing re-encodes only the
+and, inside a chunk, only the blocks it touches (from a contiguous file only
+those blocks' bytes are read); special chunks (zeros, NaN, a repeated value) are
+answered from their header.  With ``dparams.nthreads > 1`` the chunks of a read
+are decoded in parallel, and a whole chunk that lands contiguously in the result
+is decoded straight into it.  Writing re-encodes only the
 touched chunks; a chunk that becomes all zeros is stored as a special chunk.
 
 Examples
@@ -32,12 +35,11 @@ import numpy as np
 from ndpack.chunks import compress2, decompress2, decompress_blocks, special_chunk
 from ndpack.codecs import CParams, SpecialValue, make_cparams, make_dparams
 from ndpack.errors import ParameterError
-from ndpack.storage.frame import MemoryFrame, special_code
+from ndpack.storage.frame import MemoryFrame, chunk_nbytes_of, special_code
 from ndpack.storage.framefile import ContiguousFrame, SparseFrame
 from ndpack.storage.grid import (
     as_range,
     check_layout,
-    compact_index,
     compute_chunks_blocks,
     decode_b2nd,
     dim_parts,
@@ -47,40 +49,13 @@ from ndpack.storage.grid import (
     prod,
 )
 from ndpack.storage.meta import check_name, packb
+from ndpack.storage.ndread import NDReader, _from_blocked, _scratch, _to_blocked
 from ndpack.storage.schunk import SChunk, _info_from, remove_urlpath
 
 __all__ = ["NDArray", "NDChunkInfo", "create", "fill_from"]
 
 NDChunkInfo = collections.namedtuple(
     "NDChunkInfo", ["nchunk", "coords", "cratio", "special", "repeated_value", "lazychunk"])
-
-
-# ---------------------------------------------------------------------------------------
-# block layout of one chunk
-
-
-def _from_blocked(buf, dtype, counts, blocks) -> np.ndarray:
-    """Blocks ``counts`` (a C-order grid) stored one after another -> one array."""
-    nd = len(blocks)
-    a = np.frombuffer(buf, dtype=dtype).reshape(tuple(counts) + tuple(blocks))
-    order = [ax for d in range(nd) for ax in (d, nd + d)]
-    return a.transpose(order).reshape(tuple(c * b for c, b in zip(counts, blocks)))
-
-
-def _to_blocked(arr: np.ndarray, blocks) -> np.ndarray:
-    """Inverse of :func:`_from_blocked` for a whole chunk (contiguous result)."""
-    nd = len(blocks)
-    inter = [x for e, b in zip(arr.shape, blocks) for x in (e // b, b)]
-    order = list(range(0, 2 * nd, 2)) + list(range(1, 2 * nd, 2))
-    return np.ascontiguousarray(arr.reshape(inter).transpose(order))
-
-
-def _as_index(idx: tuple):
-    """A tuple of slices/arrays usable on an ndarray (open mesh when arrays appear)."""
-    if all(isinstance(i, slice) for i in idx):
-        return idx
-    return np.ix_(*[np.arange(i.start, i.stop, i.step) if isinstance(i, slice) else i
-                    for i in idx])
 
 
 # ---------------------------------------------------------------------------------------
@@ -147,19 +122,24 @@ def fill_from(arr: NDArray, producer=None, special=None, value=None) -> NDArray:
         for _ in range(arr._nchunks):
             s.append_chunk(chunk)
         return arr
+    s._check_writable()
+    frame, ext = s._frame, arr._ext_chunks
     for coords in itertools.product(*[range(g) for g in arr._grid]):
         region = arr._chunk_region(coords)
         data = np.asarray(producer(region), dtype=arr.dtype)
-        buf = np.zeros(arr._ext_chunks, dtype=arr.dtype)
-        buf[tuple(slice(0, r.stop - r.start) for r in region)] = data
-        s.append_chunk(arr._encode(buf))
+        if data.shape == ext:                 # a whole unpadded chunk: no staging copy
+            buf = data
+        else:
+            buf = np.zeros(ext, dtype=arr.dtype)
+            buf[tuple(slice(0, r.stop - r.start) for r in region)] = data
+        frame.append(arr._encode(buf))        # our own chunk: no validation copy
     return arr
 
 
 # ---------------------------------------------------------------------------------------
 
 
-class NDArray:
+class NDArray(NDReader):
     """A compressed n-dimensional array stored in a super-chunk with a ``b2nd`` layer.
 
     Build one with the constructors (:func:`ndpack.storage.constructors.asarray`,
@@ -198,6 +178,13 @@ class NDArray:
         self._chunk_nbytes = prod(self._ext_chunks) * itemsize
         self._blocksize = prod(self._blocks) * itemsize
         self._typesize = min(itemsize, 255) or 1
+        self._nd = len(self._shape)
+        self._block_ids = range(prod(self._bgrid))
+        # the blocked layout of a chunk is its C order when the blocks are
+        # (1, ..., 1, b, full, ..., full): then a fully covered chunk decodes in place
+        k = next((d for d, b in enumerate(self._blocks) if b != 1), self._nd)
+        self._corder = all(self._blocks[d] == self._ext_chunks[d]
+                           for d in range(k + 1, self._nd))
 
     # --- properties ----------------------------------------------------------------------
     @property
@@ -341,21 +328,24 @@ class NDArray:
                 return np.frombuffer(raw, self._dtype).reshape(())
         return None
 
-    def _decode_blocks(self, chunk, bids) -> np.ndarray:
+    def _decode_raw(self, chunk, bids, nthreads=None):
+        """The blocks in the product of `bids` (per-dimension block ids), decoded one
+        after another (C order of their grid)."""
+        if nthreads is None:
+            nthreads = self._schunk.dparams.nthreads
+        if prod(len(b) for b in bids) == prod(self._bgrid):
+            nb = chunk_nbytes_of(chunk) if len(chunk) >= 16 else 0
+            if nb <= 0:
+                return decompress2(chunk, nthreads=nthreads)
+            buf = _scratch(nb, "dst")                   # consumed before the next call
+            decompress2(chunk, dst=buf, nthreads=nthreads)
+            return buf
+        return decompress_blocks(chunk, self._block_numbers(bids), nthreads=nthreads)
+
+    def _decode_blocks(self, chunk, bids, nthreads=None) -> np.ndarray:
         """Decode the blocks in the product of `bids` (per-dimension block ids)."""
-        counts = [len(b) for b in bids]
-        nthreads = self._schunk.dparams.nthreads
-        if prod(counts) == prod(self._bgrid):
-            buf = decompress2(chunk, nthreads=nthreads)
-        else:
-            numbers = []
-            for combo in itertools.product(*bids):
-                n = 0
-                for b, g in zip(combo, self._bgrid):
-                    n = n * g + b
-                numbers.append(n)
-            buf = decompress_blocks(chunk, numbers, nthreads=nthreads)
-        return _from_blocked(buf, self._dtype, counts, self._blocks)
+        return _from_blocked(self._decode_raw(chunk, bids, nthreads), self._dtype,
+                             [len(b) for b in bids], self._blocks)
 
     def _chunk_array(self, n: int) -> np.ndarray:
         """Chunk `n` decoded into a writable array of the extended chunk shape."""
@@ -369,11 +359,18 @@ class NDArray:
 
     def _encode(self, arr: np.ndarray) -> bytes:
         """A chunk from an array of the extended chunk shape (zeros -> special chunk)."""
-        data = _to_blocked(arr, self._blocks).reshape(-1).view(np.uint8)
-        if not data.any():
+        if self._corder:
+            data = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+        else:
+            data = _to_blocked(arr, self._blocks).reshape(-1).view(np.uint8)
+        chunk = compress2(data, cparams=self._schunk._cparams)
+        # all zeros compress to (at most) the header, block starts and empty streams,
+        # or are stored as they are (clevel 0, tiny chunks): check those chunks alone
+        small = 64 + len(self._block_ids) * (8 + 4 * self._typesize)
+        if (len(chunk) <= small or len(chunk) >= len(data)) and not data.any():
             return special_chunk(SpecialValue.ZERO, self._chunk_nbytes, self._typesize,
                                  self._blocksize)
-        return compress2(data, cparams=self._schunk.cparams)
+        return chunk
 
     def _parts(self, ranges):
         """Yield ``(nchunk, dst, locals)`` for every chunk a selection touches."""
@@ -384,6 +381,10 @@ class NDArray:
 
     # --- item access ---------------------------------------------------------------------
     def __getitem__(self, key) -> np.ndarray:
+        if type(key) is tuple and len(key) == self._nd and self._nd:
+            point = self._get_point(key)
+            if point is not None:
+                return point
         sel, flip, out_shape, _ = normalize_key(key, self._shape)
         ranges = [as_range(s) for s in sel]
         out = np.empty(tuple(len(r) for r in ranges), self._dtype)
@@ -392,20 +393,6 @@ class NDArray:
         if any(flip):
             out = out[tuple(slice(None, None, -1) if f else slice(None) for f in flip)]
         return out.reshape(out_shape)
-
-    def _read_into(self, ranges, out: np.ndarray):
-        frame = self._schunk._frame
-        for n, dst, locs in self._parts(ranges):
-            chunk = frame.get(n)
-            fill = self._special_fill(chunk)
-            if fill is not None:
-                out[dst] = fill
-                continue
-            bids = [[p[0] for p in dim_parts(loc, b)] for loc, b in zip(locs, self._blocks)]
-            region = self._decode_blocks(chunk, bids)
-            idx = tuple(compact_index(loc, b, ids)
-                        for loc, b, ids in zip(locs, self._blocks, bids))
-            out[dst] = region[_as_index(idx)]
 
     def __setitem__(self, key, value):
         self._schunk._check_writable()

@@ -1,0 +1,342 @@
+"""Reading an NDArray: decode only the chunks and blocks a key touches.
+
+A mixin of :class:`ndpack.storage.ndarray.NDArray` (kept apart so each module reads in
+one sitting).  Whole chunks whose block layout matches C order decode straight into the
+output; partial chunks decode only their blocks (from files: only those blocks' bytes,
+with one positioned read); chunks are decoded in parallel on a shared thread pool when
+``dparams.nthreads > 1`` (each C call single-threaded, so parallelism stays one level).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import os
+import struct
+import threading
+
+import numpy as np
+
+from ndpack.chunks import decompress2, decompress_blocks
+from ndpack.storage.framefile import ContiguousFrame
+from ndpack.storage.grid import compact_index, dim_parts, prod
+
+__all__ = ["NDReader"]
+
+# ---------------------------------------------------------------------------------------
+# block layout of one chunk
+
+
+def _from_blocked(buf, dtype, counts, blocks) -> np.ndarray:
+    """Blocks ``counts`` (a C-order grid) stored one after another -> one array."""
+    nd = len(blocks)
+    a = np.frombuffer(buf, dtype=dtype).reshape(tuple(counts) + tuple(blocks))
+    order = [ax for d in range(nd) for ax in (d, nd + d)]
+    return a.transpose(order).reshape(tuple(c * b for c, b in zip(counts, blocks)))
+
+
+def _to_blocked(arr: np.ndarray, blocks) -> np.ndarray:
+    """Inverse of :func:`_from_blocked` for a whole chunk (contiguous result)."""
+    nd = len(blocks)
+    inter = [x for e, b in zip(arr.shape, blocks) for x in (e // b, b)]
+    order = list(range(0, 2 * nd, 2)) + list(range(1, 2 * nd, 2))
+    return np.ascontiguousarray(arr.reshape(inter).transpose(order))
+
+
+_POOLS: dict = {}
+_POOL_LOCK = threading.Lock()
+
+
+def _pool(nthreads: int) -> concurrent.futures.ThreadPoolExecutor:
+    """A shared pool of `nthreads` worker threads for reading chunks in parallel."""
+    key = (os.getpid(), nthreads)                   # a forked child makes its own
+    with _POOL_LOCK:
+        pool = _POOLS.get(key)
+        if pool is None:
+            pool = _POOLS[key] = concurrent.futures.ThreadPoolExecutor(
+                nthreads, thread_name_prefix="ndpack-read")
+        return pool
+
+
+_LOCAL = threading.local()
+
+
+_SCRATCH_MAX = 256 * 2**20
+_GROUP_BYTES = 4 * 2**20
+
+
+def _scratch(nbytes: int, slot: str = "src") -> np.ndarray:
+    """A per-thread reusable byte buffer of `nbytes` (valid until the thread's next
+    call for the same `slot`): fresh pages cost page faults.  Buffers larger than
+    256 MB are not kept."""
+    buf = getattr(_LOCAL, slot, None)
+    if buf is None or len(buf) < nbytes:
+        buf = np.empty(max(nbytes, 1 << 20), np.uint8)
+        if nbytes <= _SCRATCH_MAX:
+            setattr(_LOCAL, slot, buf)
+    return buf[:nbytes]
+
+
+def _pieces(loc: range, bsize: int, ids) -> list | None:
+    """The positions `loc` of one dimension of a chunk, read from the blocks `ids`
+    only, as ``(grid slice, in-block slice, output slice)`` products: one piece when
+    a single block is touched, else (step 1 only) a partial first block, the whole
+    blocks, and a partial last block.  None for the other cases."""
+    if len(ids) == 1:
+        s = loc.start - ids[0] * bsize
+        return [(slice(0, 1), slice(s, s + (len(loc) - 1) * loc.step + 1, loc.step),
+                 slice(0, len(loc)))]
+    if loc.step != 1:
+        return None
+    n = len(ids)
+    s = loc.start - ids[0] * bsize
+    e = loc.stop - ids[-1] * bsize
+    out, o, g0, g1 = [], 0, 0, n
+    if s:
+        out.append((slice(0, 1), slice(s, bsize), slice(0, bsize - s)))
+        o, g0 = bsize - s, 1
+    if e != bsize:
+        g1 = n - 1
+    if g1 > g0:
+        out.append((slice(g0, g1), slice(0, bsize), slice(o, o + (g1 - g0) * bsize)))
+        o += (g1 - g0) * bsize
+    if e != bsize:
+        out.append((slice(n - 1, n), slice(0, e), slice(o, o + e)))
+    return out
+
+
+def _as_index(idx: tuple):
+    """A tuple of slices/arrays usable on an ndarray (open mesh when arrays appear)."""
+    if all(isinstance(i, slice) for i in idx):
+        return idx
+    return np.ix_(*[np.arange(i.start, i.stop, i.step) if isinstance(i, slice) else i
+                    for i in idx])
+
+
+
+
+class NDReader:
+    """Read paths of NDArray (a mixin: it uses the array's layout attributes)."""
+
+    def _read_into(self, ranges, out: np.ndarray):
+        nthreads = self._schunk.dparams.nthreads
+        lazy = self._lazy_ok()
+        parts = list(self._parts(ranges))
+        if nthreads > 1 and len(parts) > 1:
+            # chunks in parallel (reads, decoding and copies release the GIL), each
+            # decoded by one thread; the output regions of the chunks are disjoint
+            pool = _pool(nthreads)
+            futures = [pool.submit(self._read_chunk, n, dst, locs, out, 1, lazy)
+                       for n, dst, locs in parts]
+            for f in futures:
+                f.result()
+            return
+        for n, dst, locs in parts:
+            self._read_chunk(n, dst, locs, out, nthreads, lazy)
+
+    def _read_chunk(self, n, dst, locs, out, nthreads, lazy):
+        """Chunk `n`'s part of a read: the positions `locs` of the chunk into out[dst]."""
+        frame = self._schunk._frame
+        full = all(loc.start == 0 and loc.step == 1 and len(loc) == e
+                   for loc, e in zip(locs, self._ext_chunks))
+        if full:
+            bids = [range(g) for g in self._bgrid]
+            chunk = frame.get(n)
+        else:
+            bids = [[p[0] for p in dim_parts(loc, b)] for loc, b in zip(locs, self._blocks)]
+            chunk = None
+            if lazy:
+                chunk = self._lazy_chunk(n, self._block_numbers(bids))
+            if chunk is not None:                 # a reduced regular chunk
+                if self._blocks_into(chunk, locs, bids, out[dst], nthreads):
+                    return
+            else:
+                chunk = frame.get(n)
+        fill = self._special_fill(chunk)
+        if fill is not None:
+            out[dst] = fill
+            return
+        if full and self._corder:
+            view = out[dst + (Ellipsis,)]              # a view, even for 0-d
+            if view.flags.c_contiguous:                # decode straight into the output
+                decompress2(chunk, dst=view, nthreads=nthreads)
+                return
+        if not full and self._blocks_into(chunk, locs, bids, out[dst], nthreads):
+            return
+        pieces = [_pieces(loc, b, ids) for loc, b, ids in zip(locs, self._blocks, bids)]
+        if self._nd and None not in pieces:
+            self._copy_pieces(self._decode_raw(chunk, bids, nthreads), bids, pieces, out[dst])
+            return
+        region = self._decode_blocks(chunk, bids, nthreads)
+        idx = tuple(compact_index(loc, b, ids)
+                    for loc, b, ids in zip(locs, self._blocks, bids))
+        out[dst] = region[_as_index(idx)]
+
+    def _blocks_into(self, chunk, locs, bids, target, nthreads) -> bool:
+        """Decode the blocks `bids` of a regular chunk and copy the positions `locs`
+        into `target`, in groups of about _GROUP_BYTES decoded bytes (split along one
+        dimension) so that each group is copied while it is still in the cache.
+        False (nothing done) when the selection does not split into pieces."""
+        pieces = [_pieces(loc, b, ids) for loc, b, ids in zip(locs, self._blocks, bids)]
+        if not self._nd or None in pieces:
+            return False
+        counts = [len(b) for b in bids]
+        bs = self._blocksize
+        # the first dimension j whose inner dimensions fit a group, split in runs of m
+        j = None if prod(counts) * bs <= _GROUP_BYTES else next(
+            (d for d in range(self._nd)
+             if prod(counts[d + 1:]) * bs <= max(_GROUP_BYTES, bs) and counts[d] > 1), None)
+        if j is None:
+            raw = decompress_blocks(chunk, self._block_numbers(bids), nthreads=nthreads)
+            self._copy_pieces(raw, bids, pieces, target)
+            return True
+        m = max(1, _GROUP_BYTES // (prod(counts[:j]) * prod(counts[j + 1:]) * bs))
+        parts = list(dim_parts(locs[j], self._blocks[j]))
+        for r0 in range(0, counts[j], m):
+            run = parts[r0:r0 + m]
+            k0, k1 = run[0][1], run[-1][2]
+            sub_bids = list(bids)
+            sub_bids[j] = [p[0] for p in run]
+            sub_locs = list(locs)
+            sub_locs[j] = locs[j][k0:k1]
+            sub_pieces = list(pieces)
+            sub_pieces[j] = _pieces(sub_locs[j], self._blocks[j], sub_bids[j])
+            idx = [slice(None)] * self._nd
+            idx[j] = slice(k0, k1)
+            raw = decompress_blocks(chunk, self._block_numbers(sub_bids), nthreads=nthreads)
+            self._copy_pieces(raw, sub_bids, sub_pieces, target[tuple(idx)])
+        return True
+
+    def _copy_pieces(self, buf, bids, pieces, target):
+        """Copy from decoded blocks (C-order grid of `bids` blocks, one after another)
+        into `target` without first gathering the blocks into one array: seen as
+        (count0, block0, count1, block1, ...) the blocks are a strided view, and each
+        product of per-dimension pieces is one strided copy."""
+        nd = self._nd
+        counts = tuple(len(b) for b in bids)
+        grid = np.frombuffer(buf, dtype=self._dtype).reshape(counts + self._blocks)
+        grid = grid.transpose([ax for d in range(nd) for ax in (d, nd + d)])
+        for combo in itertools.product(*pieces):
+            src = grid[tuple(x for p in combo for x in (p[0], p[1]))]
+            dst = target[tuple(p[2] for p in combo)].view()
+            dst.shape = src.shape                # splits axes: always a view
+            dst[...] = src
+
+    def _block_numbers(self, bids) -> list:
+        numbers = []
+        for combo in itertools.product(*bids):
+            n = 0
+            for b, g in zip(combo, self._bgrid):
+                n = n * g + b
+            numbers.append(n)
+        return numbers
+
+    def _lazy_ok(self) -> bool:
+        """Whether chunks can be read block by block from the file (pread)."""
+        fr = self._schunk._frame
+        if type(fr) is not ContiguousFrame:
+            return False
+        rd = fr.reader
+        return rd.view is None and rd.fd is not None
+
+    def _lazy_chunk(self, n: int, numbers):
+        """Chunk `n` of a contiguous file frame reduced to the blocks `numbers` (and
+        block 0, the DELTA reference): header, block starts and dictionary, then only
+        those blocks' streams, read from the file with positioned reads.  The block
+        starts of the other blocks point at block 0 (they are never decoded) and cbytes
+        is the reduced size.  None when a whole read is better (small chunk, many
+        blocks) or the chunk is special, memcpyed or has an old header."""
+        fr = self._schunk._frame
+        nblocks = len(self._block_ids)
+        hend = 32 + 4 * nblocks
+        want = sorted(set(numbers) | {0})
+        if 2 * len(want) > nblocks:
+            return None
+        with fr.lock:
+            v = fr.offsets[n]
+            if v < 0:
+                return None
+            fd, pos = fr.reader.fd, fr.base + fr.header_len + v
+            head = os.pread(fd, hend, pos)                  # header and block starts
+            if len(head) < hend:
+                return None
+            flags = head[2]
+            if (flags & 0x5) != 0x5 or flags & 0x2 or head[31] & 0x70:
+                return None
+            nbytes, blocksize, cbytes = struct.unpack_from("<iii", head, 4)
+            if blocksize <= 0 or cbytes < (1 << 17) or hend > cbytes or \
+                    -(-nbytes // blocksize) != nblocks:
+                return None
+            starts = np.frombuffer(head, "<i4", nblocks, 32)
+            lo = int(starts.min())
+            if lo < hend or int(starts.max()) >= cbytes:
+                return None
+            srt = np.unique(starts)                  # a block ends where the next begins
+            ws = starts[want]
+            we = np.append(srt[1:], cbytes)[np.searchsorted(srt, ws)]
+            ws, we = ws.tolist(), we.tolist()
+            merged = []
+            for s0, e0 in sorted(zip(ws, we)):
+                if merged and s0 <= merged[-1][1]:
+                    merged[-1][1] = max(merged[-1][1], e0)
+                else:
+                    merged.append([s0, e0])
+            total = lo + sum(e0 - s0 for s0, e0 in merged)
+            buf = _scratch(total)
+            mv = memoryview(buf)
+            mv[:hend] = head
+            if lo > hend and os.preadv(fd, [mv[hend:lo]], pos + hend) != lo - hend:
+                return None                                # (the dictionary)
+            moved, at = [], lo
+            for s0, e0 in merged:
+                if os.preadv(fd, [mv[at:at + e0 - s0]], pos + s0) != e0 - s0:
+                    return None
+                moved.append((s0, e0, at - s0))
+                at += e0 - s0
+        m0 = np.array([m[0] for m in moved], np.int64)      # sorted span starts
+        shift = np.array([m[2] for m in moved], np.int64)
+        new = np.empty(nblocks, "<i4")
+        new[:] = int(starts[0]) + int(shift[np.searchsorted(m0, starts[0], "right") - 1])
+        ws = np.asarray(ws, np.int64)
+        new[want] = ws + shift[np.searchsorted(m0, ws, "right") - 1]
+        buf[32:hend] = new.view(np.uint8)
+        buf[12:16] = np.frombuffer(struct.pack("<i", total), np.uint8)
+        return buf
+
+    def _get_point(self, key):
+        """A single item ``a[i, j, ...]`` (0-d array), decoding one block; None when
+        the key is not a tuple of in-bounds integers."""
+        if not self._dtype.itemsize:
+            return None
+        flat_b = flat_i = 0
+        n = 0
+        for k, s, c, b, g, bg in zip(key, self._shape, self._chunks, self._blocks,
+                                     self._grid, self._bgrid):
+            if type(k) is not int:
+                if isinstance(k, (bool, np.bool_)) or not isinstance(k, np.integer):
+                    return None
+                k = int(k)
+            if k < 0:
+                k += s
+            if not 0 <= k < s:
+                return None
+            q, r = divmod(k, c)
+            n = n * g + q
+            bq, br = divmod(r, b)
+            flat_b = flat_b * bg + bq
+            flat_i = flat_i * b + br
+        chunk = None
+        if self._lazy_ok():
+            chunk = self._lazy_chunk(n, (flat_b,))
+        out = np.empty((), self._dtype)
+        fill = None
+        if chunk is None:
+            chunk = self._schunk._frame.get(n)
+            fill = self._special_fill(chunk)
+        if fill is not None:
+            out[()] = fill
+            return out
+        raw = decompress_blocks(chunk, [flat_b], nthreads=1)
+        out[()] = np.frombuffer(raw, self._dtype, 1, flat_i * self._dtype.itemsize)[0]
+        return out
+
