@@ -14,14 +14,13 @@ ratios.  The best of several repetitions is reported.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 
 import numpy as np
 
 import ndpack
-from timing import best_times
+from timing import best_times, write_json
 
 try:
     import blosc2
@@ -121,9 +120,7 @@ def main(argv=None) -> int:
     rows = run(args.quick)
     print()
     summarize(rows)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+    write_json(args.json, rows)
     return 0
 
 

@@ -16,13 +16,12 @@ python-blosc2.  ``--quick`` uses (1000, 1000) operands (CI).
 from __future__ import annotations
 
 import argparse
-import json
 
 import numexpr
 import numpy as np
 
 import ndpack
-from timing import best
+from timing import best, write_json
 
 try:
     import blosc2
@@ -82,9 +81,7 @@ def main(argv=None) -> int:
               f"{t['nd_get'] / t['numexpr']:>5.2f}x / {t['nd_compute'] / t['numexpr']:>5.2f}x | "
               f"{t['b2_get'] / t['nd_get']:>5.2f}x / {t['b2_compute'] / t['nd_compute']:>5.2f}x faster")
         rows.append(dict(expression=text, **t))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+    write_json(args.json, rows)
     return 0
 
 

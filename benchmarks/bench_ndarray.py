@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import shutil
 import sys
@@ -43,6 +42,7 @@ import time
 import numpy as np
 
 import ndpack
+from timing import write_json
 
 try:
     import blosc2
@@ -327,9 +327,7 @@ def main(argv=None) -> int:
         rows += run_slices(args.quick, reps)
     print()
     summarize(rows)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1, default=str)
+    write_json(args.json, rows)
     return 0
 
 

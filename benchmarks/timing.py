@@ -31,3 +31,11 @@ def best_times(fns, reps: int, budget: float = 3.0, first=None) -> list[float]:
             out[i] = min(out[i], dt)
             spent += dt
     return out
+
+
+def write_json(path, rows) -> None:
+    """Write benchmark rows to `path` (no-op when `path` is None)."""
+    if path:
+        import json
+        with open(path, "w") as f:
+            json.dump(rows, f, indent=1, default=str)
