@@ -140,14 +140,16 @@ class LazyExpr:
     def _compute_box(self, box: tuple) -> np.ndarray:
         shape = tuple(s.stop - s.start for s in box)
         out = np.empty(shape, self.dtype)
+        node = _prepare(self.node)
         piece = default_region_shape(shape, self.dtype.itemsize)
         for r in regions(shape, piece):
             region = tuple(slice(b.start + s.start, b.start + s.stop) for b, s in zip(box, r))
-            self._eval(region, out=out[r + (Ellipsis,)])
+            self._eval(node, region, out=out[r + (Ellipsis,)])
         return out
 
-    def _eval(self, region, out=None):
-        return evaluate_region(self.node, region, self.shape, out=out)
+    def _eval(self, node, region, out=None):
+        """Values of the prepared tree `node` on output `region`."""
+        return evaluate_region(node, region, self.shape, out=out)
 
     def __array__(self, dtype=None, copy=None):
         res = self[()]
@@ -171,7 +173,8 @@ class LazyExpr:
         if urlpath is None:
             out = create(self.shape, self.dtype, chunks=chunks, blocks=blocks,
                          cparams=cparams, dparams=dparams, **kwargs)
-            return fill_from(out, lambda region: self._eval(region))
+            node = _prepare(self.node)
+            return fill_from(out, lambda region: self._eval(node, region))
         final = os.fspath(urlpath)
         if mode not in ("w", "a"):
             raise ParameterError(f"mode must be 'w' or 'a' to write a result, not {mode!r}")
@@ -182,7 +185,8 @@ class LazyExpr:
         try:
             out = create(self.shape, self.dtype, chunks=chunks, blocks=blocks,
                          cparams=cparams, dparams=dparams, urlpath=target, mode="w", **kwargs)
-            fill_from(out, lambda region: self._eval(region))
+            node = _prepare(self.node)
+            fill_from(out, lambda region: self._eval(node, region))
             out.schunk.close()
             del out
             remove_urlpath(final)
@@ -204,12 +208,19 @@ class _Cast(LazyExpr):
     def dtype(self):
         return self._dtype
 
-    def _eval(self, region, out=None):
-        res = evaluate_region(self.node, region, self.shape).astype(self._dtype)
+    def _eval(self, node, region, out=None):
+        res = evaluate_region(node, region, self.shape).astype(self._dtype)
         if out is not None:
             out[...] = res
             return out
         return res
+
+
+def _prepare(node: Node) -> Node:
+    """The tree to evaluate, computed once per evaluation (compute, [key], evaluate)
+    before the chunk loop: the place where parts that are not elementwise (reductions)
+    are replaced by their results."""
+    return node
 
 
 def _bounds(s, n):
@@ -326,8 +337,9 @@ def evaluate(expression, local_dict=None, global_dict=None, out=None, **kwargs):
     if not chunks or len(chunks) != expr.ndim or not all(isinstance(c, int) for c in chunks):
         chunks = default_region_shape(expr.shape, expr.dtype.itemsize)
     # Write whole multiples of the output's own chunks, around 16 MiB at a time.
+    node = _prepare(expr.node)
     for region in regions(expr.shape, _grow(chunks, expr.shape, expr.dtype.itemsize)):
-        out[region] = expr._eval(region)
+        out[region] = expr._eval(node, region)
     return out
 
 
