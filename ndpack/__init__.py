@@ -27,7 +27,9 @@ from ndpack.storage import (NDArray, SChunk, arange, array, asarray, compute_chu
                             ones, ones_like, open, pack, pack_array2, pack_tensor, remove_urlpath,
                             save, save_array, save_tensor, schunk_from_cframe, uninit, unpack,
                             unpack_array2, unpack_tensor, zeros, zeros_like)
-from ndpack.engine import LazyExpr, evaluate, lazyexpr
+from ndpack.engine import (LazyExpr, all, any, argmax, argmin, count_nonzero, cumulative_prod,
+                           cumulative_sum, evaluate, lazyexpr, max, mean, min, prod, std, sum,
+                           var)
 
 __version__ = "0.1.0"
 
@@ -46,6 +48,8 @@ __all__ = [
     "arange", "linspace", "asarray", "array", "frombuffer", "copy", "empty_like", "zeros_like",
     "ones_like", "full_like", "ndarray_from_cframe", "eye", "fromiter", "save", "load",
     "LazyExpr", "lazyexpr", "evaluate",
+    "sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin", "argmax",
+    "count_nonzero", "cumulative_sum", "cumulative_prod",
 ]
 
 

@@ -5,6 +5,11 @@ Array protocol (``shape``, ``dtype``, ``__getitem__``), never the C binding.
 """
 
 from ndpack.engine import operators as _operators  # noqa: F401  (installs the operators)
+from ndpack.engine.cumulative import cumulative_prod, cumulative_sum
 from ndpack.engine.lazyexpr import LazyExpr, evaluate, lazyexpr
+from ndpack.engine.reductions import (all, any, argmax, argmin, count_nonzero, max, mean, min,
+                                      prod, std, sum, var)
 
-__all__ = ["LazyExpr", "lazyexpr", "evaluate"]
+__all__ = ["LazyExpr", "lazyexpr", "evaluate", "sum", "prod", "mean", "std", "var", "min",
+           "max", "any", "all", "argmin", "argmax", "count_nonzero", "cumulative_sum",
+           "cumulative_prod"]

@@ -2,7 +2,8 @@
 where numexpr computes exactly the same thing, its numexpr spelling.
 
 Operators are functions too (``a + b`` is ``add(a, b)``), so a tree has one kind of
-inner node.  Reductions join in a later increment.
+inner node.  Reductions (:data:`REDUCTIONS`) are not elementwise: the parser builds
+:class:`ndpack.engine.reductions.Reduce` nodes for them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["Function", "FUNCTIONS", "BINARY_OPERATORS", "UNARY_OPERATORS", "lookup"]
+__all__ = ["Function", "FUNCTIONS", "REDUCTIONS", "BINARY_OPERATORS", "UNARY_OPERATORS",
+           "lookup"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,6 +146,23 @@ _table = [
 ]
 
 FUNCTIONS: dict[str, Function] = {f.name: f for f in _table}
+
+# reductions: name -> keywords accepted in string expressions (NumPy's names)
+_AXIS_KEEP = ("axis", "keepdims")
+REDUCTIONS: dict[str, tuple] = {
+    "sum": _AXIS_KEEP + ("dtype", "where"),
+    "prod": _AXIS_KEEP + ("dtype", "where"),
+    "mean": _AXIS_KEEP + ("dtype", "where"),
+    "std": _AXIS_KEEP + ("dtype", "ddof", "where"),
+    "var": _AXIS_KEEP + ("dtype", "ddof", "where"),
+    "min": _AXIS_KEEP + ("where", "initial"),
+    "max": _AXIS_KEEP + ("where", "initial"),
+    "any": _AXIS_KEEP + ("where",),
+    "all": _AXIS_KEEP + ("where",),
+    "argmin": _AXIS_KEEP,
+    "argmax": _AXIS_KEEP,
+    "count_nonzero": _AXIS_KEEP,
+}
 
 # ast operator class name -> function name
 BINARY_OPERATORS = {

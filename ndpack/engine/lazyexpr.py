@@ -220,7 +220,8 @@ def _prepare(node: Node) -> Node:
     """The tree to evaluate, computed once per evaluation (compute, [key], evaluate)
     before the chunk loop: the place where parts that are not elementwise (reductions)
     are replaced by their results."""
-    return node
+    from ndpack.engine.reductions import materialize
+    return materialize(node)
 
 
 def _bounds(s, n):

@@ -2,7 +2,9 @@
 
 ``LazyExpr`` and ``NDArray`` get ``+ - * / // % ** & | ^ ~ << >>``, comparisons,
 unary ``-``/``+``/``abs`` and ``__array_ufunc__``: each returns a new
-:class:`~ndpack.engine.lazyexpr.LazyExpr` and reads nothing.  The storage layer does
+:class:`~ndpack.engine.lazyexpr.LazyExpr` and reads nothing.  They also get the
+reduction methods (``a.sum(axis=0)``, ``e.mean()``, ``a.argmax()``, ...; see
+:mod:`ndpack.engine.reductions`), computed at once, streamed chunk by chunk.  The storage layer does
 not know the engine (imports point down), so the engine installs these methods on
 ``NDArray`` here, once, when ``ndpack.engine`` is imported.
 
@@ -13,10 +15,13 @@ Examples
 >>> e = np.sin(a) + 2 * a
 >>> type(e).__name__, e.shape
 ('LazyExpr', (4,))
+>>> float((a * 2).sum()), int(a.argmax())
+(12.0, 3)
 """
 
 from __future__ import annotations
 
+from ndpack.engine import reductions
 from ndpack.engine.lazyexpr import LazyExpr, _node, _ufunc
 from ndpack.engine.tree import Apply
 from ndpack.storage.ndarray import NDArray
@@ -53,6 +58,16 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     return _ufunc(ufunc, method, inputs, kwargs)
 
 
+def _reduction_method(name):
+    func = getattr(reductions, name)
+
+    def method(self, *args, **kwargs):
+        return func(self, *args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = f"``{name}`` of the array (see :func:`ndpack.{name}`)."
+    return method
+
+
 def install(cls) -> None:
     """Give `cls` the lazy operators (idempotent)."""
     for short, func in _BINARY.items():
@@ -62,6 +77,8 @@ def install(cls) -> None:
         setattr(cls, f"__{short}__", _binary(func))
     for short, func in _UNARY.items():
         setattr(cls, f"__{short}__", _unary(func))
+    for name in reductions.__all__[3:]:
+        setattr(cls, name, _reduction_method(name))
     cls.__array_ufunc__ = _array_ufunc
     cls.__hash__ = object.__hash__      # __eq__ is elementwise now
 

@@ -1,11 +1,14 @@
 """Parse expression strings into trees with ``ast`` and a whitelist.
 
 Accepted: names (resolved to operands or numbers), numeric and boolean constants,
-arithmetic, comparison (chained too), bitwise and boolean operators, and calls of the
-functions in :mod:`ndpack.engine.functions` with their known keywords.  Everything
-else -- attributes, lambdas, comprehensions, subscripts (for now), f-strings,
-``__import__``, unknown names or calls -- raises ``ValueError`` quoting the offending
-part.  The text is never given to ``eval`` or ``exec``.
+arithmetic, comparison (chained too), bitwise and boolean operators, calls of the
+functions in :mod:`ndpack.engine.functions` with their known keywords, reductions
+(``sum(a, axis=0)``, ``mean(a, axis=1, keepdims=True)``, ``where=`` a boolean
+expression), subscripts with constant integers, slices, ``None`` and ``...``
+(``a[1:3, ::-2]``, ``sin(a)[0]``) and ``.T``.  Everything else -- other attributes,
+lambdas, comprehensions, non-constant or fancy subscripts, f-strings, ``__import__``,
+unknown names or calls -- raises ``ValueError`` quoting the offending part.  The text
+is never given to ``eval`` or ``exec``.
 
 Examples
 --------
@@ -14,6 +17,8 @@ Examples
 >>> t = parse("sin(a) + 2 * b", {"a": np.zeros(3), "b": np.ones(3)})
 >>> t
 add(sin(a), multiply(2, b))
+>>> parse("a[::2].T + sum(a, axis=1)", {"a": np.zeros((2, 4))}).shape
+(4, 2)
 >>> parse("a.__class__", {"a": np.zeros(3)})
 Traceback (most recent call last):
 ...
@@ -27,8 +32,10 @@ import numbers
 
 import numpy as np
 
-from ndpack.engine.functions import BINARY_OPERATORS, UNARY_OPERATORS, FUNCTIONS
+from ndpack.engine.functions import BINARY_OPERATORS, FUNCTIONS, REDUCTIONS, UNARY_OPERATORS
+from ndpack.engine.reductions import Reduce
 from ndpack.engine.tree import Apply, Constant, Node, Operand
+from ndpack.engine.views import SliceView, TransposeView
 
 __all__ = ["parse", "MAX_LENGTH"]
 
@@ -87,7 +94,7 @@ class _Builder:
         if name in ("True", "False"):
             return Constant(name == "True")
         if name not in self.names:
-            if name in FUNCTIONS:
+            if name in FUNCTIONS or name in REDUCTIONS:
                 self.reject(node, "function used as a value")
             raise ValueError(f"unknown name {name!r} in expression {self.text!r}: pass it in "
                              "operands= / local_dict= or define it in the calling scope")
@@ -141,6 +148,8 @@ class _Builder:
         if not isinstance(node.func, ast.Name):
             self.reject(node, "call of")
         name = node.func.id
+        if name in REDUCTIONS:
+            return self._reduction(node, name, depth)
         if name not in FUNCTIONS:
             self.reject(node, "call of unknown function")
         func = FUNCTIONS[name]
@@ -158,6 +167,92 @@ class _Builder:
                 self.reject(kw.value, "non-constant keyword value")
             kwargs[kw.arg] = value.value
         return Apply(name, tuple(args), kwargs)
+
+
+    # ---- reductions ------------------------------------------------------------------
+    def _reduction(self, node, name, depth):
+        if not 1 <= len(node.args) <= 2:
+            raise ValueError(f"{name}() takes the array and optionally the axis as "
+                             f"positional arguments, in {self._src(node)!r}")
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                self.reject(a, "starred argument")
+        arg = self.visit(node.args[0], depth)
+        kwargs = {}
+        if len(node.args) == 2:
+            kwargs["axis"] = self._literal(node.args[1])
+        for kw in node.keywords:
+            if kw.arg is None or kw.arg not in REDUCTIONS[name] or kw.arg in kwargs:
+                self.reject(node, f"keyword {kw.arg!r} for {name}() in")
+            if kw.arg == "where":
+                kwargs["where"] = self.visit(kw.value, depth)
+            else:
+                kwargs[kw.arg] = self._literal(kw.value)
+        try:
+            return Reduce(name, arg, **kwargs)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{exc} in {self._src(node)!r}") from None
+
+    def _literal(self, node):
+        """A constant keyword value: number, bool, None, string (dtype) or tuple."""
+        if isinstance(node, ast.Constant) and (node.value is None or
+                                               isinstance(node.value, (bool, int, float, str))):
+            return node.value
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and \
+                isinstance(node.operand, ast.Constant) and \
+                isinstance(node.operand.value, (int, float)) and \
+                not isinstance(node.operand.value, bool):
+            return -node.operand.value
+        if isinstance(node, ast.Tuple):
+            return tuple(self._literal(e) for e in node.elts)
+        self.reject(node, "non-constant keyword value")
+
+    # ---- subscripts and .T -----------------------------------------------------------
+    def _base(self, value: Node, node):
+        if isinstance(value, Operand):
+            return value.array
+        if isinstance(value, Constant):
+            self.reject(node, "subscript of a number")
+        from ndpack.engine.lazyexpr import LazyExpr
+        return LazyExpr(value)
+
+    def visit_Attribute(self, node, depth):
+        if node.attr != "T":
+            self.reject(node, "attribute access")
+        value = self.visit(node.value, depth)
+        return Operand(TransposeView(self._base(value, node)), self._src(node))
+
+    def visit_Subscript(self, node, depth):
+        value = self.visit(node.value, depth)
+        sl = node.slice
+        key = tuple(self._index(e, node) for e in sl.elts) if isinstance(sl, ast.Tuple) \
+            else self._index(sl, node)
+        try:
+            view = SliceView(self._base(value, node), key)
+        except (IndexError, ValueError, TypeError) as exc:
+            raise ValueError(f"bad subscript {self._src(node)!r}: {exc}") from None
+        return Operand(view, self._src(node))
+
+    def _index(self, item, node):
+        if isinstance(item, ast.Slice):
+            parts = [None if p is None else self._int(p, node)
+                     for p in (item.lower, item.upper, item.step)]
+            if parts[2] == 0:
+                raise ValueError(f"slice step cannot be zero in {self._src(node)!r}")
+            return slice(*parts)
+        if isinstance(item, ast.Constant) and (item.value is None or item.value is Ellipsis):
+            return item.value
+        return self._int(item, node)
+
+    def _int(self, item, node):
+        v = item
+        neg = isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.USub)
+        if neg:
+            v = v.operand
+        if isinstance(v, ast.Constant) and isinstance(v.value, int) and \
+                not isinstance(v.value, bool):
+            return -v.value if neg else v.value
+        self.reject(node, "non-constant or fancy subscript")
 
 
 def _describe(node) -> str:

@@ -118,15 +118,16 @@ class Apply(Node):
 
 def probe(node: Node):
     """Run the tree on one-element stand-ins: the result has the tree's dtype."""
-    if isinstance(node, Operand):
-        return np.ones((), dtype=node.dtype)
     if isinstance(node, Constant):
         return node.value
-    return node.func.numpy(*[probe(a) for a in node.args], **node.kwargs)
+    if isinstance(node, Apply):
+        return node.func.numpy(*[probe(a) for a in node.args], **node.kwargs)
+    return np.ones((), dtype=node.dtype)      # operands and reductions: known dtype
 
 
 def operands_of(node: Node) -> list:
-    """The distinct operands of a tree, in first-seen order."""
+    """The distinct operands of a tree, in first-seen order (those under reduction
+    nodes too)."""
     seen, out = set(), []
 
     def walk(n):
@@ -136,6 +137,9 @@ def operands_of(node: Node) -> list:
                 out.append(n)
         elif isinstance(n, Apply):
             for a in n.args:
+                walk(a)
+        else:                                 # a reduction: its argument and mask
+            for a in getattr(n, "children", ()):
                 walk(a)
 
     walk(node)

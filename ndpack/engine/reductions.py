@@ -1,0 +1,640 @@
+"""Reductions streamed over regions: chunk -> combine -> aggregate.
+
+``sum prod mean std var min max any all argmin argmax count_nonzero`` with NumPy's
+semantics (``axis`` int/tuple/None, ``keepdims``, ``dtype``, ``ddof``, ``where=``,
+result dtypes, NaN propagation) over NDArrays, LazyExprs and any array-like with
+``shape``, ``dtype`` and ``__getitem__`` (NumPy, h5py, zarr).
+
+The input is never materialized.  It is read region by region -- the chunks of an
+NDArray operand (special chunks, e.g. all zeros, contribute from their header without
+being decoded), the chunks of a foreign operand grown to a few MiB, or ~16 MiB slabs
+of an expression -- with the reduced axes innermost, so only one output tile is open at
+a time.  Each region gives a *partial* of the output tile's shape; partials of one tile
+are combined (float sums pairwise, by a binary counter, so the error grows like
+log(number of regions); variances by Chan's update of count/mean/M2) and the tile is
+written into an accumulator the size of the *result*.
+
+Inside expressions a :class:`Reduce` node knows its shape and dtype without reading
+data; :func:`materialize` (run once per evaluation, before the elementwise chunk loop)
+replaces each by an operand holding its computed result.
+
+Examples
+--------
+>>> import numpy as np
+>>> from ndpack.storage.constructors import asarray
+>>> x = np.arange(24.0).reshape(2, 3, 4)
+>>> a = asarray(x, chunks=(1, 2, 3))
+>>> float(sum(a)), sum(a, axis=(0, 2)).tolist()
+(276.0, [60.0, 92.0, 124.0])
+>>> bool(np.allclose(std(a, axis=1, ddof=1), x.std(axis=1, ddof=1)))
+True
+>>> int(argmax(a)), argmin(a, axis=2, keepdims=True).shape
+(23, (2, 3, 1))
+"""
+
+from __future__ import annotations
+
+import builtins
+import itertools
+import math
+import warnings
+
+import numpy as np
+
+from ndpack.engine.evaluate import default_region_shape, evaluate_region
+from ndpack.engine.functions import REDUCTIONS
+from ndpack.engine.tree import Apply, Constant, Node, Operand
+from ndpack.engine.views import SliceView, TransposeView
+from ndpack.storage.ndarray import NDArray
+
+__all__ = ["Reduce", "materialize", "compute_reduction", "sum", "prod", "mean", "std",
+           "var", "min", "max", "any", "all", "argmin", "argmax", "count_nonzero"]
+
+_NUMPY = {"sum": np.sum, "prod": np.prod, "mean": np.mean, "std": np.std, "var": np.var,
+          "min": np.min, "max": np.max, "any": np.any, "all": np.all,
+          "argmin": np.argmin, "argmax": np.argmax, "count_nonzero": np.count_nonzero}
+_WITH_DTYPE = ("sum", "prod", "mean", "std", "var")
+_REGION_BYTES = 16 * 2**20       # regions of expressions and foreign arrays
+_CHUNK_MIN_BYTES = 1 << 20       # NDArray chunks at least this big are read one by one
+
+
+# ---------------------------------------------------------------------------------------
+# the node
+
+
+def _norm_axis(axis, ndim: int, op: str) -> tuple:
+    if axis is None:
+        return tuple(range(ndim))
+    single = not isinstance(axis, (tuple, list))
+    if op in ("argmin", "argmax") and not single:
+        raise TypeError(f"{op}() takes an int or None for axis, not {axis!r}")
+    items = (axis,) if single else tuple(axis)
+    out = []
+    for ax in items:
+        if isinstance(ax, (bool, np.bool_)) or not isinstance(ax, (int, np.integer)):
+            raise TypeError(f"axis must be an int, a tuple of ints or None, not {axis!r}")
+        if not -ndim <= ax < ndim:
+            raise np.exceptions.AxisError(int(ax), ndim)
+        out.append(int(ax) % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"duplicate value in axis {axis!r}")
+    return tuple(sorted(out))
+
+
+class Reduce(Node):
+    """A reduction of `arg` (a tree node): shape and dtype known without reading data.
+
+    Parameters
+    ----------
+    op : str
+        One of ``sum prod mean std var min max any all argmin argmax count_nonzero``.
+    arg : Node
+    axis, keepdims, dtype, ddof, where, initial
+        NumPy's meaning; `where` is a boolean node broadcastable to `arg`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ndpack.engine.tree import Operand
+    >>> r = Reduce("mean", Operand(np.zeros((3, 4), np.int32)), axis=1, keepdims=True)
+    >>> r.shape, r.dtype
+    ((3, 1), dtype('float64'))
+    """
+
+    __slots__ = ("op", "arg", "axis", "flat", "keepdims", "req_dtype", "ddof", "where",
+                 "initial", "shape", "dtype")
+
+    def __init__(self, op: str, arg: Node, axis=None, keepdims=False, dtype=None, ddof=0,
+                 where=None, initial=None):
+        if op not in REDUCTIONS:
+            raise ValueError(f"unknown reduction {op!r}; known: {', '.join(REDUCTIONS)}")
+        self.op, self.arg = op, arg
+        self.flat = axis is None
+        self.axis = _norm_axis(axis, arg.ndim, op)
+        if not isinstance(keepdims, (bool, np.bool_)):
+            raise TypeError(f"keepdims must be True or False, not {keepdims!r}")
+        self.keepdims = bool(keepdims)
+        if dtype is not None and op not in _WITH_DTYPE:
+            raise TypeError(f"{op}() takes no dtype argument")
+        try:
+            self.req_dtype = None if dtype is None else np.dtype(dtype)
+        except TypeError:
+            raise TypeError(f"dtype {dtype!r} of {op}() is not a NumPy dtype") from None
+        if op in ("std", "var"):
+            if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, float,
+                                                                           np.number)):
+                raise TypeError(f"ddof must be a number, not {ddof!r}")
+        elif ddof != 0:
+            raise TypeError(f"{op}() takes no ddof argument")
+        self.ddof = ddof
+        if where is not None:
+            if op in ("argmin", "argmax", "count_nonzero"):
+                raise TypeError(f"{op}() takes no where argument")
+            if where.dtype != np.bool_:
+                raise TypeError(f"where= must be boolean, not {where.dtype}")
+            try:
+                if np.broadcast_shapes(where.shape, arg.shape) != arg.shape:
+                    raise ValueError
+            except ValueError:
+                raise ValueError(f"where= of shape {where.shape} does not broadcast to the "
+                                 f"reduced array's shape {arg.shape}") from None
+        if initial is not None and op not in ("min", "max"):
+            raise TypeError(f"{op}() takes no initial argument")
+        if where is not None and initial is None and op in ("min", "max"):
+            raise ValueError(f"{op}() with where= needs initial= (there is no identity "
+                             "for the masked-out elements), as in NumPy")
+        self.where, self.initial = where, initial
+        self.shape = tuple(1 if d in self.axis else n for d, n in enumerate(arg.shape)
+                           if self.keepdims or d not in self.axis)
+        self.dtype = _numpy_call(self, np.ones((1,) * arg.ndim, arg.dtype), None).dtype
+
+    @property
+    def children(self) -> tuple:
+        return (self.arg,) if self.where is None else (self.arg, self.where)
+
+    def numpy_kwargs(self) -> dict:
+        """Keyword arguments of the equivalent NumPy call (without where)."""
+        kw = {"axis": None if self.flat else self.axis, "keepdims": self.keepdims}
+        if self.op in ("argmin", "argmax") and not self.flat:
+            kw["axis"] = self.axis[0]
+        if self.req_dtype is not None:
+            kw["dtype"] = self.req_dtype
+        if self.op in ("std", "var"):
+            kw["ddof"] = self.ddof
+        if self.initial is not None:
+            kw["initial"] = self.initial
+        return kw
+
+    def __repr__(self):
+        kw = {k: v for k, v in self.numpy_kwargs().items() if v is not None and v is not False}
+        if self.where is not None:
+            kw["where"] = self.where
+        inner = ", ".join([repr(self.arg)] + [f"{k}={v!r}" for k, v in kw.items()])
+        return f"{self.op}({inner})"
+
+
+def _numpy_call(red: Reduce, data, where) -> np.ndarray:
+    """NumPy's answer on in-memory `data` (the reference, used on stand-ins)."""
+    kw = red.numpy_kwargs()
+    if where is not None:
+        kw["where"] = where
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.asarray(_NUMPY[red.op](data, **kw))
+
+
+# ---------------------------------------------------------------------------------------
+# per-operation partials (each has the output tile's shape, reduced dims of size 1)
+
+
+class _Ufunc:
+    """sum prod min max any all count_nonzero: one array per partial."""
+
+    _COMBINE = {"sum": np.add, "prod": np.multiply, "min": np.minimum, "max": np.maximum,
+                "any": np.logical_or, "all": np.logical_and, "count_nonzero": np.add}
+
+    def __init__(self, red: Reduce):
+        self.red, self.op, self.axes = red, red.op, red.axis
+        self.combine_fn = self._COMBINE[red.op]
+        self.pairwise = red.op == "sum" and red.dtype.kind in "fc"
+
+    def partial(self, data, w, region):
+        if self.op == "count_nonzero":
+            return np.count_nonzero(data, axis=self.axes, keepdims=True).astype(np.intp)
+        kw = {"axis": self.axes, "keepdims": True}
+        if self.op in ("sum", "prod"):
+            kw["dtype"] = self.red.dtype
+        if w is not None:
+            kw["where"] = w
+        if self.red.initial is not None:
+            kw["initial"] = self.red.initial
+        return _NUMPY[self.op](data, **kw)
+
+    def special(self, value, region):
+        shape = _extent(region)
+        if self.op in ("min", "max", "any", "all"):            # idempotent
+            return self.partial(np.broadcast_to(value, _collapsed(shape, self.axes)), None,
+                                region)
+        m = math.prod(shape[d] for d in self.axes)
+        tile = _collapsed(shape, self.axes)
+        if self.op == "sum":
+            return np.full(tile, np.asarray(value).astype(self.red.dtype) * m, self.red.dtype)
+        if self.op == "count_nonzero":
+            return np.full(tile, m if value != 0 else 0, np.intp)
+        return self.partial(np.broadcast_to(value, shape), None, region)
+
+    def combine(self, a, b):
+        return self.combine_fn(a, b)
+
+    def final(self, p):
+        return np.asarray(p).astype(self.red.dtype, copy=False)
+
+
+class _Moments:
+    """mean (count, sum) and var/std (count, mean, M2), combined with Chan's update."""
+
+    def __init__(self, red: Reduce, arg_dtype: np.dtype):
+        self.red, self.axes = red, red.axis
+        kind = np.result_type(arg_dtype, red.dtype).kind
+        self.acc = np.complex128 if kind == "c" else np.float64
+        if red.dtype in (np.longdouble, np.clongdouble):
+            self.acc = red.dtype
+        self.m2 = np.longdouble if self.acc in (np.longdouble, np.clongdouble) else np.float64
+        self.mean_only = red.op == "mean"
+        self.pairwise = self.mean_only
+
+    def _count(self, w, shape):
+        if w is None:
+            return np.full(_collapsed(shape, self.axes),
+                           math.prod(shape[d] for d in self.axes), np.float64)
+        return np.sum(np.broadcast_to(w, shape), axis=self.axes, keepdims=True,
+                      dtype=np.float64)
+
+    def partial(self, data, w, region):
+        n = self._count(w, data.shape)
+        kw = {"axis": self.axes, "keepdims": True, "where": True if w is None else w}
+        s = np.sum(data, dtype=self.acc, **kw)
+        if self.mean_only:
+            return n, s
+        mu = np.divide(s, n, out=np.zeros_like(s), where=n > 0)
+        d = data - mu
+        sq = d.real * d.real + d.imag * d.imag if d.dtype.kind == "c" else d * d
+        return n, mu, np.sum(sq, dtype=self.m2, **kw)
+
+    def special(self, value, region):
+        shape = _extent(region)
+        n = self._count(None, shape)
+        v = np.asarray(value).astype(self.acc)
+        if self.mean_only:
+            return n, v * n
+        return n, np.full(n.shape, v), np.zeros(n.shape)
+
+    def combine(self, a, b):
+        if self.mean_only:
+            return a[0] + b[0], a[1] + b[1]
+        (na, ma, qa), (nb, mb, qb) = a, b
+        n = na + nb
+        frac = np.divide(nb, n, out=np.zeros_like(n), where=n > 0)
+        delta = mb - ma
+        d2 = delta.real * delta.real + delta.imag * delta.imag if delta.dtype.kind == "c" \
+            else delta * delta
+        return n, ma + delta * frac, qa + qb + d2 * na * frac
+
+    def final(self, p):
+        with np.errstate(all="ignore"):
+            if self.mean_only:
+                return (p[1] / p[0]).astype(self.red.dtype)
+            n, _, q = p
+            res = q / np.maximum(n - self.red.ddof, 0)
+            if self.red.op == "std":
+                res = np.sqrt(res)
+            return res.astype(self.red.dtype)
+
+
+class _Arg:
+    """argmin/argmax: (value, index) per output element; first occurrence wins, NaN
+    beats everything (NumPy's rules)."""
+
+    pairwise = False
+
+    def __init__(self, red: Reduce, shape: tuple):
+        self.red, self.shape = red, shape
+        self.is_max = red.op == "argmax"
+        self.fn = np.argmax if self.is_max else np.argmin
+
+    def partial(self, data, w, region):
+        if self.red.flat:
+            i = int(self.fn(data))
+            local = np.unravel_index(i, data.shape)
+            gi = np.ravel_multi_index(tuple(int(c) + s.start for c, s in zip(local, region)),
+                                      self.shape) if self.shape else 0
+            tile = (1,) * data.ndim
+            return (np.full(tile, data.reshape(-1)[i], data.dtype),
+                    np.full(tile, gi, np.intp))
+        k = self.red.axis[0]
+        li = self.fn(data, axis=k, keepdims=True)
+        return np.take_along_axis(data, li, k), li.astype(np.intp) + region[k].start
+
+    def special(self, value, region):
+        shape = _extent(region)
+        sub = tuple(slice(s.start, s.start + 1) if d in self.red.axis else s
+                    for d, s in enumerate(region))
+        return self.partial(np.broadcast_to(value, _collapsed(shape, self.red.axis)), None,
+                            sub)
+
+    def combine(self, a, b):
+        (va, ia), (vb, ib) = a, b
+        first = ib < ia
+        with np.errstate(invalid="ignore"):
+            wins = (vb > va) if self.is_max else (vb < va)
+            tie = vb == va
+        if va.dtype.kind in "fc":
+            na, nb = np.isnan(va), np.isnan(vb)
+            wins = np.where(na | nb, nb & (~na | first), wins | (tie & first))
+        else:
+            wins = wins | (tie & first)
+        return np.where(wins, vb, va), np.where(wins, ib, ia)
+
+    def final(self, p):
+        return p[1]
+
+
+def _extent(region) -> tuple:
+    return tuple(s.stop - s.start for s in region)
+
+
+def _collapsed(shape, axes) -> tuple:
+    return tuple(1 if d in axes else n for d, n in enumerate(shape))
+
+
+def _reducer(red: Reduce, arg: Node):
+    if red.op in ("mean", "std", "var"):
+        return _Moments(red, arg.dtype)
+    if red.op in ("argmin", "argmax"):
+        return _Arg(red, arg.shape)
+    return _Ufunc(red)
+
+
+# ---------------------------------------------------------------------------------------
+# sources: region grid and how to read a region
+
+
+def _grow(chunks, shape, itemsize, target=_REGION_BYTES) -> tuple:
+    """Multiples of `chunks` (trailing dimensions first) up to about `target` bytes."""
+    out = [builtins.max(1, int(c)) for c in chunks]
+    for d in reversed(range(len(shape))):
+        cur = math.prod(out) * itemsize
+        if cur >= target:
+            break
+        out[d] = builtins.min(shape[d], out[d] * builtins.max(1, target // cur))
+    return tuple(builtins.max(1, c) for c in out)
+
+
+def _source(arg: Node):
+    """``(grid, read)``: region shape, and ``read(region) -> (values, is_special)``."""
+    shape, itemsize = arg.shape, builtins.max(arg.dtype.itemsize, 1)
+    if isinstance(arg, Operand):
+        a = arg.array
+        if isinstance(a, NDArray):
+            if math.prod(a.chunks) * itemsize >= _CHUNK_MIN_BYTES and a.ndim:
+                return a.chunks, _chunk_reader(a)
+            return _grow(a.chunks, shape, itemsize), _plain_reader(a)
+        chunks = getattr(a, "chunks", None)
+        if isinstance(chunks, tuple) and len(chunks) == len(shape) and builtins.all(
+                isinstance(c, (int, np.integer)) for c in chunks):
+            return _grow(chunks, shape, itemsize), _plain_reader(a)
+        return default_region_shape(shape, itemsize), _plain_reader(a)
+    from ndpack.engine.tree import operands_of
+    for op in operands_of(arg):
+        if isinstance(op.array, NDArray) and op.shape == shape and op.ndim:
+            grid = op.array.chunks
+            if math.prod(grid) * itemsize < _CHUNK_MIN_BYTES:
+                grid = _grow(grid, shape, itemsize)
+            break
+    else:
+        grid = default_region_shape(shape, itemsize)
+    return grid, lambda region: (evaluate_region(arg, region, shape), False)
+
+
+def _plain_reader(a):
+    def read(region):
+        return np.asarray(a[region] if region else a[()]), False
+    return read
+
+
+def _chunk_reader(a: NDArray):
+    """Chunk by chunk; special chunks come back as their scalar, undecoded."""
+    grid = tuple(-(-s // c) for s, c in zip(a.shape, a.chunks))
+    stored = hasattr(a, "decode_stored") and hasattr(a, "stored_as_chunk")
+    buf = []
+
+    def read(region):
+        coords = tuple(s.start // c for s, c in zip(region, a.chunks))
+        n = int(np.ravel_multi_index(coords, grid))
+        chunk = a.get_chunk(n)
+        if stored:
+            if not buf:
+                buf.append(np.empty(a.stored_elements, a.dtype))
+            v = a.decode_stored(chunk, out=buf[0])
+            if v.ndim == 0:
+                return v, True
+            full = a.stored_as_chunk(v)
+            return full[tuple(slice(0, s.stop - s.start) for s in region)], False
+        fill = a._special_fill(chunk)
+        if fill is not None:
+            return fill, True
+        return a[region], False
+    return read
+
+
+# ---------------------------------------------------------------------------------------
+# the driver
+
+
+def compute_reduction(red: Reduce) -> np.ndarray:
+    """The value of reduction node `red` as a NumPy array of ``red.shape``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ndpack.engine.tree import Operand
+    >>> compute_reduction(Reduce("sum", Operand(np.ones((2, 3))), axis=0)).tolist()
+    [2.0, 2.0, 2.0]
+    """
+    arg = materialize(red.arg)
+    where = None if red.where is None else materialize(red.where)
+    shape = arg.shape
+    if 0 in shape or (isinstance(arg, Operand) and isinstance(arg.array, np.ndarray)
+                      and (where is None or isinstance(where, Constant) or
+                           (isinstance(where, Operand) and isinstance(where.array,
+                                                                      np.ndarray)))):
+        data = np.asarray(arg.array) if 0 not in shape else np.zeros(shape, arg.dtype)
+        w = None
+        if where is not None:
+            w = where.value if isinstance(where, Constant) else np.asarray(where.array)
+        res = _numpy_call(red, data, w)
+        return res.astype(red.dtype, copy=False).reshape(red.shape)
+    grid, read = _source(arg)
+    reducer = _reducer(red, arg)
+    raxes = set(red.axis)
+    kept = [d for d in range(len(shape)) if d not in raxes]
+    rdims = sorted(raxes)
+    acc = np.empty(_collapsed(shape, raxes), red.dtype)
+    starts = [range(0, n, g) for n, g in zip(shape, grid)]
+    with np.errstate(all="ignore"):
+        for ostart in itertools.product(*[starts[d] for d in kept]):
+            total, stack = None, []
+            for rstart in itertools.product(*[starts[d] for d in rdims]):
+                pos = dict(zip(kept, ostart))
+                pos.update(zip(rdims, rstart))
+                region = tuple(slice(pos[d], builtins.min(pos[d] + grid[d], shape[d]))
+                               for d in range(len(shape)))
+                data, special = read(region)
+                w = None if where is None else evaluate_region(where, region, shape)
+                if special and w is None:
+                    p = reducer.special(data, region)
+                else:
+                    if special:
+                        data = np.broadcast_to(data, _extent(region))
+                    p = reducer.partial(data, w, region)
+                if reducer.pairwise:            # binary counter: pairwise sums
+                    level = 0
+                    while stack and stack[-1][0] == level:
+                        p = reducer.combine(stack.pop()[1], p)
+                        level += 1
+                    stack.append((level, p))
+                else:
+                    total = p if total is None else reducer.combine(total, p)
+            if reducer.pairwise:
+                total = stack.pop()[1]
+                while stack:
+                    total = reducer.combine(stack.pop()[1], total)
+            tile = tuple(slice(0, 1) if d in raxes else
+                         slice(pos[d], builtins.min(pos[d] + grid[d], shape[d]))
+                         for d in range(len(shape)))
+            acc[tile] = reducer.final(total)
+    return acc.reshape(red.shape)
+
+
+def materialize(node: Node, memo: dict | None = None) -> Node:
+    """`node` with every reduction replaced by an operand holding its result (and
+    subscripted sub-expressions prepared the same way): what the elementwise
+    evaluator can run.  Each reduction is computed once."""
+    memo = {} if memo is None else memo
+    if id(node) in memo:
+        return memo[id(node)]
+    if isinstance(node, Reduce):
+        out = Operand(compute_reduction(node), repr(node))
+    elif isinstance(node, Apply):
+        args = tuple(materialize(a, memo) for a in node.args)
+        out = node if builtins.all(a is b for a, b in zip(args, node.args)) else \
+            Apply(node.func.name, args, node.kwargs)
+    elif isinstance(node, Operand) and isinstance(node.array, (SliceView, TransposeView)):
+        view = _materialize_view(node.array, memo)
+        out = node if view is node.array else Operand(view, node.name)
+    else:
+        out = node
+    memo[id(node)] = out
+    return out
+
+
+def _materialize_view(view, memo):
+    from ndpack.engine.lazyexpr import LazyExpr
+    base = view.base
+    if isinstance(base, (SliceView, TransposeView)):
+        new = _materialize_view(base, memo)
+    elif isinstance(base, LazyExpr):
+        inner = materialize(base.node, memo)
+        new = base if inner is base.node else LazyExpr(inner)
+    else:
+        return view
+    if new is base:
+        return view
+    return SliceView(new, view.key) if isinstance(view, SliceView) else TransposeView(new)
+
+
+def has_reductions(node: Node) -> bool:
+    """Whether anything in `node` must be materialized before elementwise evaluation."""
+    return materialize(node) is not node
+
+
+# ---------------------------------------------------------------------------------------
+# public functions
+
+
+def _as_node(x) -> Node:
+    from ndpack.engine.lazyexpr import _node
+    return _node(x)
+
+
+def _reduce(op, x, axis=None, keepdims=False, dtype=None, ddof=0, where=None,
+            initial=None, out=None, **kwargs):
+    if kwargs:
+        raise TypeError(f"{op}() got unexpected keyword argument(s) "
+                        f"{', '.join(sorted(kwargs))}")
+    wnode = None if where is None else _as_node(where)
+    red = Reduce(op, _as_node(x), axis=axis, keepdims=keepdims, dtype=dtype, ddof=ddof,
+                 where=wnode, initial=initial)
+    res = compute_reduction(red)
+    if out is not None:
+        out[...] = res
+        return out
+    return res[()] if res.ndim == 0 else res
+
+
+def _doc(op, extra=""):
+    return (f"``{op}`` of an array or expression, streamed chunk by chunk (NumPy's "
+            f"semantics).\n\n    Parameters\n    ----------\n    ndarr : NDArray, "
+            f"LazyExpr or array-like\n        Anything with shape, dtype and __getitem__."
+            f"\n    axis : int, tuple of ints or None\n    keepdims : bool\n{extra}"
+            f"\n    Returns\n    -------\n    numpy.ndarray, or a NumPy scalar when every "
+            f"axis is reduced.\n")
+
+
+def sum(ndarr, axis=None, dtype=None, keepdims=False, where=None, **kwargs):
+    return _reduce("sum", ndarr, axis, keepdims, dtype, where=where, **kwargs)
+
+
+def prod(ndarr, axis=None, dtype=None, keepdims=False, where=None, **kwargs):
+    return _reduce("prod", ndarr, axis, keepdims, dtype, where=where, **kwargs)
+
+
+def mean(ndarr, axis=None, dtype=None, keepdims=False, where=None, **kwargs):
+    return _reduce("mean", ndarr, axis, keepdims, dtype, where=where, **kwargs)
+
+
+def std(ndarr, axis=None, dtype=None, ddof=0, keepdims=False, where=None, **kwargs):
+    return _reduce("std", ndarr, axis, keepdims, dtype, ddof, where=where, **kwargs)
+
+
+def var(ndarr, axis=None, dtype=None, ddof=0, keepdims=False, where=None, **kwargs):
+    return _reduce("var", ndarr, axis, keepdims, dtype, ddof, where=where, **kwargs)
+
+
+def min(ndarr, axis=None, keepdims=False, where=None, initial=None, **kwargs):
+    return _reduce("min", ndarr, axis, keepdims, where=where, initial=initial, **kwargs)
+
+
+def max(ndarr, axis=None, keepdims=False, where=None, initial=None, **kwargs):
+    return _reduce("max", ndarr, axis, keepdims, where=where, initial=initial, **kwargs)
+
+
+def any(ndarr, axis=None, keepdims=False, where=None, **kwargs):
+    return _reduce("any", ndarr, axis, keepdims, where=where, **kwargs)
+
+
+def all(ndarr, axis=None, keepdims=False, where=None, **kwargs):
+    return _reduce("all", ndarr, axis, keepdims, where=where, **kwargs)
+
+
+def argmin(ndarr, axis=None, keepdims=False, **kwargs):
+    return _reduce("argmin", ndarr, axis, keepdims, **kwargs)
+
+
+def argmax(ndarr, axis=None, keepdims=False, **kwargs):
+    return _reduce("argmax", ndarr, axis, keepdims, **kwargs)
+
+
+def count_nonzero(ndarr, axis=None, keepdims=False, **kwargs):
+    return _reduce("count_nonzero", ndarr, axis, keepdims, **kwargs)
+
+
+_DTYPE = "    dtype : dtype, optional\n        Accumulator and result dtype.\n"
+_DDOF = "    ddof : int\n        Delta degrees of freedom (divisor ``N - ddof``).\n"
+_WHERE = "    where : bool array or expression, optional\n        Elements to include.\n"
+_INITIAL = "    initial : scalar, optional\n        Needed with ``where``.\n"
+for _f, _extra in [(sum, _DTYPE + _WHERE), (prod, _DTYPE + _WHERE), (mean, _DTYPE + _WHERE),
+                   (std, _DTYPE + _DDOF + _WHERE), (var, _DTYPE + _DDOF + _WHERE),
+                   (min, _WHERE + _INITIAL), (max, _WHERE + _INITIAL), (any, _WHERE),
+                   (all, _WHERE), (argmin, ""), (argmax, ""), (count_nonzero, "")]:
+    _f.__doc__ = _doc(_f.__name__, _extra) + f"""
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ndpack.storage.constructors import asarray
+    >>> x = np.arange(12.0).reshape(3, 4) - 5
+    >>> a = asarray(x, chunks=(2, 3))
+    >>> bool(np.allclose({_f.__name__}(a, axis=1), np.{_f.__name__}(x, axis=1)))
+    True
+"""
+del _f, _extra
