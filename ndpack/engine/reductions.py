@@ -41,7 +41,7 @@ import warnings
 
 import numpy as np
 
-from ndpack.engine.evaluate import default_region_shape, evaluate_region
+from ndpack.engine.evaluate import evaluate_region
 from ndpack.engine.functions import REDUCTIONS
 from ndpack.engine.tree import Apply, Constant, Node, Operand
 from ndpack.engine.views import SliceView, TransposeView
@@ -359,8 +359,9 @@ def _reducer(red: Reduce, arg: Node):
 # sources: region grid and how to read a region
 
 
-def _grow(chunks, shape, itemsize, target=_REGION_BYTES) -> tuple:
-    """Multiples of `chunks` (trailing dimensions first) up to about `target` bytes."""
+def _grow(chunks, shape, itemsize) -> tuple:
+    """Multiples of `chunks` (trailing dimensions first) up to about _REGION_BYTES."""
+    target = _REGION_BYTES
     out = [builtins.max(1, int(c)) for c in chunks]
     for d in reversed(range(len(shape))):
         cur = math.prod(out) * itemsize
@@ -370,29 +371,47 @@ def _grow(chunks, shape, itemsize, target=_REGION_BYTES) -> tuple:
     return tuple(builtins.max(1, c) for c in out)
 
 
+def _slabs(shape, itemsize) -> tuple:
+    """Regions of about _REGION_BYTES: whole trailing dimensions, slabs of leading ones."""
+    budget = builtins.max(_REGION_BYTES // itemsize, 1)
+    out = list(shape)
+    for d in range(len(shape)):
+        inner = math.prod(shape[d + 1:])
+        if inner * shape[d] <= budget:
+            break
+        out[d] = builtins.max(1, budget // inner) if inner <= budget else 1
+        if inner <= budget:
+            break
+    return tuple(builtins.max(1, c) for c in out)
+
+
+def _chunks_of(a, shape):
+    chunks = getattr(a, "chunks", None)
+    if isinstance(chunks, tuple) and len(chunks) == len(shape) and shape and builtins.all(
+            isinstance(c, (int, np.integer)) and c > 0 for c in chunks):
+        return tuple(int(c) for c in chunks)
+    return None
+
+
 def _source(arg: Node):
     """``(grid, read)``: region shape, and ``read(region) -> (values, is_special)``."""
     shape, itemsize = arg.shape, builtins.max(arg.dtype.itemsize, 1)
     if isinstance(arg, Operand):
         a = arg.array
-        if isinstance(a, NDArray):
-            if math.prod(a.chunks) * itemsize >= _CHUNK_MIN_BYTES and a.ndim:
-                return a.chunks, _chunk_reader(a)
-            return _grow(a.chunks, shape, itemsize), _plain_reader(a)
-        chunks = getattr(a, "chunks", None)
-        if isinstance(chunks, tuple) and len(chunks) == len(shape) and builtins.all(
-                isinstance(c, (int, np.integer)) for c in chunks):
-            return _grow(chunks, shape, itemsize), _plain_reader(a)
-        return default_region_shape(shape, itemsize), _plain_reader(a)
+        chunks = _chunks_of(a, shape)
+        if isinstance(a, NDArray) and chunks and \
+                math.prod(chunks) * itemsize >= _CHUNK_MIN_BYTES:
+            return chunks, _chunk_reader(a)
+        grid = _grow(chunks, shape, itemsize) if chunks else _slabs(shape, itemsize)
+        return grid, _plain_reader(a)
     from ndpack.engine.tree import operands_of
-    for op in operands_of(arg):
-        if isinstance(op.array, NDArray) and op.shape == shape and op.ndim:
-            grid = op.array.chunks
-            if math.prod(grid) * itemsize < _CHUNK_MIN_BYTES:
-                grid = _grow(grid, shape, itemsize)
+    for op in operands_of(arg):          # read along the chunks of an operand
+        chunks = _chunks_of(op.array, shape) if op.shape == shape else None
+        if chunks:
+            grid = _grow(chunks, shape, itemsize)
             break
     else:
-        grid = default_region_shape(shape, itemsize)
+        grid = _slabs(shape, itemsize)
     return grid, lambda region: (evaluate_region(arg, region, shape), False)
 
 

@@ -1,0 +1,398 @@
+"""Reductions against NumPy: semantics, dtypes, NaN, where=, expressions, foreign
+operands, special chunks, streaming, precision."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ndpack
+from ndpack.engine import reductions
+
+OPS = ["sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin", "argmax",
+       "count_nonzero"]
+
+
+def assert_eq(got, expected, rtol=1e-12, atol=0.0):
+    """Metadata first (type of result, shape, dtype), then values (NaN equal NaN)."""
+    expected = np.asarray(expected) if not np.isscalar(expected) else expected
+    if np.ndim(expected) == 0:
+        assert np.ndim(got) == 0, (got, expected)
+    else:
+        assert isinstance(got, np.ndarray), type(got)
+    assert np.shape(got) == np.shape(expected)
+    assert np.asarray(got).dtype == np.asarray(expected).dtype
+    if np.asarray(expected).dtype.kind in "fc":
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, expected)
+
+
+def _tol(dtype):
+    return {"float32": 2e-5, "complex64": 2e-5, "float16": 1e-2}.get(np.dtype(dtype).name,
+                                                                       1e-10)
+
+
+class use_chunk_path:
+    """Read NDArray operands chunk by chunk (special chunks undecoded) even when the
+    chunks are tiny, as large chunks are."""
+
+    def __init__(self, on=True):
+        self.on = on
+
+    def __enter__(self):
+        self.saved = reductions._CHUNK_MIN_BYTES
+        if self.on:
+            reductions._CHUNK_MIN_BYTES = 0
+
+    def __exit__(self, *exc):
+        reductions._CHUNK_MIN_BYTES = self.saved
+
+
+def _data(rng, shape, dtype, nan=False):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if dtype.kind in "iu":
+        return rng.integers(0 if dtype.kind == "u" else -4, 5, shape).astype(dtype)
+    x = rng.integers(-3, 4, shape) + rng.random(shape)      # ties for argmin/argmax too
+    if dtype.kind == "c":
+        x = x + 1j * rng.integers(-2, 3, shape)
+    x = x.astype(dtype)
+    if nan and x.size:
+        x.reshape(-1)[rng.integers(0, x.size, max(1, x.size // 7))] = np.nan
+    return x
+
+
+@st.composite
+def cases(draw):
+    nd = draw(st.integers(1, 3))
+    shape = tuple(draw(st.lists(st.integers(1, 9), min_size=nd, max_size=nd)))
+    chunks = tuple(draw(st.integers(1, n)) for n in shape)
+    blocks = tuple(draw(st.integers(1, c)) for c in chunks)
+    op = draw(st.sampled_from(OPS))
+    if op in ("argmin", "argmax"):
+        axis = draw(st.one_of(st.none(), st.integers(-nd, nd - 1)))
+    else:
+        axis = draw(st.one_of(st.none(), st.integers(-nd, nd - 1),
+                              st.sets(st.integers(0, nd - 1), min_size=1).map(tuple)))
+    dtype = draw(st.sampled_from(["int32", "int64", "uint8", "bool", "float32", "float64",
+                                  "complex128"]))
+    if op in ("argmin", "argmax", "min", "max") and dtype == "complex128":
+        dtype = "float64"
+    return dict(shape=shape, chunks=chunks, blocks=blocks, op=op, axis=axis, dtype=dtype,
+                keepdims=draw(st.booleans()), nan=draw(st.booleans()),
+                chunk_path=draw(st.booleans()), seed=draw(st.integers(0, 2**16)))
+
+
+@settings(max_examples=150)
+@given(cases())
+def test_reductions_match_numpy(c):
+    rng = np.random.default_rng(c["seed"])
+    x = _data(rng, c["shape"], c["dtype"], nan=c["nan"])
+    a = ndpack.asarray(x, chunks=c["chunks"], blocks=c["blocks"])
+    kw = {"axis": c["axis"], "keepdims": c["keepdims"]}
+    with np.errstate(all="ignore"):
+        expected = getattr(np, c["op"])(x, **kw)
+    with use_chunk_path(c["chunk_path"]):
+        got = getattr(ndpack, c["op"])(a, **kw)
+        method = getattr(a, c["op"])(**kw)
+    assert_eq(got, expected, rtol=_tol(x.dtype))
+    assert_eq(method, expected, rtol=_tol(x.dtype))
+
+
+@pytest.mark.parametrize("op", ["sum", "prod", "mean", "std", "var"])
+@pytest.mark.parametrize("dtype", [None, "float32", "float64", "int64", "complex128"])
+def test_dtype_argument(op, dtype):
+    x = np.arange(1, 61, dtype=np.int16).reshape(3, 4, 5) % 7 + 1
+    a = ndpack.asarray(x, chunks=(2, 3, 2))
+    if dtype in ("complex128", "int64") and op in ("std", "var"):
+        dtype = "float64"         # NumPy's integer std truncates the mean: not followed
+    for axis in (None, 0, (1, 2)):
+        expected = getattr(np, op)(x, axis=axis, dtype=dtype)
+        assert_eq(getattr(ndpack, op)(a, axis=axis, dtype=dtype), expected,
+                  rtol=_tol(dtype or "f8"))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32", "uint16", "bool", "float16"])
+def test_accumulator_dtype_rules(dtype):
+    x = (np.arange(200) % 120).astype(dtype).reshape(10, 20)
+    a = ndpack.asarray(x, chunks=(3, 7))
+    for op in ("sum", "prod", "mean", "count_nonzero"):
+        for axis in (None, 1):
+            with np.errstate(all="ignore"):
+                expected = getattr(np, op)(x, axis=axis)
+            got = getattr(ndpack, op)(a, axis=axis)
+            assert np.asarray(got).dtype == np.asarray(expected).dtype, (op, axis)
+            assert_eq(got, expected, rtol=_tol(dtype))
+
+
+@pytest.mark.parametrize("ddof", [0, 1, 2, 5, 40])
+def test_ddof(ddof):
+    rng = np.random.default_rng(3)
+    x = rng.normal(10, 3, (9, 5))
+    a = ndpack.asarray(x, chunks=(2, 2))
+    with np.errstate(all="ignore"), pytest.warns(RuntimeWarning) if ddof >= 9 else _null():
+        for axis in (None, 0, 1):
+            assert_eq(ndpack.var(a, axis=axis, ddof=ddof), np.var(x, axis=axis, ddof=ddof))
+            assert_eq(ndpack.std(a, axis=axis, ddof=ddof), np.std(x, axis=axis, ddof=ddof))
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_nan_rules_like_numpy():
+    x = np.array([[1.0, np.nan, 3.0, np.nan], [5.0, 2.0, 8.0, 8.0], [np.nan, 0.0, -1.0, 9.0]])
+    a = ndpack.asarray(x, chunks=(2, 3))
+    for chunk_path in (False, True):
+        with use_chunk_path(chunk_path):
+            for op in ("min", "max", "argmin", "argmax", "sum", "mean"):
+                for axis in (None, 0, 1):
+                    assert_eq(getattr(ndpack, op)(a, axis=axis), getattr(np, op)(x, axis=axis))
+    # ties: first occurrence wins, across chunks
+    y = np.array([3, 1, 7, 7, 1, 7, 0, 0])
+    b = ndpack.asarray(y, chunks=(3,))
+    with use_chunk_path():
+        assert ndpack.argmax(b) == 2 and ndpack.argmin(b) == 6
+    assert ndpack.argmax(ndpack.asarray(np.array([1.0, 2, np.nan, np.nan]), chunks=(3,))) == 2
+
+
+def test_where():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(6, 7, 5))
+    mask = rng.random((7, 5)) < 0.6
+    a = ndpack.asarray(x, chunks=(4, 3, 2))
+    for op in ("sum", "prod", "mean", "std", "var", "any", "all"):
+        for axis in (None, 0, (0, 2)):
+            with np.errstate(all="ignore"):
+                expected = getattr(np, op)(x, axis=axis, where=mask)
+            assert_eq(getattr(ndpack, op)(a, axis=axis, where=mask), expected)
+            assert_eq(getattr(ndpack, op)(a, axis=axis, where=ndpack.asarray(mask)), expected)
+    assert_eq(ndpack.max(a, axis=1, where=mask, initial=-10), np.max(x, axis=1, where=mask,
+                                                                    initial=-10))
+    assert_eq(ndpack.min(a, where=mask, initial=10), np.min(x, where=mask, initial=10))
+    # where= an expression
+    e = a > 0
+    assert_eq(ndpack.sum(a, axis=2, where=e), np.sum(x, axis=2, where=x > 0))
+    r = ndpack.lazyexpr("sum(a, axis=0, where=a > 0) * 2", operands={"a": a})[()]
+    assert_eq(r, np.sum(x, axis=0, where=x > 0) * 2)
+
+
+def test_empty_and_zero_d():
+    x = np.zeros((0, 3))
+    a = ndpack.asarray(x)
+    assert_eq(ndpack.sum(a, axis=0), np.sum(x, axis=0))
+    assert_eq(ndpack.sum(a), np.sum(x))
+    with pytest.raises(ValueError):
+        ndpack.max(a)
+    z = ndpack.asarray(np.array(3.5))
+    assert_eq(ndpack.sum(z), np.float64(3.5))
+    assert_eq(ndpack.argmax(z), np.argmax(np.array(3.5)))
+
+
+@pytest.mark.parametrize("text,oracle", [
+    ("sum(a, axis=0) + b * sin(c)", lambda a, b, c: a.sum(0) + b * np.sin(c)),
+    ("a - mean(a, axis=1, keepdims=True)", lambda a, b, c: a - a.mean(1, keepdims=True)),
+    ("(a - mean(a)) / std(a, ddof=1)", lambda a, b, c: (a - a.mean()) / a.std(ddof=1)),
+    ("sum(a * 2 + 1, axis=(0, 1)) + max(b, axis=0)",
+     lambda a, b, c: (a * 2 + 1).sum((0, 1)) + b.max(0)),
+    ("argmax(a, axis=2) + count_nonzero(a > 0.5, axis=2)",
+     lambda a, b, c: a.argmax(2) + np.count_nonzero(a > 0.5, axis=2)),
+    ("sum(sum(a, 0) - mean(b, axis=0))", lambda a, b, c: (a.sum(0) - b.mean(0)).sum()),
+    ("where(any(a > 0.9, axis=0), c, -c) + prod(b[0:2], axis=0)",
+     lambda a, b, c: np.where((a > 0.9).any(0), c, -c) + b[0:2].prod(0)),
+    ("sum(a, axis=0)[::-2, 1:].T", lambda a, b, c: a.sum(0)[::-2, 1:].T),
+    ("var(a.T, axis=0) + min(b)", lambda a, b, c: a.T.var(0) + b.min()),
+])
+def test_reductions_inside_expressions(text, oracle):
+    rng = np.random.default_rng(7)
+    x, y, z = rng.random((10, 6, 5)), rng.random((6, 5)), rng.random((6, 5))
+    ops = {"a": ndpack.asarray(x, chunks=(3, 4, 5)), "b": ndpack.asarray(y, chunks=(4, 2)),
+           "c": z}
+    e = ndpack.lazyexpr(text, operands=ops)
+    expected = oracle(x, y, z)
+    assert e.shape == np.shape(expected) and e.dtype == np.asarray(expected).dtype
+    np.testing.assert_allclose(e[()], expected, rtol=1e-12)
+    np.testing.assert_allclose(e.compute()[()], expected, rtol=1e-12)
+    out = np.empty(e.shape, e.dtype)
+    ndpack.evaluate(text, local_dict=ops, out=out)
+    np.testing.assert_allclose(out, expected, rtol=1e-12)
+
+
+def test_reduction_of_expressions_and_methods():
+    rng = np.random.default_rng(8)
+    x = rng.random((30, 20))
+    a = ndpack.asarray(x, chunks=(7, 6))
+    e = np.sin(a) * 2 + a
+    ref = np.sin(x) * 2 + x
+    assert_eq(e.sum(axis=1), ref.sum(axis=1))
+    assert_eq(ndpack.mean(e, axis=0, keepdims=True), ref.mean(axis=0, keepdims=True))
+    assert_eq(e.argmin(), ref.argmin())
+    assert_eq(np.sum(a), x.sum())                     # NumPy dispatches to the method
+    assert_eq(np.mean(a, axis=0), x.mean(axis=0))
+    assert_eq(ndpack.sum(x.tolist()), x.sum())        # plain Python sequences
+    assert ndpack.sum(e > 1).dtype == np.int64
+
+
+def test_reduction_is_computed_once_per_evaluation():
+    calls = []
+    x = np.arange(12.0).reshape(3, 4)
+
+    class Counting:
+        shape, dtype = x.shape, x.dtype
+
+        def __getitem__(self, key):
+            calls.append(key)
+            return x[key]
+
+    e = ndpack.lazyexpr("a - mean(a, axis=0) + sum(a)", operands={"a": Counting()})
+    assert not calls                                   # building reads nothing
+    np.testing.assert_allclose(e[()], x - x.mean(0) + x.sum())
+    # one read per reduction plus the elementwise pass
+    assert len(calls) == 3
+
+
+def test_foreign_operands(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    zarr = pytest.importorskip("zarr")
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(50, 40))
+    with h5py.File(tmp_path / "x.h5", "w") as f:
+        f.create_dataset("x", data=x, chunks=(16, 8))
+    z = zarr.create_array(store=str(tmp_path / "x.zarr"), shape=x.shape, dtype=x.dtype,
+                          chunks=(20, 15))
+    z[:] = x
+    with h5py.File(tmp_path / "x.h5", "r") as f:
+        d = f["x"]
+        for op in ("sum", "std", "argmax", "max"):
+            for arr in (d, z):
+                for axis in (None, 0, 1):
+                    assert_eq(getattr(ndpack, op)(arr, axis=axis), getattr(np, op)(x, axis=axis))
+        e = ndpack.lazyexpr("d - mean(z, axis=0)", operands={"d": d, "z": z})
+        np.testing.assert_allclose(e[()], x - x.mean(0), rtol=1e-12)
+
+
+def test_special_chunks_are_not_decoded(monkeypatch):
+    z = ndpack.zeros((40, 30, 20), dtype="f8", chunks=(10, 30, 20), blocks=(5, 10, 20))
+    f = ndpack.full((40, 30), 2.5, chunks=(10, 15))
+    import ndpack.storage.ndarray as nda
+
+    def boom(*a, **k):
+        raise AssertionError("a chunk was decoded")
+    monkeypatch.setattr(nda, "decompress2", boom)
+    monkeypatch.setattr(nda, "decompress_blocks", boom)
+    with use_chunk_path():
+        assert ndpack.sum(z) == 0 and ndpack.sum(z, axis=1).shape == (40, 20)
+        assert ndpack.max(z) == 0 and ndpack.argmax(z, axis=0).max() == 0
+        assert_eq(ndpack.sum(f, axis=0), np.full(30, 100.0))
+        assert_eq(ndpack.mean(f), np.float64(2.5))
+        assert_eq(ndpack.std(f, axis=1), np.zeros(40))
+        assert_eq(ndpack.count_nonzero(f, axis=1), np.full(40, 30))
+        assert_eq(ndpack.argmin(f), np.int64(0))
+        assert_eq(ndpack.prod(ndpack.full((4, 3), 2, dtype="i4", chunks=(2, 2)), axis=0),
+                  np.full(3, 16, np.int64))
+    monkeypatch.undo()
+    # a mixed array: some chunks special, some not
+    m = ndpack.zeros((40, 30), chunks=(10, 10))
+    m[12:18, 5:25] = np.arange(120.0).reshape(6, 20)
+    ref = m[()]
+    with use_chunk_path():
+        for op in ("sum", "mean", "max", "argmax", "var"):
+            for axis in (None, 0, 1):
+                assert_eq(getattr(ndpack, op)(m, axis=axis), getattr(np, op)(ref, axis=axis))
+
+
+class Recording:
+    """An operand that records the largest region it is asked for."""
+
+    def __init__(self, x, chunks):
+        self.x, self.shape, self.dtype, self.chunks = x, x.shape, x.dtype, chunks
+        self.largest = 0
+
+    def __getitem__(self, key):
+        res = self.x[key]
+        self.largest = max(self.largest, res.size)
+        return res
+
+
+def test_streaming_never_reads_the_whole_operand():
+    x = np.random.default_rng(1).random((64, 48, 32))
+    for axis in (None, 0, 1, 2, (0, 2)):
+        r = Recording(x, chunks=(16, 16, 16))
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(reductions, "_REGION_BYTES", 16 * 16 * 32 * 8)
+            got = ndpack.sum(r, axis=axis)
+            assert r.largest <= 16 * 16 * 32 < x.size
+            assert_eq(got, x.sum(axis=axis))
+            e = ndpack.lazyexpr("a * 2", operands={"a": r})
+            r.largest = 0
+            assert_eq(ndpack.std(e, axis=axis), (x * 2).std(axis=axis))
+            assert r.largest < x.size
+
+
+def test_float_sum_precision_1e8():
+    n = 100_000_000
+    a = ndpack.linspace(0, 1, n, chunks=(2_000_000,), blocks=(250_000,),
+                        cparams={"codec": ndpack.Codec.LZ4, "clevel": 1})
+    got = ndpack.sum(a)
+    # sum of linspace(0, 1, n) is n / 2; each element is within an ulp of i / (n-1)
+    assert abs(got - n / 2) / (n / 2) <= 1e-12
+    assert abs(ndpack.mean(a) - 0.5) <= 1e-12
+
+
+def test_float_sum_precision_random():
+    rng = np.random.default_rng(11)
+    x = rng.random(10_000_000) + 1.0
+    a = ndpack.asarray(x, chunks=(100_000,))
+    exact = math.fsum(x)
+    assert abs(ndpack.sum(a) - exact) / exact <= 1e-13
+    assert abs(ndpack.sum(a) - x.sum()) / exact <= 1e-12
+    np.testing.assert_allclose(ndpack.var(a), x.var(), rtol=1e-11)
+
+
+def test_errors_name_what_to_fix():
+    a = ndpack.asarray(np.arange(12.0).reshape(3, 4))
+    with pytest.raises(np.exceptions.AxisError):
+        ndpack.sum(a, axis=2)
+    with pytest.raises(ValueError, match="duplicate"):
+        ndpack.sum(a, axis=(0, 0))
+    with pytest.raises(TypeError, match="axis"):
+        ndpack.sum(a, axis=1.5)
+    with pytest.raises(TypeError, match="int or None"):
+        ndpack.argmax(a, axis=(0, 1))
+    with pytest.raises(TypeError, match="ddof"):
+        ndpack.std(a, ddof="1")
+    with pytest.raises(TypeError, match="dtype"):
+        ndpack.sum(a, dtype="nonsense")
+    with pytest.raises(TypeError, match="boolean"):
+        ndpack.sum(a, where=np.ones(4))
+    with pytest.raises(ValueError, match="broadcast"):
+        ndpack.sum(a, where=np.ones(3, bool))
+    with pytest.raises(ValueError, match="initial"):
+        ndpack.max(a, where=np.ones(4, bool))
+    with pytest.raises(TypeError, match="unexpected"):
+        ndpack.sum(a, bogus=1)
+    with pytest.raises(ValueError, match="keyword 'bogus'"):
+        ndpack.lazyexpr("sum(a, bogus=1)", operands={"a": a})
+    with pytest.raises(ValueError, match="non-constant"):
+        ndpack.lazyexpr("sum(a, axis=a)", operands={"a": a})
+    with pytest.raises(ValueError, match=r"sum\(a, axis=3\)"):
+        ndpack.lazyexpr("sum(a, axis=3)", operands={"a": a})
+    with pytest.raises(ValueError, match="function used as a value"):
+        ndpack.lazyexpr("sum + a", operands={"a": a})
+
+
+def test_python_blosc2_agrees():
+    blosc2 = pytest.importorskip("blosc2")
+    x = np.random.default_rng(2).random((20, 30, 10))
+    a, b = ndpack.asarray(x, chunks=(5, 10, 10)), blosc2.asarray(x, chunks=(5, 10, 10))
+    for op in ("sum", "mean", "std", "max", "argmax"):
+        np.testing.assert_allclose(getattr(ndpack, op)(a, axis=1), getattr(blosc2, op)(b, axis=1),
+                                   rtol=1e-12)
