@@ -279,8 +279,9 @@ def getitem(src, int start, int nitems):
     return _take_bytes(raw, r)
 
 
-def decompress_blocks(src, blocks, int nthreads=1):
-    """Decode the listed blocks; block blocks[i] lands at offset i * blocksize of the result."""
+def decompress_blocks(src, blocks, int nthreads=1, dst=None):
+    """Decode the listed blocks; block blocks[i] lands at offset i * blocksize of the
+    result (new bytes, or the writable buffer `dst`, then the byte count is returned)."""
     cdef _ReadBuffer buf = _ReadBuffer(src)
     cdef ndp_chunk_info ci = _parse(buf)
     cdef ndp_error err
@@ -292,16 +293,27 @@ def decompress_blocks(src, blocks, int nthreads=1):
     cdef int64_t size = nb * <int64_t>ci.blocksize
     if size > NDP_MAX_BUFFERSIZE:
         raise ParameterError("too many blocks requested at once")
-    cdef PyObject *raw = _new_bytes(size)
-    cdef char *dst = _bytes_data(raw)
+    cdef _WriteBuffer wbuf
+    cdef PyObject *raw = NULL
+    cdef char *dp
+    if dst is not None:
+        wbuf = _WriteBuffer(dst)
+        if wbuf.view.len < size:
+            raise ParameterError(f"dst has {wbuf.view.len} bytes, {size} are needed")
+        dp = <char *>wbuf.view.buf
+    else:
+        raw = _new_bytes(size)
+        dp = _bytes_data(raw)
     cdef int32_t r
     cdef const int *bp = &bview[0] if nb > 0 else NULL
     with nogil:
         r = ndp_decompress_blocks(buf.view.buf, ci.cbytes, <const int32_t *>bp, <int32_t>nb,
-                                  dst, <int32_t>size, nthreads, &err)
+                                  dp, <int32_t>size, nthreads, &err)
     if r < 0:
         Py_XDECREF(raw)
         _raise(r, &err)
+    if dst is not None:
+        return r
     return _take_bytes(raw, r)
 
 

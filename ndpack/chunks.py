@@ -188,10 +188,11 @@ def getitem(src, start: int, nitems: int) -> bytes:
     return _core.getitem(_as_buffer(src), int(start), int(nitems))
 
 
-def decompress_blocks(src, blocks, nthreads: int | None = None) -> bytes:
-    """Decode the listed blocks of a chunk; block ``blocks[i]`` lands at ``i * blocksize``."""
+def decompress_blocks(src, blocks, nthreads: int | None = None, dst=None):
+    """Decode the listed blocks of a chunk; block ``blocks[i]`` lands at ``i * blocksize``
+    of new bytes, or of the writable buffer `dst` (then the byte count is returned)."""
     n = _core.get_nthreads() if nthreads is None else int(nthreads)
-    return _core.decompress_blocks(_as_buffer(src), list(blocks), n)
+    return _core.decompress_blocks(_as_buffer(src), list(blocks), n, dst)
 
 
 def special_chunk(special: SpecialValue, nbytes: int, typesize: int, blocksize: int = 0,

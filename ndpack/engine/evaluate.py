@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 
 import numexpr
 import numpy as np
+from numexpr.necompiler import getType
 
 from ndpack.engine.tree import Apply, Constant, Node, Operand, operands_of
 
-__all__ = ["evaluate_region", "regions", "default_region_shape"]
+__all__ = ["evaluate_region", "run", "Kernel", "regions", "default_region_shape"]
 
 # numexpr computes these dtypes as NumPy does (no silent upcast of its own).
 _NUMEXPR_DTYPES = {np.dtype(t) for t in ("bool", "int32", "int64", "float64", "complex128")}
@@ -74,21 +76,79 @@ def _numpy_eval(node: Node, data: dict):
 def evaluate_region(node: Node, region: tuple, out_shape: tuple, out=None) -> np.ndarray:
     """Values of the tree on output `region` (a tuple of slices with step 1)."""
     ops = operands_of(node)
-    data, names = {}, {}
-    for i, op in enumerate(ops):
+    values = []
+    for op in ops:
         key = operand_key(op.shape, region, len(out_shape))
-        data[id(op.array)] = np.asarray(op.array[key]) if op.shape else np.asarray(op.array[()])
-        names[id(op.array)] = f"o{i}"
+        values.append(np.asarray(op.array[key]) if op.shape else np.asarray(op.array[()]))
     shape = tuple(s.stop - s.start for s in region)
+    return _fit(run(node, ops, values), shape, node.dtype, out)
+
+
+def run(node: Node, ops: list, values: list, out=None):
+    """The tree on NumPy `values` of its operands `ops` (broadcastable to each other).
+
+    numexpr runs the tree when it computes NumPy's exact result, else NumPy does.
+    With `out` (of the result's dtype and full broadcast shape) the values land there
+    and `out` is returned; when every value is 0-d the result is 0-d and `out` is left
+    alone.
+    """
+    names = {id(op.array): f"o{i}" for i, op in enumerate(ops)}
+    full = out is not None and any(np.ndim(v) for v in values)
     with np.errstate(all="ignore"):
         if isinstance(node, Apply) and _numexpr_ok(node):
             text = _numexpr_string(node, names)
             if text is not None:
-                local = {names[k]: v for k, v in data.items()}
-                res = numexpr.evaluate(text, local_dict=local, global_dict={})
-                return _fit(res, shape, node.dtype, out)
-        res = _numpy_eval(node, data)
-    return _fit(res, shape, node.dtype, out)
+                local = {f"o{i}": v for i, v in enumerate(values)}
+                if full:
+                    return numexpr.evaluate(text, local_dict=local, global_dict={}, out=out)
+                return numexpr.evaluate(text, local_dict=local, global_dict={})
+        res = _numpy_eval(node, {id(op.array): v for op, v in zip(ops, values)})
+    if full:
+        out[...] = res
+        return out
+    return res
+
+
+class Kernel:
+    """A tree compiled once for many calls from worker threads, each call serial.
+
+    numexpr programs are compiled once per thread (a compiled program must not run in
+    two threads at once) and run single-threaded: the parallelism is the callers'
+    (one level, see ARCHITECTURE.md).  Trees numexpr cannot run exactly go through
+    NumPy.  Call it with the operand values (arrays or 0-d) and `out`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ndpack.engine.tree import Apply, Constant, Operand
+    >>> a = Operand(np.zeros(3))
+    >>> k = Kernel(Apply("add", (a, Constant(1.5))), [a])
+    >>> k([np.arange(3.0)], np.empty(3)).tolist()
+    [1.5, 2.5, 3.5]
+    """
+
+    def __init__(self, node: Node, ops: list):
+        self.node, self.ops = node, ops
+        self.text = None
+        if isinstance(node, Apply) and _numexpr_ok(node):
+            self.text = _numexpr_string(node, {id(op.array): f"o{i}"
+                                               for i, op in enumerate(ops)})
+        self._local = threading.local()
+
+    def _program(self):
+        prog = getattr(self._local, "program", None)
+        if prog is None:
+            sig = [(f"o{i}", getType(np.empty(0, op.dtype))) for i, op in enumerate(self.ops)]
+            prog = self._local.program = numexpr.NumExpr(self.text, sig)
+        return prog
+
+    def __call__(self, values: list, out):
+        """The tree's values into `out`; a 0-d result when every value is 0-d."""
+        if self.text is None or not any(np.ndim(v) for v in values):
+            return run(self.node, self.ops, values, out)
+        with np.errstate(all="ignore"):
+            return self._program()(*values, out=out, order="K", casting="safe",
+                                   ex_uses_vml=False)
 
 
 def _fit(res, shape, dtype, out):

@@ -24,6 +24,7 @@ import uuid
 import ndindex
 import numpy as np
 
+from ndpack.engine.aligned import aligned_operands, compute_aligned, layout_of, read_aligned
 from ndpack.engine.evaluate import default_region_shape, evaluate_region, regions
 from ndpack.engine.functions import FUNCTIONS
 from ndpack.engine.parse import parse
@@ -141,6 +142,8 @@ class LazyExpr:
         shape = tuple(s.stop - s.start for s in box)
         out = np.empty(shape, self.dtype)
         node = _prepare(self.node)
+        if shape == self.shape and _read_fast(node, out):
+            return out
         piece = default_region_shape(shape, self.dtype.itemsize)
         for r in regions(shape, piece):
             region = tuple(slice(b.start + s.start, b.start + s.stop) for b, s in zip(box, r))
@@ -168,13 +171,13 @@ class LazyExpr:
             Storage of the result (defaults: the chunks of the first NDArray operand of
             the same shape, else ``compute_chunks_blocks``).
         """
+        node = _prepare(self.node)
         if chunks is None and blocks is None:
-            chunks, blocks = _operand_layout(self.node, self.shape)
+            chunks, blocks = layout_of(node, self.shape)
         if urlpath is None:
             out = create(self.shape, self.dtype, chunks=chunks, blocks=blocks,
                          cparams=cparams, dparams=dparams, **kwargs)
-            node = _prepare(self.node)
-            return fill_from(out, lambda region: self._eval(node, region))
+            return self._fill(node, out)
         final = os.fspath(urlpath)
         if mode not in ("w", "a"):
             raise ParameterError(f"mode must be 'w' or 'a' to write a result, not {mode!r}")
@@ -185,8 +188,7 @@ class LazyExpr:
         try:
             out = create(self.shape, self.dtype, chunks=chunks, blocks=blocks,
                          cparams=cparams, dparams=dparams, urlpath=target, mode="w", **kwargs)
-            node = _prepare(self.node)
-            fill_from(out, lambda region: self._eval(node, region))
+            self._fill(node, out)
             out.schunk.close()
             del out
             remove_urlpath(final)
@@ -195,6 +197,24 @@ class LazyExpr:
             remove_urlpath(target)
             raise
         return open_frame(final, mode="a")
+
+
+    def _fill(self, node, out: NDArray) -> NDArray:
+        """Every chunk of the new (empty) `out`, in order."""
+        ops = aligned_operands(node, self.shape, out.chunks, out.blocks)
+        if ops is not None:
+            return compute_aligned(node, ops, out)
+        return fill_from(out, lambda region: self._eval(node, region))
+
+
+def _read_fast(node, out: np.ndarray) -> bool:
+    """The whole expression into `out` through the aligned-chunks path, if it applies."""
+    chunks, blocks = layout_of(node, out.shape)
+    ops = None if chunks is None else aligned_operands(node, out.shape, chunks, blocks)
+    if ops is None:
+        return False
+    read_aligned(node, ops, out)
+    return True
 
 
 class _Cast(LazyExpr):
@@ -243,13 +263,6 @@ def _relative(s, lo):
         if stop < 0:          # a negative step running to the box start
             stop = None
     return slice(start, stop, s.step)
-
-
-def _operand_layout(node, shape):
-    for op in operands_of(node):
-        if isinstance(op.array, NDArray) and op.shape == shape:
-            return op.array.chunks, op.array.blocks
-    return None, None
 
 
 def _temp_name(final: str) -> str:
@@ -337,8 +350,14 @@ def evaluate(expression, local_dict=None, global_dict=None, out=None, **kwargs):
     chunks = getattr(out, "chunks", None)
     if not chunks or len(chunks) != expr.ndim or not all(isinstance(c, int) for c in chunks):
         chunks = default_region_shape(expr.shape, expr.dtype.itemsize)
-    # Write whole multiples of the output's own chunks, around 16 MiB at a time.
     node = _prepare(expr.node)
+    if isinstance(out, np.ndarray) and out.flags.writeable and _read_fast(node, out):
+        return out
+    if isinstance(out, NDArray) and out.dtype == expr.dtype:
+        ops = aligned_operands(node, expr.shape, out.chunks, out.blocks)
+        if ops is not None:
+            return compute_aligned(node, ops, out)
+    # Write whole multiples of the output's own chunks, around 16 MiB at a time.
     for region in regions(expr.shape, _grow(chunks, expr.shape, expr.dtype.itemsize)):
         out[region] = expr._eval(node, region)
     return out

@@ -1,0 +1,204 @@
+"""Evaluation over operands that share the output's chunk layout.
+
+When every operand is an NDArray with the output's shape, chunks and blocks, chunk `n`
+of each operand stores its elements in the same order as chunk `n` of the output.  An
+elementwise tree then runs on whole decoded chunks in stored order, nothing reordered:
+
+* the compressed chunks of the next output chunk are fetched by a background thread
+  while the current one is computed (file reads overlap the work);
+* each operand chunk is decoded by the C core's threads into a buffer reused from
+  chunk to chunk (fresh pages would cost page faults);
+* numexpr evaluates the flat buffers into a reused output buffer -- or straight into
+  the caller's NumPy array when the chunk's region there is one contiguous run;
+* the output buffer is compressed as the result's chunk (or copied into place).
+
+Special chunks (zeros, NaN, a repeated value) are never decoded: they enter the
+evaluation as scalars, and an output chunk computed from scalars alone is stored as a
+special chunk.  Anything else goes through the general region path of
+:mod:`ndpack.engine.evaluate`, which gives the same values.
+
+Examples
+--------
+>>> import numpy as np
+>>> from ndpack.storage.constructors import asarray
+>>> from ndpack.engine.tree import Apply, Constant, Operand
+>>> a = asarray(np.arange(12.0).reshape(3, 4), chunks=(2, 4), blocks=(1, 4))
+>>> node = Apply("multiply", (Operand(a), Constant(2)))
+>>> ops = aligned_operands(node, a.shape, a.chunks, a.blocks)
+>>> out = np.empty(a.shape)
+>>> read_aligned(node, ops, out)[2].tolist()
+[16.0, 18.0, 20.0, 22.0]
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import math
+import os
+import threading
+
+import numexpr
+import numpy as np
+
+from ndpack.engine.evaluate import Kernel, run
+from ndpack.engine.tree import Node, operands_of
+from ndpack.storage.ndarray import NDArray
+
+__all__ = ["layout_of", "aligned_operands", "compute_aligned", "read_aligned", "GROUP_BYTES"]
+
+GROUP_BYTES = 1 << 20    # one operand's share of a group of blocks evaluated at once
+
+
+def layout_of(node: Node, shape: tuple):
+    """``(chunks, blocks)`` of the first NDArray operand with the output's shape, or
+    ``(None, None)``."""
+    for op in operands_of(node):
+        if isinstance(op.array, NDArray) and op.shape == shape:
+            return op.array.chunks, op.array.blocks
+    return None, None
+
+
+def aligned_operands(node: Node, shape: tuple, chunks, blocks) -> list | None:
+    """The operands of `node` when all are NDArrays of `shape` stored with `chunks`
+    and `blocks` (so their chunks line up with the output's), else None."""
+    ops = operands_of(node)
+    if not ops or not shape or 0 in shape:
+        return None
+    for op in ops:
+        a = op.array
+        if not (isinstance(a, NDArray) and a.shape == shape and a.chunks == tuple(chunks)
+                and a.blocks == tuple(blocks)):
+            return None
+    return ops
+
+
+# ---------------------------------------------------------------------------------------
+# the chunk loop
+
+_POOLS: dict = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _prefetcher() -> concurrent.futures.ThreadPoolExecutor:
+    """One background thread (per process) fetching compressed chunks ahead."""
+    return _executor("prefetch", 1)
+
+
+def _workers(n: int) -> concurrent.futures.ThreadPoolExecutor:
+    """`n` worker threads (per process) evaluating groups of blocks."""
+    return _executor("eval", n)
+
+
+def _executor(kind: str, n: int) -> concurrent.futures.ThreadPoolExecutor:
+    key = (os.getpid(), kind, n)                # a forked child makes its own
+    with _POOLS_LOCK:
+        pool = _POOLS.get(key)
+        if pool is None:
+            pool = _POOLS[key] = concurrent.futures.ThreadPoolExecutor(
+                n, thread_name_prefix=f"ndpack-{kind}")
+        return pool
+
+
+def _fetch(ops: list, n: int) -> list:
+    return [op.array.get_chunk(n) for op in ops]
+
+
+@contextlib.contextmanager
+def _serial_numexpr():
+    """numexpr single-threaded meanwhile: our workers are the parallelism."""
+    before = numexpr.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numexpr.set_num_threads(before)
+
+
+def _chunk_results(node: Node, ops: list, dtype: np.dtype, target):
+    """Yield ``(n, values)`` for every output chunk in order: `values` is flat in stored
+    order (a buffer reused for the next chunk, unless ``target(n)`` gave one) or 0-d.
+
+    A chunk is cut into groups of blocks; worker threads take one group at a time,
+    decode it (one C thread each) into their own small buffers and evaluate it into
+    place, so the decoded operands are still in that core's cache when used.
+    """
+    ref = ops[0].array
+    nchunks, size = ref.schunk.nchunks, ref.stored_elements
+    per_block = math.prod(ref.blocks)
+    nblocks = size // per_block
+    itemsize = max([op.dtype.itemsize for op in ops] + [dtype.itemsize])
+    step = max(1, min(nblocks, GROUP_BYTES // (per_block * itemsize)))
+    groups = [range(g, min(g + step, nblocks)) for g in range(0, nblocks, step)]
+    kernel = Kernel(node, ops)
+    cast = dtype != node.dtype
+    local = threading.local()
+    whole = np.empty(size, dtype)
+    nworkers = max(1, ref.schunk.dparams.nthreads)
+
+    def group(raw, fills, g, part):
+        bufs = getattr(local, "bufs", None)
+        if bufs is None:
+            bufs = local.bufs = [np.empty(step * per_block, op.dtype) for op in ops]
+            local.staging = np.empty(step * per_block, node.dtype) if cast else None
+        m = len(g) * per_block
+        values = [f if f is not None else op.array.decode_stored(c, b[:m], g, nthreads=1)
+                  for op, c, b, f in zip(ops, raw, bufs, fills)]
+        if cast:
+            np.copyto(part, kernel(values, local.staging[:m]), casting="unsafe")
+        else:
+            kernel(values, part)
+
+    fetcher, workers = _prefetcher(), _workers(nworkers)
+    pending = fetcher.submit(_fetch, ops, 0)
+    with _serial_numexpr():
+        for n in range(nchunks):
+            raw = pending.result()
+            if n + 1 < nchunks:
+                pending = fetcher.submit(_fetch, ops, n + 1)
+            fills = [op.array.special_value(c) for op, c in zip(ops, raw)]
+            if all(f is not None for f in fills):          # scalars only: a 0-d result
+                yield n, np.asarray(run(node, ops, fills)).astype(dtype)
+                continue
+            dst = target(n) if target is not None else None
+            dst = whole if dst is None else dst
+            jobs = [workers.submit(group, raw, fills, g,
+                                   dst[g.start * per_block:g.stop * per_block])
+                    for g in groups]
+            for job in jobs:
+                job.result()
+            yield n, dst
+
+
+def compute_aligned(node: Node, ops: list, out: NDArray) -> NDArray:
+    """Write every chunk of `out` (same layout as `ops`; empty, or full to overwrite)."""
+    for n, values in _chunk_results(node, ops, out.dtype, None):
+        out.write_stored(n, values)
+    return out
+
+
+def read_aligned(node: Node, ops: list, out: np.ndarray) -> np.ndarray:
+    """Evaluate the whole tree into the NumPy array `out` (the output's shape)."""
+    ref = ops[0].array
+    direct = {}
+
+    def target(n):
+        # numexpr writes straight into `out` when the chunk is unpadded and its region
+        # there is one contiguous run (chunks spanning the trailing dimensions)
+        if not ref.stored_c_order:
+            return None
+        view = out[ref.chunk_region(n)]
+        if view.size == ref.stored_elements and view.flags.c_contiguous:
+            direct[n] = view = view.reshape(-1)
+            return view
+        return None
+
+    for n, values in _chunk_results(node, ops, out.dtype, target):
+        region = ref.chunk_region(n)
+        if values is direct.pop(n, None):
+            continue
+        if values.ndim == 0:
+            out[region] = values
+        else:
+            chunk = ref.stored_as_chunk(values)
+            out[region] = chunk[tuple(slice(0, s.stop - s.start) for s in region)]
+    return out

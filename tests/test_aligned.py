@@ -1,0 +1,197 @@
+"""The aligned-chunks path of the engine against NumPy and against the general path.
+
+Operands that share the output's shape, chunks and blocks are evaluated chunk by chunk
+in stored order (ndpack.engine.aligned); everything else goes region by region
+(ndpack.engine.evaluate).  Both must give NumPy's values; these tests drive each path
+on purpose and check which one ran.
+"""
+
+import numexpr
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ndpack
+from ndpack.engine import aligned
+from ndpack.engine.aligned import aligned_operands
+from ndpack.engine.lazyexpr import _prepare
+
+
+@pytest.fixture
+def count_aligned(monkeypatch):
+    """Counts the chunks the aligned path evaluates."""
+    calls = []
+    real = aligned._chunk_results
+
+    def spy(*args, **kwargs):
+        for item in real(*args, **kwargs):
+            calls.append(item[0])
+            yield item
+    monkeypatch.setattr(aligned, "_chunk_results", spy)
+    return calls
+
+
+def _arrays(shape, chunks, blocks, dtypes=("f8", "f8", "f8"), seed=0):
+    rng = np.random.default_rng(seed)
+    raw = [(rng.normal(size=shape) * 10).astype(dt) for dt in dtypes]
+    nd = [ndpack.asarray(r, chunks=chunks, blocks=blocks) for r in raw]
+    return raw, nd
+
+
+EXPRS = ["a + b + c", "sqrt(abs(a) + 2*b**2) ** 1.2", "sin(a)**2 + cos(b)*exp(-abs(c)) + arctan2(a, b)",
+         "where(a > b, a, c)", "a > b", "a * 2 - 1"]
+
+
+@pytest.mark.parametrize("text", EXPRS)
+@pytest.mark.parametrize("layout", [
+    ((40, 30), (16, 30), (4, 30)),          # blocks in C order, padded edge chunk
+    ((40, 30), (16, 12), (8, 5)),           # blocks not in C order, padding everywhere
+    ((7, 9, 11), (3, 9, 11), (1, 9, 11)),   # 3-d, C-order blocks
+    ((1000,), (300,), (64,)),               # 1-d
+])
+def test_aligned_matches_numpy(text, layout, count_aligned):
+    shape, chunks, blocks = layout
+    raw, nd = _arrays(shape, chunks, blocks)
+    ops = dict(zip("abc", nd))
+    with np.errstate(all="ignore"):
+        expected = numexpr.evaluate(text, local_dict=dict(zip("abc", raw)))
+    e = ndpack.lazyexpr(text, operands=ops)
+    np.testing.assert_allclose(e[()], expected, rtol=1e-13)
+    r = e.compute()
+    assert (r.chunks, r.blocks) == (chunks, blocks)
+    np.testing.assert_allclose(r[()], expected, rtol=1e-13)
+    out = np.empty(shape, expected.dtype)
+    np.testing.assert_allclose(ndpack.evaluate(text, local_dict=ops, out=out), expected,
+                               rtol=1e-13)
+    target = ndpack.zeros(shape, dtype=expected.dtype, chunks=chunks, blocks=blocks)
+    ndpack.evaluate(text, local_dict=ops, out=target)
+    np.testing.assert_allclose(target[()], expected, rtol=1e-13)
+    nchunks = nd[0].schunk.nchunks
+    assert len(count_aligned) == 4 * nchunks         # [()], compute, two evaluate()
+
+
+def test_general_path_gives_the_same_values(count_aligned):
+    raw, nd = _arrays((50, 20), (16, 20), (4, 20))
+    e = ndpack.lazyexpr("a * b + sin(c)", operands=dict(zip("abc", nd)))
+    fast = e.compute()
+    count_fast = len(count_aligned)
+    other = e.compute(chunks=(10, 10), blocks=(5, 5))     # another layout: general path
+    assert len(count_aligned) == count_fast > 0
+    np.testing.assert_array_equal(fast[()], other[()])
+    np.testing.assert_array_equal(e[3:40, 1:], (raw[0] * raw[1] + np.sin(raw[2]))[3:40, 1:])
+
+
+def test_mixed_layouts_are_not_aligned():
+    raw, nd = _arrays((50, 20), (16, 20), (4, 20))
+    other = ndpack.asarray(raw[2], chunks=(10, 20), blocks=(5, 20))
+    e = ndpack.lazyexpr("a + c", operands={"a": nd[0], "c": other})
+    node = _prepare(e.node)
+    assert aligned_operands(node, e.shape, nd[0].chunks, nd[0].blocks) is None
+    np.testing.assert_array_equal(e[()], raw[0] + raw[2])
+    e2 = ndpack.lazyexpr("a + c", operands={"a": nd[0], "c": raw[2]})   # NumPy operand
+    assert aligned_operands(_prepare(e2.node), e2.shape, nd[0].chunks, nd[0].blocks) is None
+    np.testing.assert_array_equal(e2.compute()[()], raw[0] + raw[2])
+
+
+def test_special_chunks_are_scalars_and_stay_special(count_aligned):
+    shape, chunks, blocks = (60, 10), (20, 10), (5, 10)
+    z = ndpack.zeros(shape, chunks=chunks, blocks=blocks)
+    f = ndpack.full(shape, 2.5, chunks=chunks, blocks=blocks)
+    data = np.arange(600.0).reshape(shape)
+    a = ndpack.asarray(data, chunks=chunks, blocks=blocks)
+    a[20:40] = 0                                   # a zero chunk in the middle
+    r = ndpack.lazyexpr("z * 3 + f", operands={"z": z, "f": f}).compute()
+    assert r.cbytes < 200 * r.schunk.nchunks            # special chunks: no data stored
+    np.testing.assert_array_equal(r[()], np.full(shape, 2.5))
+    zero = ndpack.lazyexpr("z * f", operands={"z": z, "f": f}).compute()
+    assert [i.special for i in zero.iterchunks_info()] == [ndpack.SpecialValue.ZERO] * 3
+    expected = np.where(np.arange(60)[:, None] // 20 == 1, 0.0, data) * 2.5
+    e = ndpack.lazyexpr("a * f + z", operands={"a": a, "z": z, "f": f})
+    np.testing.assert_array_equal(e[()], expected)
+    np.testing.assert_array_equal(e.compute()[()], expected)
+    assert count_aligned
+
+
+@pytest.mark.parametrize("dtypes,text", [
+    (("i4", "i4", "i4"), "a + b * c"),          # numexpr, int32
+    (("i8", "i8", "i8"), "a // (abs(b) + 1)"),  # NumPy (floor_divide)
+    (("f4", "f4", "f4"), "a * b + c"),          # NumPy (numexpr upcasts float32 constants)
+    (("i4", "f8", "i2"), "a + b + c"),          # mixed dtypes: NumPy
+    (("c16", "c16", "f8"), "a * b + c"),        # complex
+    (("?", "?", "?"), "a & ~b | c"),            # bool
+])
+def test_dtypes(dtypes, text, count_aligned):
+    raw, nd = _arrays((33, 17), (10, 17), (5, 17), dtypes, seed=3)
+    e = ndpack.lazyexpr(text, operands=dict(zip("abc", nd)))
+    names = dict(zip("abc", raw))
+    with np.errstate(all="ignore"):
+        np_text = text.replace("abs", "np.abs")
+        expected = eval(np_text, {"np": np}, names)        # test oracle, our own text
+    assert e.dtype == expected.dtype
+    np.testing.assert_array_equal(e[()], expected)
+    np.testing.assert_array_equal(e.compute()[()], expected)
+    assert count_aligned
+
+
+def test_astype_on_the_aligned_path(count_aligned):
+    raw, nd = _arrays((40, 12), (16, 12), (4, 12))
+    e = ndpack.lazyexpr("a * 100", operands={"a": nd[0]}).astype(np.int16)
+    expected = (raw[0] * 100).astype(np.int16)
+    np.testing.assert_array_equal(e[()], expected)
+    r = e.compute()
+    assert r.dtype == np.int16
+    np.testing.assert_array_equal(r[()], expected)
+    assert count_aligned
+
+
+def test_out_of_another_dtype_is_cast(count_aligned):
+    raw, nd = _arrays((40, 12), (16, 12), (4, 12))
+    out = np.zeros((40, 12), np.float32)
+    ndpack.evaluate("a + b", local_dict={"a": nd[0], "b": nd[1]}, out=out)
+    np.testing.assert_array_equal(out, (raw[0] + raw[1]).astype(np.float32))
+
+
+def test_in_place_update_of_an_operand():
+    raw, nd = _arrays((64, 8), (16, 8), (4, 8))
+    a = nd[0]
+    ndpack.evaluate("a * 2 + 1", local_dict={"a": a}, out=a)
+    np.testing.assert_array_equal(a[()], raw[0] * 2 + 1)
+
+
+def test_numexpr_threads_restored():
+    before = numexpr.get_num_threads()
+    raw, nd = _arrays((64, 8), (16, 8), (4, 8))
+    ndpack.lazyexpr("a + b", operands={"a": nd[0], "b": nd[1]}).compute()
+    assert numexpr.get_num_threads() == before
+
+
+def test_an_error_in_a_worker_reaches_the_caller():
+    a = ndpack.asarray(np.arange(512.0).reshape(64, 8), chunks=(16, 8), blocks=(4, 8))
+    chunk = bytearray(a.get_chunk(1))
+    assert chunk[2] & 0x2 == 0                            # not a memcpyed chunk
+    chunk[32 + 4:32 + 8] = (10**6).to_bytes(4, "little")  # block 1 starts past the end
+    a.schunk.update_chunk(1, bytes(chunk))
+    e = ndpack.lazyexpr("a + 1", operands={"a": a})
+    with pytest.raises(ndpack.NdpackError):
+        e[()]
+    assert numexpr.get_num_threads() >= 1
+
+
+@given(
+    shape=st.lists(st.integers(1, 30), min_size=1, max_size=3),
+    data=st.data(),
+    text=st.sampled_from(EXPRS),
+)
+@settings(deadline=None, max_examples=40)
+def test_hypothesis_aligned_layouts(shape, data, text):
+    shape = tuple(shape)
+    chunks = tuple(data.draw(st.integers(1, s)) for s in shape)
+    blocks = tuple(data.draw(st.integers(1, c)) for c in chunks)
+    raw, nd = _arrays(shape, chunks, blocks, seed=len(shape))
+    ops = dict(zip("abc", nd))
+    with np.errstate(all="ignore"):
+        expected = numexpr.evaluate(text, local_dict=dict(zip("abc", raw)))
+    e = ndpack.lazyexpr(text, operands=ops)
+    np.testing.assert_allclose(e[()], expected, rtol=1e-13)
+    np.testing.assert_allclose(e.compute()[()], expected, rtol=1e-13)
