@@ -396,3 +396,43 @@ def test_python_blosc2_agrees():
     for op in ("sum", "mean", "std", "max", "argmax"):
         np.testing.assert_allclose(getattr(ndpack, op)(a, axis=1), getattr(blosc2, op)(b, axis=1),
                                    rtol=1e-12)
+
+
+def test_peak_rss_reducing_3gb_on_disk(tmp_path):
+    """Reductions over a 3.2 GB on-disk array (real data, not special chunks) keep the
+    peak RSS under 300 MB (the array is written by another process)."""
+    import subprocess
+    import sys
+    import textwrap
+    path = str(tmp_path / "a.b2nd")
+    create = textwrap.dedent(f"""
+        import ndpack
+        rows, cols = 20_000, 20_000                     # 3.2 GB of float64
+        ndpack.arange(0, rows * cols, dtype="f8", shape=(rows, cols), chunks=(200, cols),
+                      blocks=(10, cols), mode="w", urlpath=r"{path}",
+                      cparams={{"codec": ndpack.Codec.LZ4, "clevel": 1}})
+    """)
+    reduce = textwrap.dedent(f"""
+        import resource, numpy as np, ndpack
+        a = ndpack.open(r"{path}")
+        rows, cols = a.shape
+        assert a.nbytes > 3e9 and a.cbytes > 10 * 2**20   # real chunks, not special ones
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        n = rows * cols
+        total = ndpack.sum(a)
+        assert abs(total - n * (n - 1) / 2) / (n * (n - 1) / 2) < 1e-12, total
+        assert np.allclose(ndpack.mean(a, axis=0), np.arange(cols) + cols * (rows - 1) / 2)
+        assert np.allclose(ndpack.std(a, axis=1), np.arange(cols).std())
+        assert ndpack.argmax(a) == n - 1
+        e = ndpack.lazyexpr("a - mean(a, axis=1, keepdims=True)", operands={{"a": a}})
+        assert float(ndpack.max(e)) == (cols - 1) / 2
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        print(before // 1024, peak // 1024)
+    """)
+    for script in (create, reduce):
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             timeout=900)
+        assert out.returncode == 0, out.stderr
+    before_mb, peak_mb = map(int, out.stdout.split())
+    print(f"peak RSS {peak_mb} MB (before the reductions: {before_mb} MB)")
+    assert peak_mb < 300, f"peak RSS {peak_mb} MB reducing 3.2 GB (before: {before_mb} MB)"
