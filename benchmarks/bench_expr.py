@@ -1,27 +1,37 @@
-"""Lazy expressions over compressed operands: ndpack vs NumPy, numexpr and python-blosc2.
+"""Lazy expressions: ndpack vs NumPy, numexpr, python-blosc2, np.memmap and dask.
 
-Operands: three (4000, 4000) float64 arrays (sin/cos ramps with noise), compressed with
-LZ4 clevel 5 + shuffle, in memory.  For each expression it times
+Three expressions (``a + b + c``, ``sqrt(a + 2*b + c/2)**1.2``,
+``sin(a)**2 + cos(b)*exp(-c) + arctan2(a, b)``) over three float64 operands
+(sin/cos ramps with noise), best of N, peers in one process, ratios printed:
 
-* NumPy and numexpr on the decompressed NumPy arrays (the baselines),
-* ``lazyexpr(...)[()]`` (result as NumPy) and ``lazyexpr(...).compute()`` (result as a
-  compressed array, same cparams) for ndpack and python-blosc2,
+* ``memory``: (4000, 4000) operands compressed in memory (LZ4 clevel 5 and zstd
+  clevel 1, shuffle); NumPy and numexpr on the decompressed arrays are the baselines;
+  ``[()]`` (result as NumPy) and ``compute()`` (compressed result, same cparams) for
+  ndpack and python-blosc2.
+* ``disk``: (7500, 5000) operands in .b2nd files (zstd clevel 1); ndpack and
+  python-blosc2 ``[()]`` and ``compute(urlpath=...)`` vs a chunked numexpr loop over
+  ``np.memmap`` views of .npy files.
+* ``foreign``: ``evaluate()`` over h5py and zarr operands (uncompressed HDF5 chunks;
+  zarr with its default codec), result to NumPy, vs python-blosc2's ``evaluate`` and
+  dask (``from_array`` with the datasets' chunks, threaded scheduler); time and peak
+  resident-memory growth of each.
 
-best of N, in one process, and prints the times and the ratios to numexpr and
-python-blosc2.  ``--quick`` uses (1000, 1000) operands (CI).
+``--quick`` shrinks every size (CI).
 
-    python benchmarks/bench_expr.py [--quick] [--json out.json]
+    python benchmarks/bench_expr.py [--quick] [--section memory|disk|foreign] [--json f]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
 
 import numexpr
 import numpy as np
 
 import ndpack
-from timing import best, write_json
+from timing import best_times, peak_rss_during, write_json
 
 try:
     import blosc2
@@ -30,57 +40,176 @@ except ImportError:
 
 EXPRESSIONS = ["a + b + c", "sqrt(a + 2*b + c/2)**1.2",
                "sin(a)**2 + cos(b)*exp(-c) + arctan2(a, b)"]
+_NP_NAMES = ("sqrt", "sin", "cos", "exp", "arctan2")
 
 
-def operands(n):
+def _module_text(text: str, module: str) -> str:
+    for name in _NP_NAMES:
+        text = text.replace(f"{name}(", f"{module}.{name}(")
+    return text
+
+
+def operands(shape):
     rng = np.random.default_rng(0)
-    x = np.linspace(0, 20, n * n).reshape(n, n)
-    return {"a": np.sin(x) + rng.normal(0, 1e-3, x.shape),
+    x = np.linspace(0, 20, int(np.prod(shape))).reshape(shape)
+    return {"a": np.sin(x) + rng.normal(0, 1e-3, shape),
             "b": np.cos(x) + 1.5,
-            "c": x / 20 + rng.normal(0, 1e-3, x.shape)}
+            "c": x / 20 + rng.normal(0, 1e-3, shape)}
+
+
+def _row(text, t, cols):
+    ms = "".join(f"{t[c] * 1e3:>9.0f}" for c in cols)
+    print(f"{text[:42]:<43}{ms}", end="")
+
+
+def memory(n, reps, rows):
+    raw = operands((n, n))
+    for codec, clevel in (("LZ4", 5), ("ZSTD", 1)):
+        cp_nd = {"codec": ndpack.Codec[codec], "clevel": clevel}
+        nd_ops = {k: ndpack.asarray(v, cparams=cp_nd) for k, v in raw.items()}
+        if blosc2 is not None:
+            cp_b2 = {"codec": blosc2.Codec[codec], "clevel": clevel}
+            b2_ops = {k: blosc2.asarray(v, cparams=cp_b2) for k, v in raw.items()}
+        print(f"\n[memory] 3 x ({n}, {n}) float64, {codec} clevel {clevel} + shuffle, chunks "
+              f"{nd_ops['a'].chunks}, blocks {nd_ops['a'].blocks}; numexpr threads "
+              f"{numexpr.get_num_threads()}")
+        print(f"{'expression':<43}{'numpy':>9}{'numexpr':>9}{'nd [()]':>9}{'nd comp':>9}"
+              f"{'b2 [()]':>9}{'b2 comp':>9}   nd/numexpr [()] comp | b2/nd [()] comp")
+        for text in EXPRESSIONS:
+            np_text = _module_text(text, "np")
+            e = ndpack.lazyexpr(text, operands=nd_ops)
+            fns = [lambda: eval(np_text, {"np": np}, raw),        # our own benchmark text
+                   lambda: numexpr.evaluate(text, local_dict=raw),
+                   lambda: e[()], lambda: e.compute(cparams=cp_nd)]
+            if blosc2 is not None:
+                e2 = blosc2.lazyexpr(text, operands=b2_ops)
+                fns += [lambda: e2[()], lambda: e2.compute(cparams=cp_b2)]
+            times = best_times(fns, reps, budget=60)
+            np.testing.assert_allclose(e[()], numexpr.evaluate(text, local_dict=raw),
+                                       rtol=1e-12)
+            t = dict(zip(["numpy", "numexpr", "nd_get", "nd_compute", "b2_get", "b2_compute"],
+                         times + [float("nan")] * (6 - len(times))))
+            _row(text, t, ["numpy", "numexpr", "nd_get", "nd_compute", "b2_get", "b2_compute"])
+            print(f"   {t['nd_get'] / t['numexpr']:>5.2f}x {t['nd_compute'] / t['numexpr']:>5.2f}x"
+                  f" | {t['b2_get'] / t['nd_get']:>5.2f}x {t['b2_compute'] / t['nd_compute']:>5.2f}x")
+            rows.append(dict(section="memory", codec=codec, expression=text, **t))
+
+
+def _memmap_loop(text, mms, out, rows_per_slab):
+    for s in range(0, out.shape[0], rows_per_slab):
+        sl = slice(s, s + rows_per_slab)
+        numexpr.evaluate(text, local_dict={k: v[sl] for k, v in mms.items()}, out=out[sl])
+    return out
+
+
+def disk(shape, reps, rows):
+    raw = operands(shape)
+    with tempfile.TemporaryDirectory() as tmp:
+        p = lambda name: os.path.join(tmp, name)              # noqa: E731
+        cp_nd = {"codec": ndpack.Codec.ZSTD, "clevel": 1}
+        nd_ops, b2_ops, mms = {}, {}, {}
+        for k, v in raw.items():
+            ndpack.asarray(v, cparams=cp_nd, urlpath=p(f"nd_{k}.b2nd"), mode="w")
+            nd_ops[k] = ndpack.open(p(f"nd_{k}.b2nd"))
+            np.save(p(f"{k}.npy"), v)
+            mms[k] = np.load(p(f"{k}.npy"), mmap_mode="r")
+            if blosc2 is not None:
+                blosc2.asarray(v, cparams={"codec": blosc2.Codec.ZSTD, "clevel": 1},
+                               urlpath=p(f"b2_{k}.b2nd"), mode="w")
+                b2_ops[k] = blosc2.open(p(f"b2_{k}.b2nd"))
+        del raw
+        slab = max(1, (8 << 20) // (shape[1] * 8))
+        print(f"\n[disk] 3 x {shape} float64 .b2nd files, ZSTD clevel 1 + shuffle, chunks "
+              f"{nd_ops['a'].chunks}; memmap loop: numexpr over {slab}-row slabs")
+        print(f"{'expression':<43}{'memmap':>9}{'nd [()]':>9}{'nd comp':>9}{'b2 [()]':>9}"
+              f"{'b2 comp':>9}   memmap/nd [()] | b2/nd [()] comp")
+        for text in EXPRESSIONS:
+            out = np.empty(shape)
+            e = ndpack.lazyexpr(text, operands=nd_ops)
+            fns = [lambda: _memmap_loop(text, mms, out, slab), lambda: e[()],
+                   lambda: e.compute(urlpath=p("nd_out.b2nd"), cparams=cp_nd)]
+            if blosc2 is not None:
+                e2 = blosc2.lazyexpr(text, operands=b2_ops)
+                fns += [lambda: e2[()],
+                        lambda: e2.compute(urlpath=p("b2_out.b2nd"), mode="w",
+                                           cparams={"codec": blosc2.Codec.ZSTD, "clevel": 1})]
+            times = best_times(fns, reps, budget=60)
+            np.testing.assert_allclose(e[()], _memmap_loop(text, mms, out, slab), rtol=1e-12)
+            t = dict(zip(["memmap", "nd_get", "nd_compute", "b2_get", "b2_compute"],
+                         times + [float("nan")] * (5 - len(times))))
+            _row(text, t, ["memmap", "nd_get", "nd_compute", "b2_get", "b2_compute"])
+            print(f"   {t['memmap'] / t['nd_get']:>5.2f}x | {t['b2_get'] / t['nd_get']:>5.2f}x "
+                  f"{t['b2_compute'] / t['nd_compute']:>5.2f}x")
+            rows.append(dict(section="disk", expression=text, **t))
+        del nd_ops, b2_ops, mms
+
+
+def foreign(shape, reps, rows):
+    import h5py
+    import zarr
+    try:
+        import dask
+        import dask.array as da
+    except ImportError:
+        da = None
+    raw = operands(shape)
+    chunks = (min(shape[0], max(1, (8 << 20) // (shape[1] * 8))), shape[1])
+    with tempfile.TemporaryDirectory() as tmp:
+        h5 = h5py.File(os.path.join(tmp, "ops.h5"), "w")
+        sources = {"h5py": {k: h5.create_dataset(k, data=v, chunks=chunks) for k, v in raw.items()},
+                   "zarr": {k: zarr.create_array(os.path.join(tmp, f"{k}.zarr"), data=v,
+                                                 chunks=chunks) for k, v in raw.items()}}
+        del raw
+        print(f"\n[foreign] evaluate() over 3 x {shape} float64, chunks {chunks} (h5py "
+              f"uncompressed, zarr default codec); time ms / peak RSS growth MB")
+        print(f"{'source':<8}{'expression':<43}{'nd':>13}{'b2':>13}{'dask':>13}"
+              "   dask/nd time  b2/nd time")
+        for src, ops in sources.items():
+            for text in EXPRESSIONS:
+                res = {}
+                res["nd"] = _measure(lambda: ndpack.evaluate(text, local_dict=ops), reps)
+                if blosc2 is not None:
+                    res["b2"] = _measure(lambda: blosc2.evaluate(text, local_dict=ops), reps)
+                if da is not None:
+                    dops = {k: da.from_array(v, chunks=chunks) for k, v in ops.items()}
+                    lazy = eval(_module_text(text, "da"), {"da": da}, dops)  # our own text
+                    with dask.config.set(scheduler="threads"):
+                        res["dask"] = _measure(lambda: lazy.compute(), reps)
+                cells = "".join(f"{res[k][0] * 1e3:>7.0f}/{res[k][1] / 2**20:<5.0f}"
+                                if k in res else f"{'-':>13}" for k in ("nd", "b2", "dask"))
+                nan = (float("nan"), 0)
+                print(f"{src:<8}{text[:42]:<43}{cells}   {res.get('dask', nan)[0] / res['nd'][0]:>8.2f}x"
+                      f"  {res.get('b2', nan)[0] / res['nd'][0]:>8.2f}x")
+                rows.append(dict(section="foreign", source=src, expression=text,
+                                 **{f"{k}_s": v[0] for k, v in res.items()},
+                                 **{f"{k}_rss": v[1] for k, v in res.items()}))
+        h5.close()
+
+
+def _measure(fn, reps):
+    """Best time and the largest peak-RSS growth over `reps` runs."""
+    best_t, rss = float("inf"), 0
+    for _ in range(reps):
+        t, r = peak_rss_during(fn)
+        best_t, rss = min(best_t, t), max(rss, r)
+    return best_t, rss
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--section", choices=["memory", "disk", "foreign"], action="append")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
-    n = 1000 if args.quick else 4000
-    reps = 3 if args.quick else 5
-    raw = operands(n)
-    cp_nd = {"codec": ndpack.Codec.LZ4, "clevel": 5}
-    nd_ops = {k: ndpack.asarray(v, cparams=cp_nd) for k, v in raw.items()}
-    if blosc2 is not None:
-        cp_b2 = {"codec": blosc2.Codec.LZ4, "clevel": 5}
-        b2_ops = {k: blosc2.asarray(v, cparams=cp_b2) for k, v in raw.items()}
-    print(f"operands: 3 x ({n}, {n}) float64, LZ4 clevel 5 + shuffle; chunks "
-          f"{nd_ops['a'].chunks}; numexpr {numexpr.__version__} threads "
-          f"{numexpr.get_num_threads()}")
-    rows = []
-    hdr = (f"{'expression':<44}{'numpy':>8}{'numexpr':>9}{'nd [()]':>9}{'nd comp':>9}"
-           f"{'b2 [()]':>9}{'b2 comp':>9}  ratios to numexpr nd [()] / comp | vs b2")
-    print(hdr)
-    for text in EXPRESSIONS:
-        np_text = (text.replace("sqrt", "np.sqrt").replace("sin", "np.sin").replace("cos", "np.cos")
-                   .replace("exp", "np.exp").replace("arctan2", "np.arctan2"))
-        t = {"numpy": best(lambda: eval(np_text, {"np": np}, raw), reps),   # our own text
-             "numexpr": best(lambda: numexpr.evaluate(text, local_dict=raw), reps)}
-        e = ndpack.lazyexpr(text, operands=nd_ops)
-        t["nd_get"] = best(lambda: e[()], reps)
-        t["nd_compute"] = best(lambda: e.compute(cparams=cp_nd), reps)
-        np.testing.assert_allclose(e[()], numexpr.evaluate(text, local_dict=raw), rtol=1e-12)
-        if blosc2 is not None:
-            e2 = blosc2.lazyexpr(text, operands=b2_ops)
-            t["b2_get"] = best(lambda: e2[()], reps)
-            t["b2_compute"] = best(lambda: e2.compute(cparams=cp_b2), reps)
-        else:
-            t["b2_get"] = t["b2_compute"] = float("nan")
-        ms = {k: v * 1e3 for k, v in t.items()}
-        print(f"{text:<44}{ms['numpy']:>8.0f}{ms['numexpr']:>9.0f}{ms['nd_get']:>9.0f}"
-              f"{ms['nd_compute']:>9.0f}{ms['b2_get']:>9.0f}{ms['b2_compute']:>9.0f}  "
-              f"{t['nd_get'] / t['numexpr']:>5.2f}x / {t['nd_compute'] / t['numexpr']:>5.2f}x | "
-              f"{t['b2_get'] / t['nd_get']:>5.2f}x / {t['b2_compute'] / t['nd_compute']:>5.2f}x faster")
-        rows.append(dict(expression=text, **t))
+    sections = args.section or ["memory", "disk", "foreign"]
+    reps = 2 if args.quick else 5
+    rows: list = []
+    if "memory" in sections:
+        memory(1000 if args.quick else 4000, reps, rows)
+    if "disk" in sections:
+        disk((750, 500) if args.quick else (7500, 5000), reps, rows)
+    if "foreign" in sections:
+        foreign((1000, 1000) if args.quick else (4000, 4000), reps, rows)
     write_json(args.json, rows)
     return 0
 

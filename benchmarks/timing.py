@@ -39,3 +39,33 @@ def write_json(path, rows) -> None:
         import json
         with open(path, "w") as f:
             json.dump(rows, f, indent=1, default=str)
+
+
+def peak_rss_during(fn) -> tuple[float, int]:
+    """Run `fn` once; return its wall time (s) and the growth of this process's resident
+    memory above the level at the start (bytes), sampled every 2 ms (Linux)."""
+    import threading
+
+    def rss():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * 4096
+
+    base = rss()
+    peak = [base]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], rss())
+            done.wait(0.002)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    t0 = time.perf_counter()
+    try:
+        fn()
+    finally:
+        dt = time.perf_counter() - t0
+        done.set()
+        t.join()
+    return dt, max(peak[0], rss()) - base

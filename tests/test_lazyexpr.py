@@ -130,7 +130,7 @@ def test_getitem_computes_only_the_key(key):
 
 @pytest.mark.parametrize("text", [
     "__import__('os').system('echo hi')", "a.__class__", "a.shape", "(lambda: 1)()",
-    "[x for x in a]", "f'{a}'", "open('/etc/passwd')", "eval('1')", "a[0]", "a if a else b",
+    "[x for x in a]", "f'{a}'", "open('/etc/passwd')", "eval('1')", "a[b]", "a[0:b]", "a if a else b",
     "print(a)", "().__class__.__bases__", "globals()", "{'x': 1}", "a; b", "a = 1",
     "sin(a, out=b)", "getattr(a, 'x')", "'string'", "x := 1",
 ])

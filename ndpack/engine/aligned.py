@@ -32,17 +32,14 @@ Examples
 
 from __future__ import annotations
 
-import concurrent.futures
-import contextlib
 import math
-import os
 import threading
 
-import numexpr
 import numpy as np
 
 from ndpack.engine.evaluate import Kernel, run
 from ndpack.engine.tree import Node, operands_of
+from ndpack.engine.workers import prefetch, serial_numexpr, workers
 from ndpack.storage.ndarray import NDArray
 
 __all__ = ["layout_of", "aligned_operands", "compute_aligned", "read_aligned", "GROUP_BYTES"]
@@ -76,42 +73,8 @@ def aligned_operands(node: Node, shape: tuple, chunks, blocks) -> list | None:
 # ---------------------------------------------------------------------------------------
 # the chunk loop
 
-_POOLS: dict = {}
-_POOLS_LOCK = threading.Lock()
-
-
-def _prefetcher() -> concurrent.futures.ThreadPoolExecutor:
-    """One background thread (per process) fetching compressed chunks ahead."""
-    return _executor("prefetch", 1)
-
-
-def _workers(n: int) -> concurrent.futures.ThreadPoolExecutor:
-    """`n` worker threads (per process) evaluating groups of blocks."""
-    return _executor("eval", n)
-
-
-def _executor(kind: str, n: int) -> concurrent.futures.ThreadPoolExecutor:
-    key = (os.getpid(), kind, n)                # a forked child makes its own
-    with _POOLS_LOCK:
-        pool = _POOLS.get(key)
-        if pool is None:
-            pool = _POOLS[key] = concurrent.futures.ThreadPoolExecutor(
-                n, thread_name_prefix=f"ndpack-{kind}")
-        return pool
-
-
 def _fetch(ops: list, n: int) -> list:
     return [op.array.get_chunk(n) for op in ops]
-
-
-@contextlib.contextmanager
-def _serial_numexpr():
-    """numexpr single-threaded meanwhile: our workers are the parallelism."""
-    before = numexpr.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numexpr.set_num_threads(before)
 
 
 def _chunk_results(node: Node, ops: list, dtype: np.dtype, target):
@@ -148,20 +111,20 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target):
         else:
             kernel(values, part)
 
-    fetcher, workers = _prefetcher(), _workers(nworkers)
-    pending = fetcher.submit(_fetch, ops, 0)
-    with _serial_numexpr():
+    pool = workers(nworkers)
+    pending = prefetch(_fetch, ops, 0)
+    with serial_numexpr():
         for n in range(nchunks):
             raw = pending.result()
             if n + 1 < nchunks:
-                pending = fetcher.submit(_fetch, ops, n + 1)
+                pending = prefetch(_fetch, ops, n + 1)
             fills = [op.array.special_value(c) for op, c in zip(ops, raw)]
             if all(f is not None for f in fills):          # scalars only: a 0-d result
                 yield n, np.asarray(run(node, ops, fills)).astype(dtype)
                 continue
             dst = target(n) if target is not None else None
             dst = whole if dst is None else dst
-            jobs = [workers.submit(group, raw, fills, g,
+            jobs = [pool.submit(group, raw, fills, g,
                                    dst[g.start * per_block:g.stop * per_block])
                     for g in groups]
             for job in jobs:

@@ -17,8 +17,10 @@ import numpy as np
 from numexpr.necompiler import getType
 
 from ndpack.engine.tree import Apply, Constant, Node, Operand, operands_of
+from ndpack.engine.workers import prefetch
 
-__all__ = ["evaluate_region", "run", "Kernel", "regions", "default_region_shape"]
+__all__ = ["evaluate_region", "region_values", "plan_regions", "run", "Kernel", "regions",
+           "default_region_shape"]
 
 # numexpr computes these dtypes as NumPy does (no silent upcast of its own).
 _NUMEXPR_DTYPES = {np.dtype(t) for t in ("bool", "int32", "int64", "float64", "complex128")}
@@ -76,12 +78,64 @@ def _numpy_eval(node: Node, data: dict):
 def evaluate_region(node: Node, region: tuple, out_shape: tuple, out=None) -> np.ndarray:
     """Values of the tree on output `region` (a tuple of slices with step 1)."""
     ops = operands_of(node)
-    values = []
-    for op in ops:
-        key = operand_key(op.shape, region, len(out_shape))
-        values.append(np.asarray(op.array[key]) if op.shape else np.asarray(op.array[()]))
+    values = _read_operands(ops, region, len(out_shape))
     shape = tuple(s.stop - s.start for s in region)
     return _fit(run(node, ops, values), shape, node.dtype, out)
+
+
+def _read_operands(ops: list, region: tuple, out_ndim: int) -> list:
+    values = []
+    for op in ops:
+        key = operand_key(op.shape, region, out_ndim)
+        values.append(np.asarray(op.array[key]) if op.shape else np.asarray(op.array[()]))
+    return values
+
+
+def region_values(node: Node, out_shape: tuple, region_list, dtype=None):
+    """Yield ``(region, values)`` for each region of `region_list`, in order.
+
+    The operands of the next region are read on the prefetch thread while the current
+    one is evaluated (numexpr and most readers release the GIL), so reading and
+    computing overlap.  At most two regions of operands are in memory.
+    """
+    ops = operands_of(node)
+    dtype = node.dtype if dtype is None else np.dtype(dtype)
+    it = iter(region_list)
+    region = next(it, None)
+    pending = prefetch(_read_operands, ops, region, len(out_shape)) \
+        if region is not None else None
+    while pending is not None:
+        values = pending.result()
+        current, region = region, next(it, None)
+        pending = prefetch(_read_operands, ops, region, len(out_shape)) \
+            if region is not None else None
+        shape = tuple(s.stop - s.start for s in current)
+        res = _fit(run(node, ops, values), shape, node.dtype, None)
+        yield current, res if res.dtype == dtype else res.astype(dtype)
+
+
+def plan_regions(node: Node, shape: tuple, itemsize: int, chunks=None) -> tuple:
+    """The region shape for evaluating over `shape`: whole multiples of `chunks` (the
+    output's), else of the chunks of the first full-shape operand that has
+    ``.chunks`` (reads stay aligned to its storage), else plain slabs; ~16 MiB."""
+    if not _valid_chunks(chunks, shape):
+        chunks = None
+        for op in operands_of(node):
+            c = getattr(op.array, "chunks", None)
+            if op.shape == shape and _valid_chunks(c, shape):
+                chunks = c
+                break
+    if chunks is None:
+        return default_region_shape(shape, itemsize)
+    target = default_region_shape(shape, itemsize)
+    return tuple(min(n, max(int(c), (t // int(c)) * int(c))) if n else 1
+                 for c, t, n in zip(chunks, target, shape))
+
+
+def _valid_chunks(chunks, shape) -> bool:
+    return (chunks is not None and not isinstance(chunks, str)
+            and len(tuple(chunks)) == len(shape)
+            and all(isinstance(c, (int, np.integer)) and c > 0 for c in chunks))
 
 
 def run(node: Node, ops: list, values: list, out=None):

@@ -17,6 +17,7 @@ True
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import uuid
@@ -25,7 +26,7 @@ import ndindex
 import numpy as np
 
 from ndpack.engine.aligned import aligned_operands, compute_aligned, layout_of, read_aligned
-from ndpack.engine.evaluate import default_region_shape, evaluate_region, regions
+from ndpack.engine.evaluate import plan_regions, region_values, regions
 from ndpack.engine.functions import FUNCTIONS
 from ndpack.engine.parse import parse
 from ndpack.engine.tree import Apply, Constant, Node, Operand, operands_of
@@ -144,15 +145,17 @@ class LazyExpr:
         node = _prepare(self.node)
         if shape == self.shape and _read_fast(node, out):
             return out
-        piece = default_region_shape(shape, self.dtype.itemsize)
-        for r in regions(shape, piece):
-            region = tuple(slice(b.start + s.start, b.start + s.stop) for b, s in zip(box, r))
-            self._eval(node, region, out=out[r + (Ellipsis,)])
+        local = list(regions(shape, plan_regions(node, shape, self.dtype.itemsize)))
+        absolute = [tuple(slice(b.start + s.start, b.start + s.stop) for b, s in zip(box, r))
+                    for r in local]
+        for r, (_, values) in zip(local, self._values(node, absolute)):
+            out[r + (Ellipsis,)] = values
         return out
 
-    def _eval(self, node, region, out=None):
-        """Values of the prepared tree `node` on output `region`."""
-        return evaluate_region(node, region, self.shape, out=out)
+    def _values(self, node, region_list):
+        """``(region, values)`` of the prepared tree `node`, region by region, with the
+        next region's operands read ahead."""
+        return region_values(node, self.shape, region_list, self.dtype)
 
     def __array__(self, dtype=None, copy=None):
         res = self[()]
@@ -204,7 +207,15 @@ class LazyExpr:
         ops = aligned_operands(node, self.shape, out.chunks, out.blocks)
         if ops is not None:
             return compute_aligned(node, ops, out)
-        return fill_from(out, lambda region: self._eval(node, region))
+        nchunks = math.prod(-(-s // c) if c else 0 for s, c in zip(out.shape, out.chunks))
+        ordered = [out.chunk_region(n) for n in range(nchunks)]
+        feed = self._values(node, ordered)
+
+        def producer(region):
+            got, values = next(feed)
+            assert got == region, (got, region)       # fill_from's order is C order
+            return values
+        return fill_from(out, producer)
 
 
 def _read_fast(node, out: np.ndarray) -> bool:
@@ -227,13 +238,6 @@ class _Cast(LazyExpr):
     @property
     def dtype(self):
         return self._dtype
-
-    def _eval(self, node, region, out=None):
-        res = evaluate_region(node, region, self.shape).astype(self._dtype)
-        if out is not None:
-            out[...] = res
-            return out
-        return res
 
 
 def _prepare(node: Node) -> Node:
@@ -347,9 +351,6 @@ def evaluate(expression, local_dict=None, global_dict=None, out=None, **kwargs):
         return expr[()]
     if tuple(out.shape) != expr.shape:
         raise ValueError(f"out has shape {tuple(out.shape)}, the expression {expr.shape}")
-    chunks = getattr(out, "chunks", None)
-    if not chunks or len(chunks) != expr.ndim or not all(isinstance(c, int) for c in chunks):
-        chunks = default_region_shape(expr.shape, expr.dtype.itemsize)
     node = _prepare(expr.node)
     if isinstance(out, np.ndarray) and out.flags.writeable and _read_fast(node, out):
         return out
@@ -357,17 +358,11 @@ def evaluate(expression, local_dict=None, global_dict=None, out=None, **kwargs):
         ops = aligned_operands(node, expr.shape, out.chunks, out.blocks)
         if ops is not None:
             return compute_aligned(node, ops, out)
-    # Write whole multiples of the output's own chunks, around 16 MiB at a time.
-    for region in regions(expr.shape, _grow(chunks, expr.shape, expr.dtype.itemsize)):
-        out[region] = expr._eval(node, region)
+    # Whole multiples of the output's own chunks, around 16 MiB at a time.
+    piece = plan_regions(node, expr.shape, expr.dtype.itemsize,
+                         chunks=getattr(out, "chunks", None))
+    for region, values in expr._values(node, regions(expr.shape, piece)):
+        out[region] = values
     return out
 
 
-def _grow(chunks, shape, itemsize):
-    """Multiples of `chunks` along the leading dimensions up to ~16 MiB regions."""
-    target = default_region_shape(shape, itemsize)
-    grown = []
-    for c, t, n in zip(chunks, target, shape):
-        c = max(int(c), 1)
-        grown.append(min(n, max(c, (t // c) * c)) if n else 1)
-    return tuple(grown)

@@ -1,0 +1,88 @@
+"""The engine's threads: a prefetch thread, evaluation workers, numexpr's thread count.
+
+* One **prefetch** thread per process reads what the next step needs (compressed
+  chunks, operand regions) while the current step computes.  Work that runs *on* the
+  prefetch thread and needs a prefetch itself (an operand that is an expression) reads
+  synchronously instead of queueing behind itself.
+* **Evaluation workers** (``n`` threads per process) each decode and evaluate their own
+  piece with one C thread and single-threaded numexpr: one level of parallelism.
+* :func:`serial_numexpr` holds numexpr at one thread while workers run, and gives back
+  the caller's setting when the last concurrent user leaves.
+
+Examples
+--------
+>>> with serial_numexpr():
+...     prefetch(sum, [1, 2]).result()
+3
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import os
+import threading
+
+import numexpr
+
+__all__ = ["prefetch", "on_prefetch_thread", "workers", "serial_numexpr"]
+
+_POOLS: dict = {}
+_LOCK = threading.Lock()
+_STATE = threading.local()
+
+
+def _executor(kind: str, n: int) -> concurrent.futures.ThreadPoolExecutor:
+    key = (os.getpid(), kind, n)                # a forked child makes its own
+    with _LOCK:
+        pool = _POOLS.get(key)
+        if pool is None:
+            pool = _POOLS[key] = concurrent.futures.ThreadPoolExecutor(
+                n, thread_name_prefix=f"ndpack-{kind}")
+        return pool
+
+
+def _mark_and_run(fn, *args):
+    _STATE.prefetching = True
+    return fn(*args)
+
+
+def on_prefetch_thread() -> bool:
+    """Whether the calling thread is the prefetch thread."""
+    return getattr(_STATE, "prefetching", False)
+
+
+def prefetch(fn, *args) -> concurrent.futures.Future:
+    """``fn(*args)`` on the prefetch thread (synchronously when called from it)."""
+    if on_prefetch_thread():
+        fut = concurrent.futures.Future()
+        try:
+            fut.set_result(fn(*args))
+        except BaseException as exc:     # delivered by .result(), like a pool's future
+            fut.set_exception(exc)
+        return fut
+    return _executor("prefetch", 1).submit(_mark_and_run, fn, *args)
+
+
+def workers(n: int) -> concurrent.futures.ThreadPoolExecutor:
+    """A pool of `n` evaluation worker threads (shared per process)."""
+    return _executor("eval", max(1, int(n)))
+
+
+_NUMEXPR = {"users": 0, "before": None}
+
+
+@contextlib.contextmanager
+def serial_numexpr():
+    """numexpr at one thread for the duration (our workers are the parallelism)."""
+    with _LOCK:
+        if _NUMEXPR["users"] == 0:
+            _NUMEXPR["before"] = numexpr.set_num_threads(1)
+        _NUMEXPR["users"] += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _NUMEXPR["users"] -= 1
+            if _NUMEXPR["users"] == 0:
+                numexpr.set_num_threads(_NUMEXPR["before"])
