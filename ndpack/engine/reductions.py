@@ -35,8 +35,10 @@ True
 from __future__ import annotations
 
 import builtins
+import concurrent.futures
 import itertools
 import math
+import threading
 import warnings
 
 import numpy as np
@@ -56,6 +58,7 @@ _NUMPY = {"sum": np.sum, "prod": np.prod, "mean": np.mean, "std": np.std, "var":
 _WITH_DTYPE = ("sum", "prod", "mean", "std", "var")
 _REGION_BYTES = 16 * 2**20       # regions of expressions and foreign arrays
 _CHUNK_MIN_BYTES = 1 << 20       # NDArray chunks at least this big are read one by one
+_GROUP_BYTES = 2 << 20           # rows of a chunk decoded and reduced together
 
 
 # ---------------------------------------------------------------------------------------
@@ -201,6 +204,10 @@ class _Ufunc:
     def partial(self, data, w, region):
         if self.op == "count_nonzero":
             return np.count_nonzero(data, axis=self.axes, keepdims=True).astype(np.intp)
+        if w is None and self.red.initial is None and data.dtype == self.red.dtype and \
+                self.op in ("sum", "prod", "min", "max") and \
+                builtins.all(data.shape[d] == 1 for d in self.axes):
+            return data                       # nothing to reduce: borrowed, not copied
         kw = {"axis": self.axes, "keepdims": True}
         if self.op in ("sum", "prod"):
             kw["dtype"] = self.red.dtype
@@ -223,7 +230,9 @@ class _Ufunc:
             return np.full(tile, m if value != 0 else 0, np.intp)
         return self.partial(np.broadcast_to(value, shape), None, region)
 
-    def combine(self, a, b):
+    def combine(self, a, b, inplace=False):
+        if inplace and isinstance(a, np.ndarray) and a.ndim and a.flags.writeable:
+            return self.combine_fn(a, b, out=a)
         return self.combine_fn(a, b)
 
     def final(self, p):
@@ -269,7 +278,7 @@ class _Moments:
             return n, v * n
         return n, np.full(n.shape, v), np.zeros(n.shape)
 
-    def combine(self, a, b):
+    def combine(self, a, b, inplace=False):
         if self.mean_only:
             return a[0] + b[0], a[1] + b[1]
         (na, ma, qa), (nb, mb, qb) = a, b
@@ -322,7 +331,7 @@ class _Arg:
         return self.partial(np.broadcast_to(value, _collapsed(shape, self.red.axis)), None,
                             sub)
 
-    def combine(self, a, b):
+    def combine(self, a, b, inplace=False):
         (va, ia), (vb, ib) = a, b
         first = ib < ia
         with np.errstate(invalid="ignore"):
@@ -394,7 +403,9 @@ def _chunks_of(a, shape):
 
 
 def _source(arg: Node):
-    """``(grid, read)``: region shape, and ``read(region) -> (values, is_special)``."""
+    """``(grid, read)``: the region shape, and ``read(region) -> (parallel, parts)``
+    where each part is ``(subregion, thunk)`` and ``thunk() -> (values, is_special)``;
+    `parallel` parts may run on worker threads."""
     shape, itemsize = arg.shape, builtins.max(arg.dtype.itemsize, 1)
     if isinstance(arg, Operand):
         a = arg.array
@@ -412,38 +423,129 @@ def _source(arg: Node):
             break
     else:
         grid = _slabs(shape, itemsize)
-    return grid, lambda region: (evaluate_region(arg, region, shape), False)
+    return grid, lambda region: (False, [(region, lambda: (evaluate_region(arg, region,
+                                                                            shape), False))])
 
 
 def _plain_reader(a):
     def read(region):
-        return np.asarray(a[region] if region else a[()]), False
+        return False, [(region, lambda: (np.asarray(a[region] if region else a[()]), False))]
     return read
 
 
 def _chunk_reader(a: NDArray):
-    """Chunk by chunk; special chunks come back as their scalar, undecoded."""
+    """Chunk by chunk; special chunks come back as their scalar, undecoded.  With the
+    stored-order API and C-order blocks, a chunk is cut into groups of rows of about
+    _GROUP_BYTES that worker threads decode (one C thread each) into their own buffers
+    and reduce while the data is in their cache."""
     grid = tuple(-(-s // c) for s, c in zip(a.shape, a.chunks))
-    stored = hasattr(a, "decode_stored") and hasattr(a, "stored_as_chunk")
-    buf = []
+    ext = tuple(-(-c // b) * b for c, b in zip(a.chunks, a.blocks))
+    per_block = math.prod(a.blocks)
+    grouped = hasattr(a, "special_value") and getattr(a, "stored_c_order", False)
+    row = math.prod(ext[1:]) * a.dtype.itemsize            # bytes of one leading index
+    step = builtins.max(1, _GROUP_BYTES // builtins.max(row * a.blocks[0], 1)) * a.blocks[0]
+    blocks_per_row = math.prod(ext[1:]) // per_block if a.blocks[0] == 1 else None
+    local = threading.local()
 
-    def read(region):
-        coords = tuple(s.start // c for s, c in zip(region, a.chunks))
-        n = int(np.ravel_multi_index(coords, grid))
-        chunk = a.get_chunk(n)
-        if stored:
-            if not buf:
-                buf.append(np.empty(a.stored_elements, a.dtype))
-            v = a.decode_stored(chunk, out=buf[0])
+    def whole(chunk, region):
+        def thunk():
+            v = a.decode_stored(chunk)
             if v.ndim == 0:
                 return v, True
             full = a.stored_as_chunk(v)
             return full[tuple(slice(0, s.stop - s.start) for s in region)], False
-        fill = a._special_fill(chunk)
+        return thunk
+
+    def group(chunk, region, r0, r1):
+        def thunk():
+            if a.blocks[0] == 1:
+                g = range(r0 * blocks_per_row, r1 * blocks_per_row)
+            else:
+                g = range(r0 // a.blocks[0] * (math.prod(ext[1:]) * a.blocks[0] // per_block),
+                          -(-r1 // a.blocks[0]) * (math.prod(ext[1:]) * a.blocks[0]
+                                                   // per_block))
+            m = len(g) * per_block
+            buf = getattr(local, "buf", None)
+            if buf is None or buf.size < m:
+                buf = local.buf = np.empty(builtins.max(m, step * row // a.dtype.itemsize),
+                                           a.dtype)
+            v = a.decode_stored(chunk, out=buf[:m], blocks=g, nthreads=1)
+            lead = (g.start * per_block) // math.prod(ext[1:])
+            arr = v.reshape((-1,) + ext[1:])[r0 - lead:r1 - lead]
+            return arr[(slice(None),) + tuple(slice(0, s.stop - s.start)
+                                              for s in region[1:])], False
+        return thunk
+
+    def read(region):
+        coords = tuple(s.start // c for s, c in zip(region, a.chunks))
+        chunk = a.get_chunk(int(np.ravel_multi_index(coords, grid)))
+        if not grouped:
+            return False, [(region, whole(chunk, region))]
+        fill = a.special_value(chunk)
         if fill is not None:
-            return fill, True
-        return a[region], False
+            return False, [(region, lambda: (fill, True))]
+        rows = region[0].stop - region[0].start
+        parts = []
+        for r0 in range(0, rows, step):
+            r1 = builtins.min(r0 + step, rows)
+            sub = (slice(region[0].start + r0, region[0].start + r1),) + tuple(region[1:])
+            parts.append((sub, group(chunk, region, r0, r1)))
+        return len(parts) > 1, parts
     return read
+
+
+_PAIRWISE_MAX = 1 << 14          # partials up to this size are combined pairwise
+
+
+class _Fold:
+    """Combines the partials of one output tile, in order: pairwise (a binary counter,
+    error ~ log of their number) while they are small, else in place one after
+    another (large partials come from reducing leading axes, where NumPy too adds
+    one row after the other)."""
+
+    def __init__(self, reducer):
+        self.r, self.stack, self.total = reducer, [], None
+
+    def push(self, p):
+        r = self.r
+        big = (p[0] if isinstance(p, tuple) else np.asarray(p)).size > _PAIRWISE_MAX
+        if r.pairwise and not big:
+            p = _own(p)
+            level = 0
+            while self.stack and self.stack[-1][0] == level:
+                p = r.combine(self.stack.pop()[1], p)
+                level += 1
+            self.stack.append((level, p))
+        elif self.total is None:
+            self.total = _own(p)
+        else:
+            self.total = r.combine(self.total, p, inplace=True)
+
+    def result(self):
+        total = None
+        while self.stack:
+            total = self.stack.pop()[1] if total is None else \
+                self.r.combine(self.stack.pop()[1], total)
+        if total is None:
+            return self.total
+        return total if self.total is None else self.r.combine(self.total, total)
+
+
+def _own(p):
+    """`p` as arrays that no buffer reuse can change."""
+    if isinstance(p, np.ndarray) and not p.flags.owndata:
+        return p.copy()
+    return p
+
+
+def _pool(n: int):
+    global _POOL
+    if _POOL is None or _POOL[0] != n:
+        _POOL = (n, concurrent.futures.ThreadPoolExecutor(n, thread_name_prefix="ndpack-red"))
+    return _POOL[1]
+
+
+_POOL = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -480,38 +582,65 @@ def compute_reduction(red: Reduce) -> np.ndarray:
     rdims = sorted(raxes)
     acc = np.empty(_collapsed(shape, raxes), red.dtype)
     starts = [range(0, n, g) for n, g in zip(shape, grid)]
+    nthreads = getattr(getattr(arg, "array", None), "dparams", None)
+    nthreads = builtins.max(1, getattr(nthreads, "nthreads", 1))
+
+    def partial_of(sub, thunk):
+        with np.errstate(all="ignore"):
+            data, special = thunk()
+            w = None if where is None else evaluate_region(where, sub, shape)
+            if special and w is None:
+                return reducer.special(data, sub)
+            if special:
+                data = np.broadcast_to(data, _extent(sub))
+            return reducer.partial(data, w, sub)
+
+    def fold_parts(parts):
+        fold = _Fold(reducer)
+        for sub, thunk in parts:
+            fold.push(partial_of(sub, thunk))
+        return fold.result()
+
+    # Parts of a region split its leading dimension.  When that dimension is reduced,
+    # all parts feed the tile's one fold; when it is kept, part i of every region of
+    # the tile feeds fold i, and the folds' results are stacked along it.
+    split = 0 not in raxes
     with np.errstate(all="ignore"):
         for ostart in itertools.product(*[starts[d] for d in kept]):
-            total, stack = None, []
+            folds = []
             for rstart in itertools.product(*[starts[d] for d in rdims]):
                 pos = dict(zip(kept, ostart))
                 pos.update(zip(rdims, rstart))
                 region = tuple(slice(pos[d], builtins.min(pos[d] + grid[d], shape[d]))
                                for d in range(len(shape)))
-                data, special = read(region)
-                w = None if where is None else evaluate_region(where, region, shape)
-                if special and w is None:
-                    p = reducer.special(data, region)
+                parallel, parts = read(region)
+                if not folds:
+                    folds = [_Fold(reducer) for _ in (parts if split else [0])]
+                parallel = parallel and where is None and nthreads > 1
+                if split:
+                    if parallel:
+                        pool = _pool(nthreads)
+                        partials = [f.result() for f in
+                                    [pool.submit(partial_of, sub, th) for sub, th in parts]]
+                    else:
+                        partials = [partial_of(sub, th) for sub, th in parts]
+                    for fold, p in zip(folds, partials):
+                        fold.push(p)
+                elif parallel:
+                    # contiguous runs of parts, one per worker, each folded there
+                    k = -(-len(parts) // nthreads)
+                    runs = [parts[i:i + k] for i in range(0, len(parts), k)]
+                    pool = _pool(nthreads)
+                    for f in [pool.submit(fold_parts, run) for run in runs]:
+                        folds[0].push(f.result())
                 else:
-                    if special:
-                        data = np.broadcast_to(data, _extent(region))
-                    p = reducer.partial(data, w, region)
-                if reducer.pairwise:            # binary counter: pairwise sums
-                    level = 0
-                    while stack and stack[-1][0] == level:
-                        p = reducer.combine(stack.pop()[1], p)
-                        level += 1
-                    stack.append((level, p))
-                else:
-                    total = p if total is None else reducer.combine(total, p)
-            if reducer.pairwise:
-                total = stack.pop()[1]
-                while stack:
-                    total = reducer.combine(stack.pop()[1], total)
+                    for sub, thunk in parts:
+                        folds[0].push(partial_of(sub, thunk))
             tile = tuple(slice(0, 1) if d in raxes else
                          slice(pos[d], builtins.min(pos[d] + grid[d], shape[d]))
                          for d in range(len(shape)))
-            acc[tile] = reducer.final(total)
+            results = [reducer.final(f.result()) for f in folds]
+            acc[tile] = results[0] if len(results) == 1 else np.concatenate(results, axis=0)
     return acc.reshape(red.shape)
 
 
