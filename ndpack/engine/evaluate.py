@@ -8,6 +8,7 @@ through NumPy.  Memory is a few regions, whatever the array size.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import threading
@@ -17,7 +18,8 @@ import numpy as np
 from numexpr.necompiler import getType
 
 from ndpack.engine.tree import Apply, Constant, Node, Operand, operands_of
-from ndpack.engine.workers import prefetch
+from ndpack.engine.workers import prefetch, run_all
+from ndpack.storage.ndarray import NDArray
 
 __all__ = ["evaluate_region", "region_values", "plan_regions", "run", "Kernel", "regions",
            "default_region_shape"]
@@ -67,6 +69,29 @@ def _numexpr_ok(node: Node) -> bool:
                     for a in node.args if node.func.name not in ("where",)))
 
 
+def numexpr_text(node: Node, ops: list) -> str | None:
+    """numexpr's spelling of the tree over operands named ``o0, o1, ...`` (in the
+    order of `ops`), or None when numexpr would not compute NumPy's exact result
+    (a function it lacks, a dtype it promotes differently: checked by running the
+    text once on one-element arrays)."""
+    if not (isinstance(node, Apply) and _numexpr_ok(node)):
+        return None
+    text = _numexpr_string(node, {id(op.array): f"o{i}" for i, op in enumerate(ops)})
+    if text is None:
+        return None
+    return text if _probe(text, tuple(op.dtype for op in ops), node.dtype) else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _probe(text: str, dtypes: tuple, dtype: np.dtype) -> bool:
+    local = {f"o{i}": np.ones(1, d) for i, d in enumerate(dtypes)}
+    try:
+        with np.errstate(all="ignore"):
+            return numexpr.evaluate(text, local_dict=local, global_dict={}).dtype == dtype
+    except Exception:            # numexpr refuses the combination: NumPy will run it
+        return False
+
+
 def _numpy_eval(node: Node, data: dict):
     if isinstance(node, Operand):
         return data[id(node.array)]
@@ -91,27 +116,108 @@ def _read_operands(ops: list, region: tuple, out_ndim: int) -> list:
     return values
 
 
-def region_values(node: Node, out_shape: tuple, region_list, dtype=None):
+class _Reader:
+    """Reads operand regions into two reused sets of buffers (the region being
+    evaluated and the one being read ahead): fresh arrays would cost page faults.
+
+    NumPy operands (memmaps included) are sliced, not copied.  NDArrays read straight
+    into the buffers (they decode their chunks in parallel themselves).  Other arrays
+    (h5py, zarr, ...) are read a piece per chunk of their own storage along the first
+    dimension, the pieces on reader threads in parallel (h5py straight into the
+    buffer with ``read_direct``).
+    """
+
+    def __init__(self, ops: list, out_ndim: int, nthreads: int):
+        self.ops, self.ndim, self.nthreads = ops, out_ndim, nthreads
+        self.slots, self.turn = ([None] * len(ops), [None] * len(ops)), 0
+
+    def __call__(self, region: tuple) -> list:
+        slot = self.slots[self.turn]
+        self.turn ^= 1
+        values, calls = [], []
+        for i, op in enumerate(self.ops):
+            arr = op.array
+            key = operand_key(op.shape, region, self.ndim)
+            if not op.shape:
+                values.append(np.asarray(arr[()]))
+                continue
+            if isinstance(arr, np.ndarray):
+                values.append(arr[key])
+                continue
+            shape = tuple(k.stop - k.start for k in key)
+            size = math.prod(shape)
+            if slot[i] is None or slot[i].size < size:
+                slot[i] = np.empty(size, op.dtype)
+            buf = slot[i][:size].reshape(shape)
+            values.append(buf)
+            if isinstance(arr, NDArray):
+                calls.append(functools.partial(arr.read_into, key, buf))
+            else:
+                calls += [functools.partial(_read_piece, arr, piece, buf[rel])
+                          for piece, rel in _pieces(arr, key)]
+        run_all(calls, self.nthreads)
+        return values
+
+
+def _pieces(arr, key):
+    """``(source key, destination key)`` pieces of `key` along the first dimension,
+    one per chunk of `arr`'s own storage (the whole key when it has none)."""
+    chunks = getattr(arr, "chunks", None)
+    step = chunks[0] if _valid_chunks(chunks, arr.shape) and chunks[0] > 0 else None
+    k0 = key[0]
+    if step is None or k0.stop - k0.start <= step:
+        yield key, (Ellipsis,)
+        return
+    start = k0.start
+    while start < k0.stop:
+        stop = min(k0.stop, (start // step + 1) * step)
+        yield ((slice(start, stop),) + tuple(key[1:]),
+               (slice(start - k0.start, stop - k0.start), Ellipsis))
+        start = stop
+
+
+def _read_piece(arr, key, dst):
+    if hasattr(arr, "read_direct") and hasattr(arr, "id") and dst.flags.c_contiguous:
+        arr.read_direct(dst, source_sel=key)              # h5py: no temporary array
+    else:
+        dst[...] = arr[key]
+
+
+def region_values(node: Node, out_shape: tuple, region_list, dtype=None, target=None,
+                  nthreads: int = 2):
     """Yield ``(region, values)`` for each region of `region_list`, in order.
 
     The operands of the next region are read on the prefetch thread while the current
     one is evaluated (numexpr and most readers release the GIL), so reading and
-    computing overlap.  At most two regions of operands are in memory.
+    computing overlap.  At most two regions of operands are in memory, in reused
+    buffers.  ``target(region)``, when given, returns where the region's values
+    should go (a C-contiguous array of the region's shape) or None; values are then
+    computed in place.  The values yielded are valid until the next step.
     """
     ops = operands_of(node)
     dtype = node.dtype if dtype is None else np.dtype(dtype)
+    reader = _Reader(ops, len(out_shape), nthreads)
     it = iter(region_list)
     region = next(it, None)
-    pending = prefetch(_read_operands, ops, region, len(out_shape)) \
-        if region is not None else None
+    pending = prefetch(reader, region) if region is not None else None
     while pending is not None:
         values = pending.result()
         current, region = region, next(it, None)
-        pending = prefetch(_read_operands, ops, region, len(out_shape)) \
-            if region is not None else None
+        pending = prefetch(reader, region) if region is not None else None
         shape = tuple(s.stop - s.start for s in current)
+        view = target(current) if target is not None else None
+        if view is not None and dtype == node.dtype and view.flags.c_contiguous \
+                and view.shape == shape:
+            res = run(node, ops, values, out=view)
+            if res is not view:
+                view[...] = res
+            yield current, view
+            continue
         res = _fit(run(node, ops, values), shape, node.dtype, None)
-        yield current, res if res.dtype == dtype else res.astype(dtype)
+        res = res if res.dtype == dtype else res.astype(dtype)
+        if view is not None:
+            view[...] = res
+        yield current, res
 
 
 def plan_regions(node: Node, shape: tuple, itemsize: int, chunks=None) -> tuple:
@@ -146,16 +252,14 @@ def run(node: Node, ops: list, values: list, out=None):
     and `out` is returned; when every value is 0-d the result is 0-d and `out` is left
     alone.
     """
-    names = {id(op.array): f"o{i}" for i, op in enumerate(ops)}
     full = out is not None and any(np.ndim(v) for v in values)
     with np.errstate(all="ignore"):
-        if isinstance(node, Apply) and _numexpr_ok(node):
-            text = _numexpr_string(node, names)
-            if text is not None:
-                local = {f"o{i}": v for i, v in enumerate(values)}
-                if full:
-                    return numexpr.evaluate(text, local_dict=local, global_dict={}, out=out)
-                return numexpr.evaluate(text, local_dict=local, global_dict={})
+        text = numexpr_text(node, ops)
+        if text is not None:
+            local = {f"o{i}": v for i, v in enumerate(values)}
+            if full:
+                return numexpr.evaluate(text, local_dict=local, global_dict={}, out=out)
+            return numexpr.evaluate(text, local_dict=local, global_dict={})
         res = _numpy_eval(node, {id(op.array): v for op, v in zip(ops, values)})
     if full:
         out[...] = res
@@ -183,10 +287,7 @@ class Kernel:
 
     def __init__(self, node: Node, ops: list):
         self.node, self.ops = node, ops
-        self.text = None
-        if isinstance(node, Apply) and _numexpr_ok(node):
-            self.text = _numexpr_string(node, {id(op.array): f"o{i}"
-                                               for i, op in enumerate(ops)})
+        self.text = numexpr_text(node, ops)
         self._local = threading.local()
 
     def _program(self):

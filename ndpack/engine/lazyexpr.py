@@ -148,14 +148,15 @@ class LazyExpr:
         local = list(regions(shape, plan_regions(node, shape, self.dtype.itemsize)))
         absolute = [tuple(slice(b.start + s.start, b.start + s.stop) for b, s in zip(box, r))
                     for r in local]
-        for r, (_, values) in zip(local, self._values(node, absolute)):
-            out[r + (Ellipsis,)] = values
+        views = {_span(a): out[r + (Ellipsis,)] for a, r in zip(absolute, local)}
+        for _ in self._values(node, absolute, target=lambda a: views[_span(a)]):
+            pass                                  # each region lands in its view
         return out
 
-    def _values(self, node, region_list):
+    def _values(self, node, region_list, target=None):
         """``(region, values)`` of the prepared tree `node`, region by region, with the
-        next region's operands read ahead."""
-        return region_values(node, self.shape, region_list, self.dtype)
+        next region's operands read ahead (see ``region_values``)."""
+        return region_values(node, self.shape, region_list, self.dtype, target)
 
     def __array__(self, dtype=None, copy=None):
         res = self[()]
@@ -216,6 +217,11 @@ class LazyExpr:
             assert got == region, (got, region)       # fill_from's order is C order
             return values
         return fill_from(out, producer)
+
+
+def _span(region: tuple) -> tuple:
+    """A hashable form of a region (slices are not hashable before Python 3.12)."""
+    return tuple((s.start, s.stop) for s in region)
 
 
 def _read_fast(node, out: np.ndarray) -> bool:
@@ -361,8 +367,10 @@ def evaluate(expression, local_dict=None, global_dict=None, out=None, **kwargs):
     # Whole multiples of the output's own chunks, around 16 MiB at a time.
     piece = plan_regions(node, expr.shape, expr.dtype.itemsize,
                          chunks=getattr(out, "chunks", None))
-    for region, values in expr._values(node, regions(expr.shape, piece)):
-        out[region] = values
+    into = (lambda region: out[region + (Ellipsis,)]) if isinstance(out, np.ndarray) else None
+    for region, values in expr._values(node, regions(expr.shape, piece), target=into):
+        if into is None:
+            out[region] = values
     return out
 
 

@@ -6,6 +6,8 @@
   synchronously instead of queueing behind itself.
 * **Evaluation workers** (``n`` threads per process) each decode and evaluate their own
   piece with one C thread and single-threaded numexpr: one level of parallelism.
+* **Reader threads** (:func:`run_all`) read pieces of foreign operands (h5py, zarr,
+  ...) in parallel, a piece per chunk of the operand's own storage.
 * :func:`serial_numexpr` holds numexpr at one thread while workers run, and gives back
   the caller's setting when the last concurrent user leaves.
 
@@ -25,7 +27,7 @@ import threading
 
 import numexpr
 
-__all__ = ["prefetch", "on_prefetch_thread", "workers", "serial_numexpr"]
+__all__ = ["prefetch", "on_prefetch_thread", "workers", "run_all", "serial_numexpr"]
 
 _POOLS: dict = {}
 _LOCK = threading.Lock()
@@ -67,6 +69,22 @@ def prefetch(fn, *args) -> concurrent.futures.Future:
 def workers(n: int) -> concurrent.futures.ThreadPoolExecutor:
     """A pool of `n` evaluation worker threads (shared per process)."""
     return _executor("eval", max(1, int(n)))
+
+
+def _mark_reader(fn, *args):
+    _STATE.reading = True
+    return fn(*args)
+
+
+def run_all(calls: list, n: int) -> list:
+    """Run the zero-argument callables `calls` on `n` reader threads and return their
+    results in order (serially when there is one call, one thread, or when called
+    from a reader thread, so nested reads never wait on their own pool)."""
+    if len(calls) < 2 or n < 2 or getattr(_STATE, "reading", False):
+        return [c() for c in calls]
+    pool = _executor("read", n)
+    futures = [pool.submit(_mark_reader, c) for c in calls]
+    return [f.result() for f in futures]
 
 
 _NUMEXPR = {"users": 0, "before": None}

@@ -394,6 +394,32 @@ class NDArray(NDReader):
             out = out[tuple(slice(None, None, -1) if f else slice(None) for f in flip)]
         return out.reshape(out_shape)
 
+    def read_into(self, key, out: np.ndarray) -> np.ndarray:
+        """Read ``self[key]`` into the existing array `out` (no new allocation: reused
+        buffers avoid page faults).  `key` is a tuple of step-1 slices, one per
+        dimension; `out` is C-contiguous with the selection's shape and this dtype.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ndpack.storage.constructors import asarray
+        >>> a = asarray(np.arange(20.0).reshape(4, 5), chunks=(2, 5))
+        >>> buf = np.empty((2, 3))
+        >>> a.read_into((slice(1, 3), slice(2, 5)), buf).tolist()
+        [[7.0, 8.0, 9.0], [12.0, 13.0, 14.0]]
+        """
+        sel, flip, out_shape, _ = normalize_key(key, self._shape)
+        ranges = [as_range(s) for s in sel]
+        shape = tuple(len(r) for r in ranges)
+        if any(flip) or any(r.step != 1 for r in ranges) or out_shape != shape:
+            raise ParameterError("read_into takes one step-1 slice per dimension")
+        if out.shape != shape or out.dtype != self._dtype or not out.flags.c_contiguous:
+            raise ParameterError(f"out must be a C-contiguous {self._dtype} array of shape "
+                                 f"{shape}")
+        if out.size:
+            self._read_into(ranges, out)
+        return out
+
     def __setitem__(self, key, value):
         self._schunk._check_writable()
         sel, flip, out_shape, _ = normalize_key(key, self._shape)
