@@ -24,6 +24,9 @@ Examples
 
 from __future__ import annotations
 
+import concurrent.futures
+import math
+
 import numpy as np
 
 from ndpack.storage.ndarray import NDArray, create, fill_from
@@ -112,7 +115,87 @@ def _cumulative(name, ufunc, x, axis, dtype, include_initial, out, urlpath, kwar
             and x.shape == out_shape:
         kwargs["chunks"], kwargs["blocks"] = x.chunks, x.blocks
     res = create(out_shape, rdtype, urlpath=urlpath, **kwargs)
+    if _aligned(x, res):
+        return _cumulate_aligned(x, res, ufunc, axis, carry)
     return fill_from(res, producer)
+
+
+def _aligned(x, res) -> bool:
+    """Input and result NDArrays with one layout, blocks in C order of the chunk, and
+    the stored-order chunk API: then chunks go from buffer to buffer, nothing
+    reordered."""
+    return (isinstance(x, NDArray) and x.shape == res.shape and x.chunks == res.chunks
+            and x.blocks == res.blocks and bool(x.shape) and 0 not in x.shape
+            and getattr(x, "stored_c_order", False) and hasattr(x, "special_value")
+            and hasattr(res, "write_stored"))
+
+
+_POOLS: dict = {}
+
+
+def _pool(kind: str, n: int):
+    key = (kind, n)
+    if key not in _POOLS:
+        _POOLS[key] = concurrent.futures.ThreadPoolExecutor(n, thread_name_prefix=f"ndpack-{kind}")
+    return _POOLS[key]
+
+
+def _cumulate_aligned(x: NDArray, res: NDArray, ufunc, axis: int, carry) -> NDArray:
+    """Chunk by chunk in stored order: decode (C threads) into a reused buffer,
+    accumulate pieces of the chunk on worker threads (pieces split a dimension other
+    than `axis`), and compress the previous chunk on a writer thread meanwhile."""
+    nd = x.ndim
+    ext = tuple(-(-c // b) * b for c, b in zip(x.chunks, x.blocks))
+    size = math.prod(ext)
+    rdtype = res.dtype
+    nthreads = max(1, x.dparams.nthreads)
+    workers, writer = _pool("cum", nthreads), _pool("cum-write", 1)
+    split = 1 if axis == 0 else 0             # the dimension cut among workers
+    src = np.empty(size, x.dtype)
+    bufs = [np.empty(size, rdtype) for _ in range(2)]
+    pending = [None, None]
+
+    def piece(arr, cview, sl):
+        key = tuple(sl if d == split else slice(None) for d in range(nd))
+        view, c = arr[key], cview[key]
+        first = tuple(slice(0, 1) if d == axis else slice(None) for d in range(nd))
+        last = tuple(slice(-1, None) if d == axis else slice(None) for d in range(nd))
+        head = view[first]
+        ufunc(c, head, out=head)
+        ufunc.accumulate(view, axis=axis, out=view)
+        c[...] = view[last]
+
+    with np.errstate(all="ignore"):
+        for n in range(x.schunk.nchunks):
+            k = n % 2
+            if pending[k] is not None:
+                pending[k].result()           # the buffer's previous chunk is written
+            buf = bufs[k]
+            chunk = x.get_chunk(n)
+            fill = x.special_value(chunk)
+            if fill is not None:
+                buf[...] = fill
+            elif x.dtype == rdtype:
+                x.decode_stored(chunk, out=buf)
+            else:
+                buf[...] = x.decode_stored(chunk, out=src)
+            region = x.chunk_region(n)
+            arr = buf.reshape(ext)[tuple(slice(0, s.stop - s.start) for s in region)]
+            cview = carry[tuple(slice(0, 1) if d == axis else s for d, s in enumerate(region))]
+            if nd > 1 and nthreads > 1:
+                m = arr.shape[split]
+                step = -(-m // nthreads)
+                jobs = [workers.submit(piece, arr, cview, slice(i, min(i + step, m)))
+                        for i in range(0, m, step)]
+                for j in jobs:
+                    j.result()
+            else:
+                piece(arr, cview, slice(None))
+            pending[k] = writer.submit(res.write_stored, n, buf)
+    for f in pending:
+        if f is not None:
+            f.result()
+    return res
 
 
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False, out=None,
