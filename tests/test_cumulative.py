@@ -130,3 +130,25 @@ def test_errors():
         ndpack.cumulative_sum(a, 0)                     # axis is keyword-only
     with pytest.raises(TypeError, match="no shape"):
         ndpack.cumulative_sum(object(), axis=0)
+
+
+@pytest.mark.parametrize("blocks", [(1, 5, 12), (2, 10, 12), (2, 3, 4)])
+@pytest.mark.parametrize("dtype", ["float64", "int32", "bool"])
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_aligned_path_layouts_special_chunks_and_casts(blocks, dtype, nthreads, monkeypatch):
+    from ndpack.engine import cumulative
+    used = []
+    real = cumulative._cumulate_aligned
+    monkeypatch.setattr(cumulative, "_cumulate_aligned",
+                        lambda *a: used.append(1) or real(*a))
+    x = np.zeros((9, 10, 12), dtype)
+    x[3:5, 2:7, 1:9] = (np.arange(80).reshape(2, 5, 8) % 3).astype(dtype)
+    a = ndpack.zeros(x.shape, dtype=dtype, chunks=(4, 10, 12), blocks=blocks,
+                     dparams={"nthreads": nthreads})
+    a[3:5, 2:7, 1:9] = x[3:5, 2:7, 1:9]                  # the other chunks stay special
+    for axis in (0, 1, 2):
+        got = ndpack.cumulative_sum(a, axis=axis)
+        np.testing.assert_array_equal(got[()], np.cumsum(x, axis=axis))
+        assert got.dtype == np.cumsum(x, axis=axis).dtype
+    # C-order blocks take the aligned path; (2, 3, 4) blocks do not
+    assert bool(used) == (blocks != (2, 3, 4))
