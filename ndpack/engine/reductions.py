@@ -402,17 +402,18 @@ def _chunks_of(a, shape):
     return None
 
 
-def _source(arg: Node):
+def _source(arg: Node, flat: bool = False):
     """``(grid, read)``: the region shape, and ``read(region) -> (parallel, parts)``
     where each part is ``(subregion, thunk)`` and ``thunk() -> (values, is_special)``;
-    `parallel` parts may run on worker threads."""
+    `parallel` parts may run on worker threads.  `flat`: every axis is reduced and
+    the order of the elements does not matter (values may come in stored order)."""
     shape, itemsize = arg.shape, builtins.max(arg.dtype.itemsize, 1)
     if isinstance(arg, Operand):
         a = arg.array
         chunks = _chunks_of(a, shape)
         if isinstance(a, NDArray) and chunks and \
                 math.prod(chunks) * itemsize >= _CHUNK_MIN_BYTES:
-            return chunks, _chunk_reader(a)
+            return chunks, _chunk_reader(a, flat)
         grid = _grow(chunks, shape, itemsize) if chunks else _slabs(shape, itemsize)
         return grid, _plain_reader(a)
     from ndpack.engine.tree import operands_of
@@ -433,7 +434,7 @@ def _plain_reader(a):
     return read
 
 
-def _chunk_reader(a: NDArray):
+def _chunk_reader(a: NDArray, flat: bool = False):
     """Chunk by chunk; special chunks come back as their scalar, undecoded.  With the
     stored-order API and C-order blocks, a chunk is cut into groups of rows of about
     _GROUP_BYTES that worker threads decode (one C thread each) into their own buffers
@@ -441,7 +442,9 @@ def _chunk_reader(a: NDArray):
     grid = tuple(-(-s // c) for s, c in zip(a.shape, a.chunks))
     ext = tuple(-(-c // b) * b for c, b in zip(a.chunks, a.blocks))
     per_block = math.prod(a.blocks)
-    grouped = hasattr(a, "special_value") and getattr(a, "stored_c_order", False)
+    # big chunks are cut into row groups; smaller ones go whole to one worker each
+    grouped = hasattr(a, "special_value") and getattr(a, "stored_c_order", False) and \
+        a.stored_elements * a.dtype.itemsize >= 8 * _GROUP_BYTES
     row = math.prod(ext[1:]) * a.dtype.itemsize            # bytes of one leading index
     step = builtins.max(1, _GROUP_BYTES // builtins.max(row * a.blocks[0], 1)) * a.blocks[0]
     blocks_per_row = math.prod(ext[1:]) // per_block if a.blocks[0] == 1 else None
@@ -449,9 +452,18 @@ def _chunk_reader(a: NDArray):
 
     def whole(chunk, region):
         def thunk():
-            v = a.decode_stored(chunk)
+            if hasattr(a, "special_value"):     # on a worker: one C thread, own buffer
+                buf = getattr(local, "whole", None)
+                if buf is None:
+                    buf = local.whole = np.empty(a.stored_elements, a.dtype)
+                v = a.decode_stored(chunk, out=buf, nthreads=1)
+            else:
+                v = a.decode_stored(chunk)
             if v.ndim == 0:
                 return v, True
+            if flat and tuple(s.stop - s.start for s in region) == ext:
+                # every axis reduced, order irrelevant, no padding: stored order as is
+                return v.reshape((1,) * (len(ext) - 1) + (-1,)), False
             full = a.stored_as_chunk(v)
             return full[tuple(slice(0, s.stop - s.start) for s in region)], False
         return thunk
@@ -480,7 +492,8 @@ def _chunk_reader(a: NDArray):
         coords = tuple(s.start // c for s, c in zip(region, a.chunks))
         chunk = a.get_chunk(int(np.ravel_multi_index(coords, grid)))
         if not grouped:
-            return False, [(region, whole(chunk, region))]
+            return ("regions" if hasattr(a, "special_value") else False), \
+                [(region, whole(chunk, region))]
         fill = a.special_value(chunk)
         if fill is not None:
             return False, [(region, lambda: (fill, True))]
@@ -575,7 +588,8 @@ def compute_reduction(red: Reduce) -> np.ndarray:
             w = where.value if isinstance(where, Constant) else np.asarray(where.array)
         res = _numpy_call(red, data, w)
         return res.astype(red.dtype, copy=False).reshape(red.shape)
-    grid, read = _source(arg)
+    flat = len(red.axis) == len(shape) and red.op not in ("argmin", "argmax")
+    grid, read = _source(arg, flat)
     reducer = _reducer(red, arg)
     raxes = set(red.axis)
     kept = [d for d in range(len(shape)) if d not in raxes]
@@ -594,6 +608,22 @@ def compute_reduction(red: Reduce) -> np.ndarray:
             if special:
                 data = np.broadcast_to(data, _extent(sub))
             return reducer.partial(data, w, sub)
+
+    def owned_partial(sub, thunk):
+        # partials that cross threads must not be views of a worker's reused buffer
+        return _own(partial_of(sub, thunk))
+
+    window = []
+
+    def flush_window(fold):
+        if len(window) > 1 and where is None:
+            pool = _pool(nthreads)
+            for f in [pool.submit(owned_partial, sub, th) for sub, th in window]:
+                fold.push(f.result())
+        else:
+            for sub, th in window:
+                fold.push(partial_of(sub, th))
+        window.clear()
 
     def fold_parts(parts):
         fold = _Fold(reducer)
@@ -616,12 +646,18 @@ def compute_reduction(red: Reduce) -> np.ndarray:
                 parallel, parts = read(region)
                 if not folds:
                     folds = [_Fold(reducer) for _ in (parts if split else [0])]
+                if parallel == "regions":
+                    # whole chunks decoded by one worker each: a window of them at once
+                    window.append(parts[0])
+                    if len(window) >= nthreads:
+                        flush_window(folds[0])
+                    continue
                 parallel = parallel and where is None and nthreads > 1
                 if split:
                     if parallel:
                         pool = _pool(nthreads)
                         partials = [f.result() for f in
-                                    [pool.submit(partial_of, sub, th) for sub, th in parts]]
+                                    [pool.submit(owned_partial, sub, th) for sub, th in parts]]
                     else:
                         partials = [partial_of(sub, th) for sub, th in parts]
                     for fold, p in zip(folds, partials):
@@ -636,6 +672,7 @@ def compute_reduction(red: Reduce) -> np.ndarray:
                 else:
                     for sub, thunk in parts:
                         folds[0].push(partial_of(sub, thunk))
+            flush_window(folds[0])
             tile = tuple(slice(0, 1) if d in raxes else
                          slice(pos[d], builtins.min(pos[d] + grid[d], shape[d]))
                          for d in range(len(shape)))
