@@ -33,8 +33,7 @@ import numbers
 import numpy as np
 
 from ndpack.engine.functions import BINARY_OPERATORS, FUNCTIONS, REDUCTIONS, UNARY_OPERATORS
-from ndpack.engine.reductions import Reduce
-from ndpack.engine.tree import Apply, Constant, Node, Operand
+from ndpack.engine.tree import Apply, Constant, Node, Operand, Reduce
 from ndpack.engine.views import SliceView, TransposeView
 
 __all__ = ["parse", "MAX_LENGTH"]

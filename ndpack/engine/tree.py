@@ -1,4 +1,4 @@
-"""Expression trees: operands, constants and function applications.
+"""Expression trees: operands, constants, function applications and reductions.
 
 A tree is immutable and knows its shape (NumPy broadcasting) and dtype (NumPy's
 promotion rules, found by running the tree on one-element arrays) without reading
@@ -20,12 +20,13 @@ dtype('int32')
 from __future__ import annotations
 
 import functools
+import warnings
 
 import numpy as np
 
-from ndpack.engine.functions import lookup
+from ndpack.engine.functions import REDUCTIONS, lookup
 
-__all__ = ["Node", "Operand", "Constant", "Apply", "operands_of"]
+__all__ = ["Node", "Operand", "Constant", "Apply", "Reduce", "operands_of"]
 
 
 class Node:
@@ -114,6 +115,137 @@ class Apply(Node):
         inner = ", ".join([repr(a) for a in self.args] +
                           [f"{k}={v!r}" for k, v in self.kwargs.items()])
         return f"{self.func.name}({inner})"
+
+
+# ---------------------------------------------------------------------------------------
+# reductions (computed by ndpack.engine.reductions before elementwise evaluation)
+
+_NUMPY_REDUCTIONS = {
+    "sum": np.sum, "prod": np.prod, "mean": np.mean, "std": np.std, "var": np.var,
+    "min": np.min, "max": np.max, "any": np.any, "all": np.all, "argmin": np.argmin,
+    "argmax": np.argmax, "count_nonzero": np.count_nonzero}
+_WITH_DTYPE = ("sum", "prod", "mean", "std", "var")
+
+
+def _norm_axis(axis, ndim: int, op: str) -> tuple:
+    if axis is None:
+        return tuple(range(ndim))
+    single = not isinstance(axis, (tuple, list))
+    if op in ("argmin", "argmax") and not single:
+        raise TypeError(f"{op}() takes an int or None for axis, not {axis!r}")
+    items = (axis,) if single else tuple(axis)
+    out = []
+    for ax in items:
+        if isinstance(ax, (bool, np.bool_)) or not isinstance(ax, (int, np.integer)):
+            raise TypeError(f"axis must be an int, a tuple of ints or None, not {axis!r}")
+        if not -ndim <= ax < ndim:
+            raise np.exceptions.AxisError(int(ax), ndim)
+        out.append(int(ax) % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"duplicate value in axis {axis!r}")
+    return tuple(sorted(out))
+
+
+class Reduce(Node):
+    """A reduction of `arg` (a tree node): shape and dtype known without reading data.
+
+    Parameters
+    ----------
+    op : str
+        One of ``sum prod mean std var min max any all argmin argmax count_nonzero``.
+    arg : Node
+    axis, keepdims, dtype, ddof, where, initial
+        NumPy's meaning; `where` is a boolean node broadcastable to `arg`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ndpack.engine.tree import Operand
+    >>> r = Reduce("mean", Operand(np.zeros((3, 4), np.int32)), axis=1, keepdims=True)
+    >>> r.shape, r.dtype
+    ((3, 1), dtype('float64'))
+    """
+
+    __slots__ = ("op", "arg", "axis", "flat", "keepdims", "req_dtype", "ddof", "where",
+                 "initial", "shape", "dtype")
+
+    def __init__(self, op: str, arg: Node, axis=None, keepdims=False, dtype=None, ddof=0,
+                 where=None, initial=None):
+        if op not in REDUCTIONS:
+            raise ValueError(f"unknown reduction {op!r}; known: {', '.join(REDUCTIONS)}")
+        self.op, self.arg = op, arg
+        self.flat = axis is None
+        self.axis = _norm_axis(axis, arg.ndim, op)
+        if not isinstance(keepdims, (bool, np.bool_)):
+            raise TypeError(f"keepdims must be True or False, not {keepdims!r}")
+        self.keepdims = bool(keepdims)
+        if dtype is not None and op not in _WITH_DTYPE:
+            raise TypeError(f"{op}() takes no dtype argument")
+        try:
+            self.req_dtype = None if dtype is None else np.dtype(dtype)
+        except TypeError:
+            raise TypeError(f"dtype {dtype!r} of {op}() is not a NumPy dtype") from None
+        if op in ("std", "var"):
+            if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, float,
+                                                                           np.number)):
+                raise TypeError(f"ddof must be a number, not {ddof!r}")
+        elif ddof != 0:
+            raise TypeError(f"{op}() takes no ddof argument")
+        self.ddof = ddof
+        if where is not None:
+            if op in ("argmin", "argmax", "count_nonzero"):
+                raise TypeError(f"{op}() takes no where argument")
+            if where.dtype != np.bool_:
+                raise TypeError(f"where= must be boolean, not {where.dtype}")
+            try:
+                if np.broadcast_shapes(where.shape, arg.shape) != arg.shape:
+                    raise ValueError
+            except ValueError:
+                raise ValueError(f"where= of shape {where.shape} does not broadcast to the "
+                                 f"reduced array's shape {arg.shape}") from None
+        if initial is not None and op not in ("min", "max"):
+            raise TypeError(f"{op}() takes no initial argument")
+        if where is not None and initial is None and op in ("min", "max"):
+            raise ValueError(f"{op}() with where= needs initial= (there is no identity "
+                             "for the masked-out elements), as in NumPy")
+        self.where, self.initial = where, initial
+        self.shape = tuple(1 if d in self.axis else n for d, n in enumerate(arg.shape)
+                           if self.keepdims or d not in self.axis)
+        self.dtype = _numpy_call(self, np.ones((1,) * arg.ndim, arg.dtype), None).dtype
+
+    @property
+    def children(self) -> tuple:
+        return (self.arg,) if self.where is None else (self.arg, self.where)
+
+    def numpy_kwargs(self) -> dict:
+        """Keyword arguments of the equivalent NumPy call (without where)."""
+        kw = {"axis": None if self.flat else self.axis, "keepdims": self.keepdims}
+        if self.op in ("argmin", "argmax") and not self.flat:
+            kw["axis"] = self.axis[0]
+        if self.req_dtype is not None:
+            kw["dtype"] = self.req_dtype
+        if self.op in ("std", "var"):
+            kw["ddof"] = self.ddof
+        if self.initial is not None:
+            kw["initial"] = self.initial
+        return kw
+
+    def __repr__(self):
+        kw = {k: v for k, v in self.numpy_kwargs().items() if v is not None and v is not False}
+        if self.where is not None:
+            kw["where"] = self.where
+        inner = ", ".join([repr(self.arg)] + [f"{k}={v!r}" for k, v in kw.items()])
+        return f"{self.op}({inner})"
+
+
+def _numpy_call(red: Reduce, data, where) -> np.ndarray:
+    """NumPy's answer on in-memory `data` (the reference, used on stand-ins)."""
+    kw = red.numpy_kwargs()
+    if where is not None:
+        kw["where"] = where
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.asarray(_NUMPY_REDUCTIONS[red.op](data, **kw))
 
 
 def probe(node: Node):
