@@ -85,3 +85,39 @@ def test_integer_functions_keep_numpy_dtype_and_values(text, dtype):
     np.testing.assert_array_equal(e.compute()[()], expected)
     np.testing.assert_array_equal(ndpack.evaluate(text, local_dict={"a": np.tile(big, 25)}),
                                   expected)
+
+
+def _finishes(fn, seconds=60):
+    """Run `fn` on a daemon thread; fail (instead of hanging) if it deadlocks."""
+    import threading
+    box = {}
+
+    def target():
+        try:
+            box["value"] = fn()
+        except BaseException as exc:      # re-raised below
+            box["error"] = exc
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), "evaluation did not finish (deadlock in the engine's threads?)"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def test_nested_expressions_as_operands_do_not_deadlock(tmp_path):
+    rng = np.random.default_rng(4)
+    x, y = rng.normal(size=(400, 30)), rng.normal(size=(400, 30))
+    a = ndpack.asarray(x, chunks=(50, 30), blocks=(10, 30))
+    b = ndpack.asarray(y, chunks=(50, 30), blocks=(10, 30))
+    with h5py.File(tmp_path / "n.h5", "w") as f:
+        h = f.create_dataset("h", data=y, chunks=(16, 30))
+        inner = ndpack.lazyexpr("(a + h)[::2] * 2 + b[1::2].T.T", operands={"a": a, "h": h, "b": b})
+        expected = (x + y)[::2] * 2 + y[1::2]
+        np.testing.assert_allclose(_finishes(lambda: inner[()]), expected, rtol=1e-14)
+        outer = ndpack.lazyexpr("sin(e)[::-1] + 1", operands={"e": inner})
+        np.testing.assert_allclose(_finishes(lambda: outer.compute()[()]),
+                                   np.sin(expected)[::-1] + 1, rtol=1e-14)
+        np.testing.assert_allclose(_finishes(lambda: ndpack.evaluate("e * 3", local_dict={"e": outer})),
+                                   (np.sin(expected)[::-1] + 1) * 3, rtol=1e-14)

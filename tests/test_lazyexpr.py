@@ -158,8 +158,10 @@ def test_bad_input_messages():
         ndpack.evaluate("a + 1", local_dict={"a": np.ones(3)}, out=np.empty(4))
     ro = np.empty(3)
     ro.flags.writeable = False
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="read-only"):
         ndpack.evaluate("a + 1", local_dict={"a": np.ones(3)}, out=ro)
+    with pytest.raises(ValueError, match="read-only"):      # the aligned path too
+        ndpack.evaluate("a + 1", local_dict={"a": ndpack.asarray(np.ones(3))}, out=ro)
 
 
 def test_names_from_the_callers_frame():

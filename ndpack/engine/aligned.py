@@ -39,7 +39,7 @@ import numpy as np
 
 from ndpack.engine.evaluate import Kernel, run
 from ndpack.engine.tree import Node, operands_of
-from ndpack.engine.workers import prefetch, serial_numexpr, workers
+from ndpack.engine.workers import prefetch, serial_numexpr, submit, workers
 from ndpack.storage.ndarray import NDArray
 
 __all__ = ["layout_of", "aligned_operands", "compute_aligned", "read_aligned", "GROUP_BYTES"]
@@ -124,7 +124,7 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target):
                 continue
             dst = target(n) if target is not None else None
             dst = whole if dst is None else dst
-            jobs = [pool.submit(group, raw, fills, g,
+            jobs = [submit(pool, group, raw, fills, g,
                                    dst[g.start * per_block:g.stop * per_block])
                     for g in groups]
             for job in jobs:

@@ -357,8 +357,10 @@ def evaluate(expression, local_dict=None, global_dict=None, out=None, **kwargs):
         return expr[()]
     if tuple(out.shape) != expr.shape:
         raise ValueError(f"out has shape {tuple(out.shape)}, the expression {expr.shape}")
+    if isinstance(out, np.ndarray) and not out.flags.writeable:
+        raise ValueError("out is a read-only NumPy array; pass a writable one")
     node = _prepare(expr.node)
-    if isinstance(out, np.ndarray) and out.flags.writeable and _read_fast(node, out):
+    if isinstance(out, np.ndarray) and _read_fast(node, out):
         return out
     if isinstance(out, NDArray) and out.dtype == expr.dtype:
         ops = aligned_operands(node, expr.shape, out.chunks, out.blocks)

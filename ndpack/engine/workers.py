@@ -1,9 +1,10 @@
 """The engine's threads: a prefetch thread, evaluation workers, numexpr's thread count.
 
 * One **prefetch** thread per process reads what the next step needs (compressed
-  chunks, operand regions) while the current step computes.  Work that runs *on* the
-  prefetch thread and needs a prefetch itself (an operand that is an expression) reads
-  synchronously instead of queueing behind itself.
+  chunks, operand regions) while the current step computes.
+* Work running on any engine thread that needs the engine again (an operand that is
+  itself an expression) runs synchronously on that thread: nested evaluations never
+  wait on a pool that is waiting for them.
 * **Evaluation workers** (``n`` threads per process) each decode and evaluate their own
   piece with one C thread and single-threaded numexpr: one level of parallelism.
 * **Reader threads** (:func:`run_all`) read pieces of foreign operands (h5py, zarr,
@@ -27,7 +28,7 @@ import threading
 
 import numexpr
 
-__all__ = ["prefetch", "on_prefetch_thread", "workers", "run_all", "serial_numexpr"]
+__all__ = ["prefetch", "on_engine_thread", "workers", "submit", "run_all", "serial_numexpr"]
 
 _POOLS: dict = {}
 _LOCK = threading.Lock()
@@ -44,26 +45,32 @@ def _executor(kind: str, n: int) -> concurrent.futures.ThreadPoolExecutor:
         return pool
 
 
-def _mark_and_run(fn, *args):
-    _STATE.prefetching = True
+def _on_engine_thread(fn, *args):
+    _STATE.engine = True
     return fn(*args)
 
 
-def on_prefetch_thread() -> bool:
-    """Whether the calling thread is the prefetch thread."""
-    return getattr(_STATE, "prefetching", False)
+def on_engine_thread() -> bool:
+    """Whether the calling thread is one of the engine's (prefetch, reader, worker)."""
+    return getattr(_STATE, "engine", False)
+
+
+def _now(fn, *args) -> concurrent.futures.Future:
+    fut = concurrent.futures.Future()
+    try:
+        fut.set_result(fn(*args))
+    except BaseException as exc:         # delivered by .result(), like a pool's future
+        fut.set_exception(exc)
+    return fut
 
 
 def prefetch(fn, *args) -> concurrent.futures.Future:
-    """``fn(*args)`` on the prefetch thread (synchronously when called from it)."""
-    if on_prefetch_thread():
-        fut = concurrent.futures.Future()
-        try:
-            fut.set_result(fn(*args))
-        except BaseException as exc:     # delivered by .result(), like a pool's future
-            fut.set_exception(exc)
-        return fut
-    return _executor("prefetch", 1).submit(_mark_and_run, fn, *args)
+    """``fn(*args)`` on the prefetch thread.  Called from any engine thread (an
+    operand that is itself an expression, read by a worker), it runs synchronously
+    instead: a nested evaluation never waits on a pool that is waiting for it."""
+    if on_engine_thread():
+        return _now(fn, *args)
+    return _executor("prefetch", 1).submit(_on_engine_thread, fn, *args)
 
 
 def workers(n: int) -> concurrent.futures.ThreadPoolExecutor:
@@ -71,20 +78,20 @@ def workers(n: int) -> concurrent.futures.ThreadPoolExecutor:
     return _executor("eval", max(1, int(n)))
 
 
-def _mark_reader(fn, *args):
-    _STATE.reading = True
-    return fn(*args)
-
-
 def run_all(calls: list, n: int) -> list:
     """Run the zero-argument callables `calls` on `n` reader threads and return their
     results in order (serially when there is one call, one thread, or when called
-    from a reader thread, so nested reads never wait on their own pool)."""
-    if len(calls) < 2 or n < 2 or getattr(_STATE, "reading", False):
+    from an engine thread, so nested reads never wait on a pool that waits on them)."""
+    if len(calls) < 2 or n < 2 or on_engine_thread():
         return [c() for c in calls]
     pool = _executor("read", n)
-    futures = [pool.submit(_mark_reader, c) for c in calls]
+    futures = [pool.submit(_on_engine_thread, c) for c in calls]
     return [f.result() for f in futures]
+
+
+def submit(pool: concurrent.futures.ThreadPoolExecutor, fn, *args):
+    """``pool.submit`` marking the task's thread as an engine thread."""
+    return pool.submit(_on_engine_thread, fn, *args)
 
 
 _NUMEXPR = {"users": 0, "before": None}
