@@ -116,6 +116,10 @@ class LazyExpr:
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         return _ufunc(ufunc, method, inputs, kwargs)
 
+    def __array_function__(self, func, types, args, kwargs):
+        from ndpack.engine.protocols import array_function
+        return array_function(func, types, args, kwargs)
+
     # ---- computing ---------------------------------------------------------------------
     def __getitem__(self, key) -> np.ndarray:
         """Compute only the selected region; returns NumPy."""
@@ -284,12 +288,19 @@ _UFUNC_NAMES = {"true_divide": "divide", "absolute": "abs"}
 
 
 def _ufunc(ufunc, method, inputs, kwargs):
+    """A lazy expression for a NumPy ufunc call; with ``out=`` it is computed there."""
+    out = kwargs.pop("out", None)
     if method != "__call__" or kwargs:
         return NotImplemented
     name = _UFUNC_NAMES.get(ufunc.__name__, ufunc.__name__)
     if name not in FUNCTIONS:
         return NotImplemented
-    return LazyExpr(Apply(name, tuple(_node(x) for x in inputs)))
+    expr = LazyExpr(Apply(name, tuple(_node(x) for x in inputs)))
+    if out is None:
+        return expr
+    if len(out) != 1:
+        return NotImplemented
+    return evaluate(expr, out=out[0])
 
 
 def _caller_names(depth: int) -> dict:
