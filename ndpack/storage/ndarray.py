@@ -35,6 +35,7 @@ import numpy as np
 from ndpack.chunks import compress2, decompress2, decompress_blocks, special_chunk
 from ndpack.codecs import CParams, SpecialValue, make_cparams, make_dparams
 from ndpack.errors import FormatError, ParameterError
+from ndpack.storage.fancy import OIndex, VIndex, fancy_get, fancy_set, is_fancy
 from ndpack.storage.frame import MemoryFrame, chunk_nbytes_of, special_code
 from ndpack.storage.framefile import ContiguousFrame, SparseFrame
 from ndpack.storage.grid import (
@@ -385,6 +386,8 @@ class NDArray(NDReader):
             point = self._get_point(key)
             if point is not None:
                 return point
+        if is_fancy(key):                 # integer arrays, masks: see fancy.py
+            return fancy_get(self, key)
         sel, flip, out_shape, _ = normalize_key(key, self._shape)
         ranges = [as_range(s) for s in sel]
         out = np.empty(tuple(len(r) for r in ranges), self._dtype)
@@ -422,6 +425,9 @@ class NDArray(NDReader):
 
     def __setitem__(self, key, value):
         self._schunk._check_writable()
+        if is_fancy(key):
+            fancy_set(self, key, value)
+            return
         sel, flip, out_shape, _ = normalize_key(key, self._shape)
         ranges = [as_range(s) for s in sel]
         full = tuple(len(r) for r in ranges)
@@ -607,6 +613,53 @@ class NDArray(NDReader):
     def get_chunk(self, nchunk: int) -> bytes:
         """The compressed chunk `nchunk` (C order over the chunk grid)."""
         return self._schunk.get_chunk(nchunk)
+
+    @property
+    def oindex(self) -> OIndex:
+        """Orthogonal indexing (as zarr): ``a.oindex[rows, cols]`` selects the product
+        of the positions of each dimension (get and set).
+
+        Examples
+        --------
+        >>> from ndpack.storage.constructors import arange
+        >>> arange(12, shape=(3, 4)).oindex[[0, 2], [1, 3]].tolist()
+        [[1, 3], [9, 11]]
+        """
+        return OIndex(self)
+
+    @property
+    def vindex(self) -> VIndex:
+        """Vectorized indexing (as zarr): integer arrays broadcast together select
+        points; their dimensions come first in the result (get and set).
+
+        Examples
+        --------
+        >>> from ndpack.storage.constructors import arange
+        >>> arange(12, shape=(3, 4)).vindex[[0, 2], [1, 3]].tolist()
+        [1, 11]
+        """
+        return VIndex(self)
+
+    @property
+    def mT(self) -> NDArray:
+        """The last two dimensions swapped (a stack of transposed matrices), as a new
+        in-memory NDArray whose chunks and blocks are swapped too.
+
+        Examples
+        --------
+        >>> from ndpack.storage.constructors import arange
+        >>> m = arange(12, shape=(2, 2, 3), chunks=(1, 2, 2), blocks=(1, 1, 2)).mT
+        >>> m.shape, m.chunks, m[1].tolist()
+        ((2, 3, 2), (1, 2, 2), [[6, 9], [7, 10], [8, 11]])
+        """
+        if self._nd < 2:
+            raise ValueError(f"mT needs at least 2 dimensions; this array has {self._nd}")
+        axes = list(range(self._nd - 2)) + [self._nd - 1, self._nd - 2]
+        out = create(tuple(self._shape[a] for a in axes), self._dtype,
+                     tuple(self._chunks[a] for a in axes), tuple(self._blocks[a] for a in axes),
+                     cparams=self.cparams)
+        inv = list(np.argsort(axes))
+        return fill_from(out, lambda reg: self[tuple(reg[i] for i in inv)].transpose(axes))
 
     # --- whole chunks in stored order (for engines that work chunk by chunk) -----------
     @property

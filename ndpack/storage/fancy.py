@@ -1,0 +1,610 @@
+"""Fancy indexing of NDArray: integer arrays, boolean masks, ``oindex`` and ``vindex``.
+
+Keys follow NumPy's rules (normalized by ``ndindex``).  Two read plans, both decoding
+each touched chunk once however many indices fall in it:
+
+* **orthogonal**: the sorted distinct positions of every dimension form a compact
+  box (``a[row]``, ``a[1:9, col]``, ``a[row[:, None], col]``); each chunk the box
+  touches decodes only the blocks holding its positions (a run of positions goes
+  through the slice read path), and NumPy then indexes the box with the key remapped
+  to box positions, so its semantics come for free.
+* **points**: when the box would be much larger than the result (``a[row, col]``,
+  full-shape masks), the distinct points are grouped by chunk and each chunk decodes
+  exactly the blocks its points fall in.
+
+Writes use the same plans: the values are scattered into the compact form (NumPy's
+rules for repeated indices: the last one wins), and each touched chunk is decoded,
+patched and re-encoded once.
+
+Examples
+--------
+>>> import numpy as np
+>>> from ndpack.storage.constructors import asarray
+>>> a = asarray(np.arange(20).reshape(4, 5), chunks=(2, 2), blocks=(1, 2))
+>>> a[[3, 0, 3], 1:3].tolist()
+[[16, 17], [1, 2], [16, 17]]
+>>> a[[0, 3], [4, 0]].tolist()
+[4, 15]
+>>> a.oindex[[0, 3], [4, 0]].tolist()
+[[4, 0], [19, 15]]
+>>> a[a[:] % 7 == 0] = -1
+>>> a[0].tolist(), a[1].tolist()
+([-1, 1, 2, 3, 4], [5, 6, -1, 8, 9])
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ndpack.chunks import decompress_blocks
+from ndpack.storage.grid import prod
+from ndpack.storage.ndread import _pool
+
+__all__ = ["is_fancy", "fancy_get", "fancy_set", "OIndex", "VIndex"]
+
+# the box of the orthogonal plan may hold this many times the result (plus a constant)
+# before the points plan is used
+_BOX_FACTOR = 4
+_BOX_SLACK = 1 << 16
+
+
+def is_fancy(key) -> bool:
+    """Whether `key` holds integer/boolean arrays, lists or booleans (NumPy's
+    advanced indexing)."""
+    items = key if isinstance(key, tuple) else (key,)
+    for k in items:
+        if isinstance(k, (list, np.ndarray, bool, np.bool_)) or \
+                (isinstance(k, tuple) and isinstance(key, tuple)):
+            return True
+        if hasattr(k, "shape") and hasattr(k, "dtype") and not np.isscalar(k):
+            return True                       # NDArray, h5py/zarr arrays as indices
+    return False
+
+
+def _plain_key(key):
+    """Array-likes (NDArray, ...) in `key` as NumPy arrays, for ndindex."""
+    items = key if isinstance(key, tuple) else (key,)
+    out = []
+    for k in items:
+        if isinstance(k, (list, tuple)):
+            k = np.asarray(k)
+            if k.size == 0 and k.dtype == np.float64:
+                k = k.astype(np.intp)          # NumPy's rule for [] as an index
+        elif not isinstance(k, (np.ndarray, slice, int, np.integer, bool, np.bool_)) \
+                and k is not None and k is not Ellipsis and hasattr(k, "shape"):
+            k = np.asarray(k[()] if hasattr(k, "__getitem__") else k)
+        if isinstance(k, np.ndarray) and k.dtype.kind not in "biu":
+            raise IndexError("arrays used as indices must be of integer (or boolean) "
+                             f"type, not {k.dtype}")
+        out.append(k)
+    return tuple(out)
+
+
+class _El:
+    """One element of an expanded key: `kind` is 'Integer', 'Slice', 'IntegerArray',
+    'Newaxis' or 'BooleanArray' (a boolean scalar), `raw` its NumPy form."""
+
+    __slots__ = ("kind", "raw")
+
+    def __init__(self, kind, raw):
+        self.kind, self.raw = kind, raw
+
+    @property
+    def shape(self):
+        return np.shape(self.raw)
+
+
+def _expand(key, shape) -> list:
+    """The key as a list of :class:`_El`, one per dimension plus newaxes and boolean
+    scalars: Ellipsis expanded, slices and integers normalized and bounds-checked by
+    ndindex, masks as integer arrays (their nonzero positions), arrays broadcast
+    together and integers as arrays when arrays are present (NumPy's rules)."""
+    import ndindex
+
+    items = list(_plain_key(key))
+    nd = len(shape)
+
+    def width(k):
+        if k is None or k is Ellipsis or isinstance(k, (bool, np.bool_)):
+            return 0
+        if isinstance(k, np.ndarray) and k.dtype == bool:
+            return k.ndim
+        return 1
+
+    ell = [j for j, k in enumerate(items) if k is Ellipsis]
+    if len(ell) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(width(k) for k in items)
+    if used > nd:
+        raise IndexError(f"too many indices for array: array is {nd}-dimensional, but "
+                         f"{used} were indexed")
+    fill = [slice(None)] * (nd - used)
+    if ell:
+        items[ell[0]:ell[0] + 1] = fill
+    else:
+        items += fill
+    out, d = [], 0
+    for k in items:
+        if k is None:
+            out.append(_El("Newaxis", None))
+            continue
+        if isinstance(k, (bool, np.bool_)) or (isinstance(k, np.ndarray) and k.ndim == 0
+                                               and k.dtype == bool):
+            out.append(_El("BooleanArray", np.bool_(k)))
+            continue
+        w = width(k)
+        sub = shape[d:d + w]
+        try:
+            e = ndindex.ndindex(k).reduce(sub if w else (shape[d],))
+        except IndexError:
+            raise
+        except (TypeError, ValueError) as exc:
+            raise IndexError(str(exc)) from None
+        name = type(e).__name__
+        if name == "BooleanArray":
+            out += [_El("IntegerArray", np.asarray(a, np.intp)) for a in np.nonzero(e.raw)]
+        elif name == "IntegerArray":
+            out.append(_El("IntegerArray", np.asarray(e.raw, np.intp) % max(shape[d], 1)))
+        elif name == "Integer":
+            out.append(_El("Integer", int(e.raw) % shape[d]))
+        else:
+            out.append(_El("Slice", e.raw))
+        d += w
+    arrays = [e for e in out if e.kind == "IntegerArray"]
+    if arrays:
+        try:
+            bshape = np.broadcast_shapes(*[e.shape for e in arrays])
+        except ValueError:
+            raise IndexError("shape mismatch: indexing arrays could not be broadcast "
+                             f"together with shapes {[e.shape for e in arrays]}") from None
+        for e in out:
+            if e.kind == "Integer":
+                e.kind, e.raw = "IntegerArray", np.array(e.raw, np.intp)
+            if e.kind == "IntegerArray":
+                e.raw = np.broadcast_to(e.raw, bshape)
+    return out
+
+
+class _Plan:
+    """How a fancy key maps the array to the result.
+
+    ``ortho``: ``units[d]`` (sorted distinct positions per dimension) form a box and
+    ``box[kmap]`` is the result.  Points: ``coords`` (distinct points of the
+    advanced dimensions ``adv``) and ``units`` of the other dimensions form a
+    compact array of shape ``(Q, len(units[s]) ...)``; ``compact[kmap]`` then
+    ``moveaxis`` of the ``nb`` broadcast dimensions to ``pos`` is the result.
+    """
+
+    def __init__(self, arr, elems, front=False, force_ortho=False):
+        shape = arr.shape
+        self.shape = shape
+        kinds = [e.kind for e in elems]
+        adv_el = [i for i, k in enumerate(kinds) if k == "IntegerArray"]
+        has_bool = "BooleanArray" in kinds
+        self.bshape = elems[adv_el[0]].shape if adv_el else ()
+        self.nb = len(self.bshape)
+        adjacent = bool(adv_el) and adv_el[-1] - adv_el[0] == len(adv_el) - 1
+        self.pos = sum(k in ("Slice", "Newaxis") for k in kinds[:adv_el[0]]) if adv_el else 0
+        # NumPy puts the broadcast dimensions in place when the arrays are adjacent,
+        # first otherwise; vindex always first
+        self.move = adjacent and front and self.pos > 0
+        dims = []                                  # (element, dimension) pairs
+        d = 0
+        for e, k in zip(elems, kinds):
+            if k in ("Newaxis", "BooleanArray"):
+                dims.append((e, None))
+            else:
+                dims.append((e, d))
+                d += 1
+        units, kmap, self.adv, box = [None] * len(shape), [], [], 1
+        for e, d in dims:
+            if d is None:
+                kmap.append(None if e.kind == "Newaxis" else e.raw)
+                continue
+            n = shape[d]
+            k = e.kind
+            if k == "Integer":
+                units[d] = np.array([e.raw], np.intp)
+                kmap.append(0)
+            elif k == "Slice":
+                r = range(n)[e.raw]
+                rev = r.step < 0
+                units[d] = np.arange(r[-1], r[0] + 1, -r.step, dtype=np.intp) if rev \
+                    else np.arange(r.start, r.stop, r.step, dtype=np.intp)
+                kmap.append(slice(None, None, -1) if rev else slice(None))
+            else:
+                a = np.asarray(e.raw, dtype=np.intp)
+                u, inv = np.unique(a, return_inverse=True)
+                units[d] = u
+                kmap.append(inv.reshape(a.shape))
+                self.adv.append(d)
+            box *= len(units[d])
+        self.units = units
+        out_size = prod(self.bshape) * prod(len(units[d]) for d in range(len(shape))
+                                            if d not in self.adv)
+        self.ortho = (force_ortho or has_bool or len(self.adv) < 2
+                      or box <= _BOX_FACTOR * out_size + _BOX_SLACK)
+        if self.ortho:
+            self.kmap = tuple(kmap)
+            self.cshape = tuple(len(u) for u in units)
+            return
+        # points: the distinct points of the advanced dimensions
+        sub = [shape[d] for d in self.adv]
+        arrays = [np.broadcast_to(np.asarray(elems[i].raw, np.intp), self.bshape).ravel()
+                  for i in adv_el]
+        lin = np.ravel_multi_index(arrays, sub) if arrays[0].size else np.zeros(0, np.intp)
+        uq, inv = np.unique(lin, return_inverse=True)
+        self.coords = np.unravel_index(uq, sub) if len(sub) else ()
+        km = [inv.reshape(self.bshape)]
+        for (e, d), k in zip(dims, kmap):
+            if d is None or d not in self.adv:
+                km.append(k)
+        self.kmap = tuple(km)
+        self.others = [d for d in range(len(shape)) if d not in self.adv]
+        self.cshape = (len(uq),) + tuple(len(units[d]) for d in self.others)
+        # points put the broadcast dimensions first: move them in place if adjacent
+        self.move = adjacent and not front and self.pos > 0
+
+    def finish(self, compact: np.ndarray) -> np.ndarray:
+        res = compact[self.kmap]
+        if self.move:
+            src, dst = list(range(self.nb)), list(range(self.pos, self.pos + self.nb))
+            if self.ortho:                         # vindex on the orthogonal plan
+                src, dst = dst, src
+            res = np.moveaxis(res, src, dst)
+        return res
+
+
+# ---------------------------------------------------------------------------------------
+# per-chunk work
+
+
+def _groups(u: np.ndarray, c: int):
+    """Split sorted positions `u` by cells of size `c`: yield (cell, k0, k1)."""
+    if not len(u):
+        return
+    cells = u // c
+    cuts = np.flatnonzero(np.diff(cells)) + 1
+    starts = np.concatenate(([0], cuts))
+    ends = np.concatenate((cuts, [len(u)]))
+    for k0, k1 in zip(starts.tolist(), ends.tolist()):
+        yield int(cells[k0]), k0, k1
+
+
+def _fetch(arr, n, numbers):
+    """Chunk `n` (reduced to the blocks `numbers` when read from a file) and the
+    scalar it stands for when special (else None)."""
+    chunk = arr._lazy_chunk(n, numbers) if arr._lazy_ok() else None
+    if chunk is not None:
+        return chunk, None
+    chunk = arr._schunk._frame.get(n)
+    return chunk, arr._special_fill(chunk)
+
+
+def _run(arr, tasks):
+    """Run the per-chunk `tasks` (disjoint outputs), in parallel when allowed."""
+    nthreads = arr._schunk.dparams.nthreads
+    if nthreads > 1 and len(tasks) > 1:
+        pool = _pool(nthreads)
+        for f in [pool.submit(t, 1) for t in tasks]:
+            f.result()
+    else:
+        for t in tasks:
+            t(nthreads)
+
+
+def _box_parts(arr, units):
+    """Yield (nchunk, per-dim local positions, per-dim compact slices) of a box."""
+    import itertools
+
+    per_dim = [list(_groups(u, c)) for u, c in zip(units, arr._chunks)]
+    for combo in itertools.product(*per_dim):
+        n = arr._chunk_number([g[0] for g in combo])
+        locs = [units[d][g[1]:g[2]] - g[0] * arr._chunks[d] for d, g in enumerate(combo)]
+        yield n, locs, tuple(slice(g[1], g[2]) for g in combo)
+
+
+def _read_box(arr, units, out):
+    """``out[...] = arr`` at the box of sorted positions `units` (one per dimension)."""
+    tasks = []
+    for n, locs, dst in _box_parts(arr, units):
+        runs = [len(loc) and int(loc[-1]) - int(loc[0]) == len(loc) - 1 for loc in locs]
+        if all(runs):                              # a sub-box: the slice read path
+            rng = [range(int(loc[0]), int(loc[-1]) + 1) for loc in locs]
+            tasks.append(lambda nt, n=n, dst=dst, rng=rng:
+                         arr._read_chunk(n, dst, rng, out, nt, arr._lazy_ok()))
+        else:
+            tasks.append(lambda nt, n=n, dst=dst, locs=locs:
+                         _gather_box(arr, n, locs, out, dst, nt))
+    _run(arr, tasks)
+
+
+def _gather_box(arr, n, locs, out, dst, nthreads):
+    bids = [np.unique(loc // b) for loc, b in zip(locs, arr._blocks)]
+    chunk, fill = _fetch(arr, n, arr._block_numbers(bids))
+    if fill is not None:
+        out[dst] = fill
+        return
+    region = arr._decode_blocks(chunk, bids, nthreads)
+    pos = [np.searchsorted(bd, loc // b) * b + loc % b
+           for loc, bd, b in zip(locs, bids, arr._blocks)]
+    out[dst] = region[np.ix_(*pos)]
+
+
+def _read_points(arr, plan, out):
+    """``out[q, ...]``: point q of `plan` by the other dimensions' positions."""
+    tasks = []
+    for n, sel, locs, odst in _point_parts(arr, plan):
+        tasks.append(lambda nt, n=n, sel=sel, locs=locs, odst=odst:
+                     _gather_points(arr, plan, n, sel, locs, odst, out, nt))
+    _run(arr, tasks)
+
+
+def _point_parts(arr, plan):
+    """Yield (nchunk, point indices, per-dim local positions, compact slices of the
+    other dimensions) for every chunk the points touch."""
+    import itertools
+
+    adv, others, chunks = plan.adv, plan.others, arr._chunks
+    coords = plan.coords
+    if not len(coords[0]):
+        return
+    cc = [coords[i] // chunks[d] for i, d in enumerate(adv)]
+    glin = np.ravel_multi_index(cc, [arr._grid[d] for d in adv])
+    order = np.argsort(glin, kind="stable")
+    gs = glin[order]
+    cuts = np.flatnonzero(np.diff(gs)) + 1
+    other_parts = [list(_groups(plan.units[d], chunks[d])) for d in others]
+    for k0, k1 in zip(np.concatenate(([0], cuts)).tolist(),
+                      np.concatenate((cuts, [len(gs)])).tolist()):
+        sel = order[k0:k1]
+        ccoord = {d: int(cc[i][sel[0]]) for i, d in enumerate(adv)}
+        for combo in itertools.product(*other_parts):
+            gc = dict(ccoord)
+            locs = {}
+            for d, g in zip(others, combo):
+                gc[d] = g[0]
+                locs[d] = plan.units[d][g[1]:g[2]] - g[0] * chunks[d]
+            for i, d in enumerate(adv):
+                locs[d] = coords[i][sel] - gc[d] * chunks[d]
+            n = arr._chunk_number([gc[d] for d in range(arr.ndim)])
+            yield n, sel, [locs[d] for d in range(arr.ndim)], \
+                tuple(slice(g[1], g[2]) for g in combo)
+
+
+def _point_index(plan, locs, pos=None):
+    """An index of all arrays that gathers (q, others...) from a chunk-like array."""
+    src = pos if pos is not None else locs
+    no = len(plan.others)
+    key = []
+    j = 0
+    for d in range(len(locs)):
+        if d in plan.adv:
+            key.append(src[d].reshape((-1,) + (1,) * no))
+        else:
+            shp = [1] * (no + 1)
+            shp[1 + j] = -1
+            key.append(src[d].reshape(shp))
+            j += 1
+    return tuple(key)
+
+
+def _gather_points(arr, plan, n, sel, locs, odst, out, nthreads):
+    blocks = arr._blocks
+    if not plan.others:                            # exactly the blocks holding points
+        bcoord = [loc // b for loc, b in zip(locs, blocks)]
+        bnum = np.ravel_multi_index(bcoord, arr._bgrid) if arr.ndim else np.zeros(1, int)
+        ub, binv = np.unique(bnum, return_inverse=True)
+        chunk, fill = _fetch(arr, n, ub.tolist())
+        if fill is not None:
+            out[sel] = fill
+            return
+        raw = decompress_blocks(chunk, ub.tolist(), nthreads=nthreads)
+        vals = np.frombuffer(raw, arr._dtype).reshape(len(ub), prod(blocks))
+        off = np.ravel_multi_index([loc % b for loc, b in zip(locs, blocks)], blocks)
+        out[sel] = vals[binv, off]
+        return
+    bids = [np.unique(loc // b) for loc, b in zip(locs, blocks)]
+    chunk, fill = _fetch(arr, n, arr._block_numbers(bids))
+    dst = (sel,) + odst
+    if fill is not None:
+        out[dst] = fill
+        return
+    region = arr._decode_blocks(chunk, bids, nthreads)
+    pos = [np.searchsorted(bd, loc // b) * b + loc % b
+           for loc, bd, b in zip(locs, bids, blocks)]
+    out[dst] = region[_point_index(plan, locs, pos)]
+
+
+# ---------------------------------------------------------------------------------------
+# entry points
+
+
+def fancy_get(arr, key, front=False) -> np.ndarray:
+    """``arr[key]`` for a fancy key (``front``: broadcast dimensions first, vindex)."""
+    plan = _Plan(arr, _expand(key, arr.shape), front=front)
+    return _get(arr, plan)
+
+
+def _get(arr, plan) -> np.ndarray:
+    compact = np.empty(plan.cshape, arr.dtype)
+    if compact.size:
+        if plan.ortho:
+            _read_box(arr, plan.units, compact)
+        else:
+            _read_points(arr, plan, compact)
+    return plan.finish(compact)
+
+
+def _scatter_values(arr, plan, value):
+    """The values of a write in compact form, and the mask of the assigned items."""
+    size = prod(plan.cshape)
+    where = plan.finish(np.arange(size, dtype=np.intp).reshape(plan.cshape))
+    try:
+        value = np.asarray(value, dtype=arr.dtype)
+    except (ValueError, TypeError) as exc:
+        raise type(exc)(f"cannot store {type(value).__name__} values in an array of "
+                        f"dtype {arr.dtype}: {exc}") from None
+    try:
+        value = np.broadcast_to(value, where.shape)
+    except ValueError:
+        raise ValueError(f"could not broadcast a value of shape {value.shape} into the "
+                         f"selection of shape {where.shape}") from None
+    vals = np.zeros(size, arr.dtype)
+    mask = np.zeros(size, bool)
+    flat = where.reshape(-1)
+    vals[flat] = value.reshape(-1)                 # repeated positions: the last wins
+    mask[flat] = True
+    return vals.reshape(plan.cshape), mask.reshape(plan.cshape)
+
+
+def fancy_set(arr, key, value, front=False, plan=None) -> None:
+    """``arr[key] = value`` for a fancy key."""
+    arr._schunk._check_writable()
+    if plan is None:
+        plan = _Plan(arr, _expand(key, arr.shape), front=front)
+    vals, mask = _scatter_values(arr, plan, value)
+    if not mask.any():
+        return
+    if plan.ortho:
+        parts = ((n, np.ix_(*locs), dst) for n, locs, dst in _box_parts(arr, plan.units))
+    else:
+        parts = ((n, _point_index(plan, locs), (sel,) + odst)
+                 for n, sel, locs, odst in _point_parts(arr, plan))
+    for n, idx, dst in parts:
+        m = mask[dst]
+        if not m.any():
+            continue
+        chunk = arr._chunk_array(n)
+        chunk[idx] = np.where(m, vals[dst], chunk[idx])
+        arr._schunk.update_chunk(n, arr._encode(chunk))
+
+
+# ---------------------------------------------------------------------------------------
+# accessors
+
+
+def _ortho_elems(key, shape) -> tuple[list, list]:
+    """Orthogonal key -> ndindex-like elements (as for a box) and the dims dropped."""
+    import ndindex
+
+    items = list(key) if isinstance(key, tuple) else [key]
+    if sum(k is Ellipsis for k in items) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    ell = [j for j, k in enumerate(items) if k is Ellipsis]
+    if ell:
+        i = ell[0]
+        items[i:i + 1] = [slice(None)] * (len(shape) - len(items) + 1)
+    if len(items) > len(shape):
+        raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, "
+                         f"but {len(items)} were indexed")
+    items += [slice(None)] * (len(shape) - len(items))
+    elems, drop = [], []
+    for d, (k, n) in enumerate(zip(items, shape)):
+        if k is None:
+            raise IndexError("oindex does not take None (newaxis)")
+        if isinstance(k, slice) or (not isinstance(k, (list, np.ndarray, bool, np.bool_))
+                                    and not hasattr(k, "shape")):
+            try:
+                e = ndindex.ndindex(k if isinstance(k, slice) else operator.index(k))
+            except TypeError:
+                raise IndexError(f"only integers, slices, and integer or boolean arrays "
+                                 f"are valid orthogonal indices, not {k!r:.60}") from None
+            e = ndindex.Tuple(e).expand((n,)).args[0]
+            if type(e).__name__ == "Integer":
+                drop.append(d)
+                e = ndindex.IntegerArray([e.raw])
+            elems.append(e)
+            continue
+        a = _plain_key(k)[0]
+        if a.ndim != 1:
+            raise IndexError(f"orthogonal indices must be 1-D, not {a.ndim}-D (axis {d})")
+        e = ndindex.Tuple(ndindex.ndindex(a)).expand((n,)).args[0]
+        elems.append(e)
+    return elems, drop
+
+
+class _OrthoPlan(_Plan):
+    """A box whose result is ``box[np.ix_(inverse per dimension)]``."""
+
+    def __init__(self, arr, elems, drop):
+        units, ix = [], []
+        for e, n in zip(elems, arr.shape):
+            if type(e).__name__ == "Slice":
+                r = range(n)[e.raw]
+                rev = r.step < 0
+                u = np.arange(r[-1], r[0] + 1, -r.step, dtype=np.intp) if rev \
+                    else np.arange(r.start, r.stop, r.step, dtype=np.intp)
+                inv = np.arange(len(u))[::-1] if rev else np.arange(len(u))
+            else:
+                u, inv = np.unique(np.asarray(e.raw, np.intp), return_inverse=True)
+            units.append(u)
+            ix.append(inv.reshape(-1))
+        self.units, self.ortho, self.move = units, True, False
+        self.cshape = tuple(len(u) for u in units)
+        self.ix, self.drop = ix, drop
+
+    def finish(self, compact):
+        res = compact[np.ix_(*self.ix)] if self.ix else compact[()]
+        if self.drop:
+            res = res.reshape([s for d, s in enumerate(res.shape) if d not in self.drop])
+        return res
+
+
+class OIndex:
+    """Orthogonal indexing (zarr's ``oindex``): each dimension is indexed on its own
+    by an int, a slice, or a 1-D integer or boolean array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ndpack.storage.constructors import asarray
+    >>> a = asarray(np.arange(12).reshape(3, 4), chunks=(2, 2))
+    >>> a.oindex[[2, 0], [True, False, False, True]].tolist()
+    [[8, 11], [0, 3]]
+    >>> a.oindex[[0, 2], 1:3] = 0
+    >>> a[:].tolist()
+    [[0, 0, 0, 3], [4, 5, 6, 7], [8, 0, 0, 11]]
+    """
+
+    def __init__(self, arr):
+        self._arr = arr
+
+    def _plan(self, key):
+        return _OrthoPlan(self._arr, *_ortho_elems(key, self._arr.shape))
+
+    def __getitem__(self, key) -> np.ndarray:
+        return _get(self._arr, self._plan(key))
+
+    def __setitem__(self, key, value) -> None:
+        fancy_set(self._arr, None, value, plan=self._plan(key))
+
+
+class VIndex:
+    """Vectorized indexing (zarr's ``vindex``): integer arrays broadcast together and
+    their dimensions come first in the result; a boolean mask selects points.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ndpack.storage.constructors import asarray
+    >>> a = asarray(np.arange(24).reshape(2, 3, 4), chunks=(1, 2, 2))
+    >>> a.vindex[:, [0, 2], [1, 3]].shape, a[:, [0, 2], [1, 3]].shape
+    ((2, 2), (2, 2))
+    >>> a.vindex[:, [0, 2], [1, 3]].tolist()
+    [[1, 13], [11, 23]]
+    >>> a.vindex[[0, 1], [2, 0], [3, 0]] = -1
+    >>> int(a[0, 2, 3]), int(a[1, 0, 0])
+    (-1, -1)
+    """
+
+    def __init__(self, arr):
+        self._arr = arr
+
+    def __getitem__(self, key) -> np.ndarray:
+        return fancy_get(self._arr, key, front=True)
+
+    def __setitem__(self, key, value) -> None:
+        fancy_set(self._arr, key, value, front=True)
