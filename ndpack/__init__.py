@@ -30,6 +30,9 @@ from ndpack.storage import (NDArray, SChunk, arange, array, asarray, compute_chu
 from ndpack.engine import (LazyExpr, all, any, argmax, argmin, count_nonzero, cumulative_prod,
                            cumulative_sum, evaluate, lazyexpr, max, mean, min, prod, std, sum,
                            var)
+from ndpack.engine.shape import (broadcast_to, concat, expand_dims, flip, matrix_transpose,
+                                 moveaxis, permute_dims, reshape, roll, squeeze, stack, take,
+                                 take_along_axis)
 
 __version__ = "0.1.0"
 
@@ -50,6 +53,8 @@ __all__ = [
     "LazyExpr", "lazyexpr", "evaluate",
     "sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin", "argmax",
     "count_nonzero", "cumulative_sum", "cumulative_prod",
+    "concat", "stack", "permute_dims", "matrix_transpose", "moveaxis", "expand_dims",
+    "squeeze", "broadcast_to", "reshape", "flip", "roll", "take", "take_along_axis",
 ]
 
 

@@ -1,0 +1,686 @@
+"""Shape operations that return new NDArrays, chunk by chunk with bounded memory.
+
+``concat``, ``stack``, ``permute_dims``, ``matrix_transpose``, ``moveaxis``,
+``expand_dims``, ``squeeze``, ``broadcast_to``, ``reshape``, ``flip``, ``roll``,
+``take`` and ``take_along_axis`` (python-blosc2's names and semantics).  Inputs are
+NDArrays or any array-like with ``shape``, ``dtype`` and ``__getitem__`` (NumPy,
+h5py, zarr); every function takes the storage keywords of the constructors
+(``urlpath=``, ``chunks=``, ``blocks=``, ``cparams=``, ...).
+
+Where the layout allows it compressed chunks are copied as they are, without
+decoding: ``concat``/``stack`` of NDArrays whose chunk grids line up with the output
+(the output inherits the first input's chunks, blocks and cparams unless given),
+``expand_dims`` and ``squeeze``.  ``permute_dims`` permutes the chunk and block
+shapes with the data, so each output chunk is one input chunk transposed.
+
+Examples
+--------
+>>> import numpy as np, ndpack
+>>> a = ndpack.asarray(np.arange(6).reshape(2, 3), chunks=(1, 3), blocks=(1, 3))
+>>> concat([a, a], axis=0)[:].tolist()
+[[0, 1, 2], [3, 4, 5], [0, 1, 2], [3, 4, 5]]
+>>> t = permute_dims(a)
+>>> t.shape, t.chunks, t[:].tolist()
+((3, 2), (3, 1), [[0, 3], [1, 4], [2, 5]])
+>>> reshape(a, (3, 2))[:].tolist()
+[[0, 1], [2, 3], [4, 5]]
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import operator
+
+import numpy as np
+
+from ndpack.storage.constructors import asarray
+from ndpack.storage.grid import prod
+from ndpack.storage.ndarray import NDArray, create, fill_from
+
+__all__ = ["concat", "stack", "permute_dims", "matrix_transpose", "moveaxis", "expand_dims",
+           "squeeze", "broadcast_to", "reshape", "flip", "roll", "take", "take_along_axis"]
+
+# bytes of the output read at once by reshape (whole rows of output chunks)
+_SLAB_BYTES = 64 * 2**20
+
+
+def _array(x):
+    """`x` if it is array-like (shape, dtype, __getitem__), else ``np.asarray(x)``."""
+    if hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "__getitem__"):
+        return x
+    return np.asarray(x)
+
+
+def _read(x, key) -> np.ndarray:
+    return np.asarray(x[key])
+
+
+def _axis(axis, ndim: int, name: str = "axis") -> int:
+    try:
+        a = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, not {axis!r:.40}") from None
+    if not -ndim <= a < ndim:
+        raise np.exceptions.AxisError(a, ndim)
+    return a % ndim
+
+
+def _axes(axis, ndim: int) -> tuple:
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = tuple(_axis(a, ndim) for a in axes)
+    if len(set(out)) != len(out):
+        raise ValueError(f"repeated axis in {axis!r}")
+    return out
+
+
+def _layout(x, kwargs, chunks=None, blocks=None, cparams=True) -> dict:
+    """Storage keywords: `chunks`/`blocks` (derived from `x`'s layout) unless given;
+    `x`'s cparams unless given (when `cparams`)."""
+    kw = dict(kwargs)
+    if isinstance(x, NDArray):
+        if "chunks" not in kw and "blocks" not in kw and chunks is not None:
+            kw["chunks"], kw["blocks"] = chunks, blocks
+        if cparams:
+            kw.setdefault("cparams", x.cparams)
+    return kw
+
+
+def _same_layout(a, out) -> bool:
+    """Whether the compressed chunks of `a` can be stored in `out` as they are."""
+    return (isinstance(a, NDArray) and a.dtype == out.dtype and a.blocks == out.blocks
+            and a.schunk.cparams.typesize == out.schunk.cparams.typesize)
+
+
+def _cparams_agree(arrays, kwargs, out) -> bool:
+    """No cparams given (the output inherits), or the given ones equal the inputs'."""
+    if "cparams" not in kwargs:
+        return True
+    mine = out.schunk.cparams
+    keys = ("codec", "clevel", "filters", "filters_meta", "use_dict")
+    return all(all(getattr(a.schunk.cparams, k) == getattr(mine, k) for k in keys)
+               for a in arrays)
+
+
+# ---------------------------------------------------------------------------------------
+# concat and stack
+
+
+def concat(arrays, /, axis=0, **kwargs) -> NDArray:
+    """Join arrays along an existing axis.
+
+    When every input is an NDArray with the output's chunks, blocks and dtype, and
+    each input's extent along `axis` (but the last's) is a multiple of its chunk
+    size there, compressed chunks are copied without decoding.  The output inherits
+    the first input's chunks, blocks and cparams unless given, so inputs that agree
+    take that path by default.  Otherwise the output is written chunk by chunk.
+
+    Parameters
+    ----------
+    arrays : sequence of array-likes
+        NDArrays or anything with ``shape``, ``dtype`` and ``__getitem__``; same
+        shape except along `axis`.
+    axis : int
+    **kwargs
+        Storage keywords (urlpath, chunks, blocks, cparams, ...).
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> a = ndpack.arange(8, shape=(2, 4), chunks=(1, 2), blocks=(1, 2))
+    >>> c = concat([a, np.full((2, 1), -1)], axis=1)
+    >>> c.shape, c[:].tolist()
+    ((2, 5), [[0, 1, 2, 3, -1], [4, 5, 6, 7, -1]])
+    """
+    arrays = [_array(a) for a in arrays]
+    if not arrays:
+        raise ValueError("need at least one array to concatenate")
+    nd = len(arrays[0].shape)
+    if nd == 0:
+        raise ValueError("zero-dimensional arrays cannot be concatenated")
+    axis = _axis(axis, nd)
+    for i, a in enumerate(arrays):
+        if len(a.shape) != nd or any(s != t for d, (s, t) in
+                                     enumerate(zip(a.shape, arrays[0].shape)) if d != axis):
+            raise ValueError(f"all the input array dimensions except for the concatenation "
+                             f"axis must match exactly: array 0 has shape "
+                             f"{tuple(arrays[0].shape)}, array {i} has {tuple(a.shape)}")
+    dtype = np.result_type(*[a.dtype for a in arrays])
+    shape = list(arrays[0].shape)
+    shape[axis] = sum(a.shape[axis] for a in arrays)
+    first = arrays[0]
+    kw = _layout(first, kwargs, getattr(first, "chunks", None), getattr(first, "blocks", None))
+    out = create(tuple(shape), dtype, **kw)
+    c = out.chunks[axis]
+    if (all(_same_layout(a, out) and a.chunks == out.chunks for a in arrays)
+            and all(c and a.shape[axis] % c == 0 for a in arrays[:-1])
+            and _cparams_agree(arrays, kwargs, out)):
+        return _copy_concat(arrays, out, axis)
+    return _fill_concat(arrays, out, axis)
+
+
+def _copy_concat(arrays, out, axis) -> NDArray:
+    """Output chunks in C order, each an input's compressed chunk (no decoding)."""
+    c = out.chunks[axis]
+    owner = []                                    # output chunk row -> (array, its row)
+    for a in arrays:
+        owner += [(a, k) for k in range(-(-a.shape[axis] // c))]
+    for coords in itertools.product(*[range(g) for g in out._grid]):
+        a, k = owner[coords[axis]]
+        src = list(coords)
+        src[axis] = k
+        out.schunk.append_chunk(a.get_chunk(a._chunk_number(src)))
+    return out
+
+
+def _fill_concat(arrays, out, axis) -> NDArray:
+    """Output chunk by chunk, each read from the inputs it overlaps."""
+    starts = np.cumsum([0] + [a.shape[axis] for a in arrays]).tolist()
+
+    def producer(region):
+        lo, hi = region[axis].start, region[axis].stop
+        pieces = []
+        for a, s0, s1 in zip(arrays, starts[:-1], starts[1:]):
+            if s1 <= lo or s0 >= hi:
+                continue
+            key = list(region)
+            key[axis] = slice(max(lo, s0) - s0, min(hi, s1) - s0)
+            pieces.append(_read(a, tuple(key)).astype(out.dtype, copy=False))
+        return pieces[0] if len(pieces) == 1 else np.concatenate(pieces, axis=axis)
+
+    return fill_from(out, producer)
+
+
+def stack(arrays, axis=0, **kwargs) -> NDArray:
+    """Join arrays of one shape along a new axis.
+
+    NDArrays with the same chunks, blocks and dtype are stacked by copying their
+    compressed chunks (the output's chunks are the inputs' with 1 inserted at
+    `axis`); otherwise the output is written chunk by chunk.
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> a = ndpack.arange(4, chunks=(2,), blocks=(2,))
+    >>> s = stack([a, a], axis=1)
+    >>> s.shape, s.chunks, s[:].tolist()
+    ((4, 2), (2, 1), [[0, 0], [1, 1], [2, 2], [3, 3]])
+    """
+    arrays = [_array(a) for a in arrays]
+    if not arrays:
+        raise ValueError("need at least one array to stack")
+    shape0 = tuple(arrays[0].shape)
+    for i, a in enumerate(arrays):
+        if tuple(a.shape) != shape0:
+            raise ValueError(f"all input arrays must have the same shape: array 0 has "
+                             f"shape {shape0}, array {i} has {tuple(a.shape)}")
+    axis = _axis(axis, len(shape0) + 1)
+    dtype = np.result_type(*[a.dtype for a in arrays])
+    shape = shape0[:axis] + (len(arrays),) + shape0[axis:]
+    first = arrays[0]
+    chunks = blocks = None
+    if isinstance(first, NDArray):
+        chunks = first.chunks[:axis] + (1,) + first.chunks[axis:]
+        blocks = first.blocks[:axis] + (1,) + first.blocks[axis:]
+    out = create(shape, dtype, **_layout(first, kwargs, chunks, blocks))
+    if (out.chunks[axis] == 1
+            and all(_same_layout(a, out) and a.chunks == out.chunks[:axis] + out.chunks[axis + 1:]
+                    for a in arrays)
+            and _cparams_agree(arrays, kwargs, out)):
+        for coords in itertools.product(*[range(g) for g in out._grid]):
+            a = arrays[coords[axis]]
+            out.schunk.append_chunk(a.get_chunk(a._chunk_number(coords[:axis] +
+                                                                coords[axis + 1:])))
+        return out
+
+    def producer(region):
+        rest = region[:axis] + region[axis + 1:]
+        return np.stack([_read(arrays[i], rest).astype(dtype, copy=False)
+                         for i in range(region[axis].start, region[axis].stop)], axis=axis)
+
+    return fill_from(out, producer)
+
+
+# ---------------------------------------------------------------------------------------
+# axes permutations
+
+
+def permute_dims(arr, axes=None, **kwargs) -> NDArray:
+    """Permute the axes of `arr` (reversed when `axes` is None).
+
+    The chunk and block shapes are permuted with the data, so the result reads as
+    fast along its new axes as the source along the old ones; each output chunk is
+    one source chunk, decoded, transposed and compressed (chunks in parallel).
+
+    Examples
+    --------
+    >>> import ndpack
+    >>> a = ndpack.arange(24, shape=(2, 3, 4), chunks=(1, 2, 4), blocks=(1, 1, 2))
+    >>> p = permute_dims(a, (2, 0, 1))
+    >>> p.shape, p.chunks, p.blocks, int(p[3, 1, 2]) == int(a[1, 2, 3])
+    ((4, 2, 3), (4, 1, 2), (2, 1, 1), True)
+    """
+    arr = _array(arr)
+    nd = len(arr.shape)
+    axes = tuple(range(nd))[::-1] if axes is None else tuple(_axis(a, nd) for a in axes)
+    if sorted(axes) != list(range(nd)):
+        raise ValueError(f"axes {axes} are not a permutation of the {nd} dimensions")
+    shape = tuple(arr.shape[a] for a in axes)
+    chunks = blocks = None
+    if isinstance(arr, NDArray):
+        chunks = tuple(arr.chunks[a] for a in axes)
+        blocks = tuple(arr.blocks[a] for a in axes)
+    out = create(shape, arr.dtype, **_layout(arr, kwargs, chunks, blocks))
+    inv = tuple(int(i) for i in np.argsort(axes))
+    if isinstance(arr, NDArray) and out.chunks == chunks and out.blocks == blocks \
+            and out.dtype == arr.dtype and arr.size:
+        return _permute_chunks(arr, out, axes)
+
+    def producer(region):
+        return _read(arr, tuple(region[i] for i in inv)).transpose(axes)
+
+    return fill_from(out, producer)
+
+
+def _permute_chunks(arr, out, axes) -> NDArray:
+    """Each output chunk from one source chunk (decoded whole, padding included)."""
+    ogrid = out._grid
+
+    def one(n):
+        coords = np.unravel_index(n, ogrid)
+        src = [0] * len(axes)
+        for j, a in enumerate(axes):
+            src[a] = int(coords[j])
+        return out._encode(arr._chunk_array(arr._chunk_number(src)).transpose(axes))
+
+    nthreads = max(1, min(arr.dparams.nthreads, 4))
+    frame = out.schunk._frame
+    if nthreads == 1 or out._nchunks < 2:
+        for n in range(out._nchunks):
+            frame.append(one(n))
+        return out
+    with concurrent.futures.ThreadPoolExecutor(nthreads) as pool:
+        window = []
+        for n in range(out._nchunks):
+            window.append(pool.submit(one, n))
+            if len(window) > 2 * nthreads:
+                frame.append(window.pop(0).result())
+        for f in window:
+            frame.append(f.result())
+    return out
+
+
+def matrix_transpose(arr, **kwargs) -> NDArray:
+    """Swap the last two axes (a stack of transposed matrices).
+
+    Examples
+    --------
+    >>> import ndpack
+    >>> matrix_transpose(ndpack.arange(6, shape=(2, 3)))[:].tolist()
+    [[0, 3], [1, 4], [2, 5]]
+    """
+    arr = _array(arr)
+    nd = len(arr.shape)
+    if nd < 2:
+        raise ValueError(f"matrix_transpose needs at least 2 dimensions, not {nd}")
+    return permute_dims(arr, tuple(range(nd - 2)) + (nd - 1, nd - 2), **kwargs)
+
+
+def moveaxis(arr, source, destination, **kwargs) -> NDArray:
+    """Move axes to new positions (the others keep their order), as ``np.moveaxis``.
+
+    Examples
+    --------
+    >>> import ndpack
+    >>> moveaxis(ndpack.zeros((2, 3, 4)), 0, -1).shape
+    (3, 4, 2)
+    """
+    arr = _array(arr)
+    nd = len(arr.shape)
+    src, dst = _axes(source, nd), _axes(destination, nd)
+    if len(src) != len(dst):
+        raise ValueError("source and destination must have the same number of elements")
+    order = [d for d in range(nd) if d not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute_dims(arr, tuple(order), **kwargs)
+
+
+# ---------------------------------------------------------------------------------------
+# adding and removing axes of length 1
+
+
+def _copy_chunks(arr, out) -> NDArray:
+    for n in range(arr.schunk.nchunks):
+        out.schunk.append_chunk(arr.get_chunk(n))
+    return out
+
+
+def expand_dims(arr, axis=0, **kwargs) -> NDArray:
+    """Insert axes of length 1 at the positions `axis` (of the result).
+
+    An NDArray's compressed chunks are copied as they are (chunks and blocks get 1
+    at the new axes) unless other storage is asked for.
+
+    Examples
+    --------
+    >>> import ndpack
+    >>> e = expand_dims(ndpack.arange(6, shape=(2, 3)), (0, 3))
+    >>> e.shape, e[0, 1, :, 0].tolist()
+    ((1, 2, 3, 1), [3, 4, 5])
+    """
+    arr = _array(arr)
+    nd = len(arr.shape) + (1 if isinstance(axis, (int, np.integer)) else len(axis))
+    new = sorted(_axes(axis, nd))
+    old = [d for d in range(nd) if d not in new]
+
+    def ins(t, fill):
+        it = iter(t)
+        return tuple(fill if d in new else next(it) for d in range(nd))
+
+    shape = ins(arr.shape, 1)
+    chunks = blocks = None
+    if isinstance(arr, NDArray):
+        chunks, blocks = ins(arr.chunks, 1), ins(arr.blocks, 1)
+    out = create(shape, arr.dtype, **_layout(arr, kwargs, chunks, blocks))
+    if _same_layout(arr, out) and out.chunks == chunks and _cparams_agree([arr], kwargs, out):
+        return _copy_chunks(arr, out)
+    return fill_from(out, lambda reg: _read(arr, tuple(reg[d] for d in old)).reshape(
+        tuple(r.stop - r.start for r in reg)))
+
+
+def squeeze(x, axis=None, **kwargs) -> NDArray:
+    """Remove axes of length 1 (all of them when `axis` is None).
+
+    Examples
+    --------
+    >>> import ndpack
+    >>> squeeze(ndpack.zeros((1, 3, 1)), axis=0).shape
+    (3, 1)
+    """
+    x = _array(x)
+    nd = len(x.shape)
+    drop = [d for d in range(nd) if x.shape[d] == 1] if axis is None else _axes(axis, nd)
+    for d in drop:
+        if x.shape[d] != 1:
+            raise ValueError(f"cannot select an axis to squeeze out which has size not "
+                             f"equal to one (axis {d} has size {x.shape[d]})")
+    keep = [d for d in range(nd) if d not in drop]
+    shape = tuple(x.shape[d] for d in keep)
+    chunks = blocks = None
+    if isinstance(x, NDArray):
+        chunks = tuple(x.chunks[d] for d in keep)
+        blocks = tuple(x.blocks[d] for d in keep)
+    out = create(shape, x.dtype, **_layout(x, kwargs, chunks, blocks))
+    if (_same_layout(x, out) and out.chunks == chunks and _cparams_agree([x], kwargs, out)
+            and all(x.chunks[d] == 1 for d in drop)):
+        return _copy_chunks(x, out)
+
+    def producer(reg):
+        it = iter(reg)
+        key = tuple(0 if d in drop else next(it) for d in range(nd))
+        return _read(x, key)
+
+    return fill_from(out, producer)
+
+
+def broadcast_to(arr, shape, **kwargs) -> NDArray:
+    """`arr` broadcast to `shape` (NumPy's rules), written chunk by chunk.
+
+    Examples
+    --------
+    >>> import ndpack
+    >>> broadcast_to(ndpack.arange(3), (2, 3))[:].tolist()
+    [[0, 1, 2], [0, 1, 2]]
+    """
+    arr = _array(arr)
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(map(int, shape))
+    src = tuple(arr.shape)
+    try:
+        ok = np.broadcast_shapes(src, shape) == shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"cannot broadcast an array of shape {src} to shape {shape}")
+    lead = len(shape) - len(src)
+    kw = dict(kwargs)
+    if isinstance(arr, NDArray):
+        kw.setdefault("cparams", arr.cparams)
+    out = create(shape, arr.dtype, **kw)
+
+    def producer(reg):
+        key = tuple(slice(0, 1) if s == 1 else r for s, r in zip(src, reg[lead:]))
+        return np.broadcast_to(_read(arr, key), tuple(r.stop - r.start for r in reg))
+
+    return fill_from(out, producer)
+
+
+# ---------------------------------------------------------------------------------------
+# reshape, flip, roll
+
+
+def _flat_read(x, shape, lo: int, hi: int, prefix=()) -> np.ndarray:
+    """Items ``lo:hi`` of `x` in C order, read as at most 2 * ndim boxes."""
+    if not shape:
+        return _read(x, prefix).reshape(1)[lo:hi]
+    if len(shape) == 1:
+        return _read(x, prefix + (slice(lo, hi),))
+    row = prod(shape[1:])
+    i0, r0 = divmod(lo, row)
+    i1, r1 = divmod(hi, row)
+    if i0 == i1:
+        return _flat_read(x, shape[1:], r0, r1, prefix + (i0,))
+    pieces = []
+    if r0:
+        pieces.append(_flat_read(x, shape[1:], r0, row, prefix + (i0,)))
+        i0 += 1
+    if i1 > i0:
+        pieces.append(_read(x, prefix + (slice(i0, i1),)).reshape(-1))
+    if r1:
+        pieces.append(_flat_read(x, shape[1:], 0, r1, prefix + (i1,)))
+    return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+
+
+def _new_shape(shape, size: int) -> tuple:
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    shape = tuple(operator.index(s) for s in shape)
+    if sum(s == -1 for s in shape) > 1 or any(s < -1 for s in shape):
+        raise ValueError(f"invalid shape {shape}: at most one -1 and no other negatives")
+    if -1 in shape:
+        known = prod(s for s in shape if s != -1)
+        if known == 0 or size % known:
+            raise ValueError(f"cannot reshape an array of size {size} into shape {shape}")
+        shape = tuple(size // known if s == -1 else s for s in shape)
+    if prod(shape) != size:
+        raise ValueError(f"cannot reshape an array of size {size} into shape {shape}")
+    return shape
+
+
+def reshape(src, shape, c_order=True, **kwargs) -> NDArray:
+    """`src` with a new shape (any number of dimensions), items in C order.
+
+    The output is written chunk by chunk; its chunks are read a row of chunks at a
+    time (the C-order range of items they cover), in slabs of at most about 64 MB
+    (when one row of chunks is larger, by single rows).
+
+    Examples
+    --------
+    >>> import ndpack
+    >>> r = reshape(ndpack.arange(24, shape=(4, 6)), (2, -1, 3), chunks=(1, 2, 3))
+    >>> r.shape, r[1, 3].tolist()
+    ((2, 4, 3), [21, 22, 23])
+    """
+    if not c_order:
+        raise NotImplementedError("only C order (c_order=True) is supported")
+    src = _array(src)
+    size = prod(src.shape)
+    shape = _new_shape(shape, size)
+    kw = dict(kwargs)
+    if isinstance(src, NDArray):
+        kw.setdefault("cparams", src.cparams)
+    out = create(shape, src.dtype, **kw)
+    if not shape:
+        return fill_from(out, lambda reg: _flat_read(src, tuple(src.shape), 0, 1).reshape(()))
+    row = prod(shape[1:])
+    rows = max(1, min(out.chunks[0] or 1, _SLAB_BYTES // max(1, row * src.dtype.itemsize)))
+    cache = {}
+
+    def producer(reg):
+        r0, r1 = reg[0].start, reg[0].stop
+        if r1 - r0 > rows:                      # a row of chunks too large for a slab
+            slab = _flat_read(src, tuple(src.shape), r0 * row, r1 * row)
+            return slab.reshape((r1 - r0,) + shape[1:])[(slice(None),) + reg[1:]]
+        key = r0 // rows
+        if key not in cache:
+            cache.clear()
+            s0, s1 = key * rows, min(shape[0], (key + 1) * rows)
+            cache[key] = (s0, _flat_read(src, tuple(src.shape), s0 * row, s1 * row)
+                          .reshape((s1 - s0,) + shape[1:]))
+        s0, slab = cache[key]
+        if r1 - s0 > slab.shape[0]:             # the chunk crosses two slabs
+            return _flat_read(src, tuple(src.shape), r0 * row, r1 * row).reshape(
+                (r1 - r0,) + shape[1:])[(slice(None),) + reg[1:]]
+        return slab[(slice(r0 - s0, r1 - s0),) + reg[1:]]
+
+    return fill_from(out, producer)
+
+
+def flip(x, axis=None, **kwargs) -> NDArray:
+    """Reverse the order of items along `axis` (all axes when None).
+
+    Examples
+    --------
+    >>> import ndpack
+    >>> flip(ndpack.arange(6, shape=(2, 3)), axis=1)[:].tolist()
+    [[2, 1, 0], [5, 4, 3]]
+    """
+    x = _array(x)
+    nd = len(x.shape)
+    axes = tuple(range(nd)) if axis is None else _axes(axis, nd)
+    out = create(tuple(x.shape), x.dtype,
+                 **_layout(x, kwargs, getattr(x, "chunks", None), getattr(x, "blocks", None)))
+
+    def producer(reg):
+        key = tuple(slice(x.shape[d] - r.stop, x.shape[d] - r.start) if d in axes else r
+                    for d, r in enumerate(reg))
+        return np.flip(_read(x, key), axes)
+
+    return fill_from(out, producer)
+
+
+def roll(x, shift, axis=None, **kwargs) -> NDArray:
+    """Roll items along `axis` (the flattened array when None), as ``np.roll``.
+
+    Examples
+    --------
+    >>> import ndpack
+    >>> roll(ndpack.arange(5), 2)[:].tolist()
+    [3, 4, 0, 1, 2]
+    >>> roll(ndpack.arange(6, shape=(2, 3)), -1, axis=1)[:].tolist()
+    [[1, 2, 0], [4, 5, 3]]
+    """
+    x = _array(x)
+    nd = len(x.shape)
+    if axis is None:
+        if not isinstance(shift, (int, np.integer)):
+            raise ValueError("with axis=None, shift must be an integer")
+        flat = reshape(x, (prod(x.shape),))
+        kw = _layout(x, kwargs, getattr(x, "chunks", None), getattr(x, "blocks", None))
+        return reshape(roll(flat, shift, 0), tuple(x.shape), **kw)
+    shifts, axes = np.broadcast_arrays(np.asarray(shift), np.asarray(axis))
+    total = [0] * nd
+    for s, a in zip(shifts.reshape(-1).tolist(), axes.reshape(-1).tolist()):
+        total[_axis(a, nd)] += int(s)
+    total = [t % n if n else 0 for t, n in zip(total, x.shape)]
+    out = create(tuple(x.shape), x.dtype,
+                 **_layout(x, kwargs, getattr(x, "chunks", None), getattr(x, "blocks", None)))
+
+    def pieces(d, r):
+        """(source slice, destination slice) runs of output positions `r` on axis d."""
+        n, s = x.shape[d], total[d]
+        lo = (r.start - s) % n
+        length = r.stop - r.start
+        first = min(length, n - lo)
+        runs = [(slice(lo, lo + first), slice(0, first))]
+        if first < length:
+            runs.append((slice(0, length - first), slice(first, length)))
+        return runs
+
+    def producer(reg):
+        res = np.empty(tuple(r.stop - r.start for r in reg), x.dtype)
+        for combo in itertools.product(*[pieces(d, r) for d, r in enumerate(reg)]):
+            res[tuple(c[1] for c in combo)] = _read(x, tuple(c[0] for c in combo))
+        return res
+
+    return fill_from(out, producer)
+
+
+# ---------------------------------------------------------------------------------------
+# take
+
+
+def take(x, indices, axis=None, **kwargs) -> NDArray:
+    """Items of `x` at `indices` along `axis` (of the flattened array when None).
+
+    Only the chunks holding the indices are decoded (fancy indexing of NDArray);
+    a foreign `x` is read whole.
+
+    Examples
+    --------
+    >>> import ndpack
+    >>> a = ndpack.arange(12, shape=(3, 4))
+    >>> take(a, [2, 0], axis=1)[:].tolist()
+    [[2, 0], [6, 4], [10, 8]]
+    >>> take(a, [[11, 0]])[:].tolist()
+    [[11, 0]]
+    """
+    x = _array(x)
+    idx = np.asarray(indices[()] if isinstance(indices, NDArray) else indices)
+    if idx.dtype.kind not in "iu":
+        raise IndexError(f"indices must be integers, not {idx.dtype}")
+    if axis is None:
+        size = prod(x.shape)
+        if idx.size and (idx.min() < -size or idx.max() >= size):
+            raise IndexError(f"index out of bounds for an array of size {size}")
+        flat = np.unravel_index(idx.reshape(-1) % max(size, 1), tuple(x.shape))
+        src = x if isinstance(x, NDArray) else np.asarray(x[()])
+        res = src.vindex[flat] if isinstance(src, NDArray) else src[flat]
+        res = np.asarray(res).reshape(idx.shape)
+    else:
+        axis = _axis(axis, len(x.shape))
+        key = (slice(None),) * axis + (idx,)
+        res = x[key] if isinstance(x, NDArray) else np.asarray(x[()])[key]
+    return asarray(np.asarray(res), **kwargs)
+
+
+def take_along_axis(x, indices, axis=-1, **kwargs) -> NDArray:
+    """Items of `x` picked along `axis` by `indices` (same number of dimensions,
+    broadcast with `x` along the other axes), as ``np.take_along_axis``.
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> a = ndpack.asarray(np.array([[10, 30, 20], [60, 40, 50]]))
+    >>> take_along_axis(a, np.argsort(a[:], axis=1), axis=1)[:].tolist()
+    [[10, 20, 30], [40, 50, 60]]
+    """
+    x = _array(x)
+    idx = np.asarray(indices[()] if isinstance(indices, NDArray) else indices)
+    nd = len(x.shape)
+    if idx.ndim != nd:
+        raise ValueError(f"indices and x must have the same number of dimensions "
+                         f"({idx.ndim} != {nd})")
+    if idx.dtype.kind not in "iu":
+        raise IndexError(f"indices must be integers, not {idx.dtype}")
+    axis = _axis(axis, nd)
+    key = []
+    for d in range(nd):
+        if d == axis:
+            key.append(idx)
+        else:
+            shp = [1] * nd
+            shp[d] = x.shape[d]
+            key.append(np.arange(x.shape[d]).reshape(shp))
+    key = tuple(key)
+    res = x[key] if isinstance(x, NDArray) else np.asarray(x[()])[key]
+    return asarray(np.asarray(res), **kwargs)
