@@ -50,6 +50,9 @@ cdef extern from "ndpack.h" nogil:
     int ndp_chunk_parse(const void *src, int32_t srcsize, ndp_chunk_info *info, ndp_error *err)
     int32_t ndp_compress(const ndp_cparams *cp, const void *src, int32_t srcsize,
                          void *dst, int32_t dstsize, ndp_error *err)
+    int NDP_RAW_HEADER_ONLY
+    int32_t ndp_compress_ex(const ndp_cparams *cp, const void *src, int32_t srcsize,
+                            void *dst, int32_t dstsize, int flags, ndp_error *err)
     int32_t ndp_chunk_special(int special, int32_t nbytes, int32_t typesize, int32_t blocksize,
                               const void *value, void *dst, int32_t dstsize, ndp_error *err)
     int32_t ndp_decompress(const void *src, int32_t srcsize, void *dst, int32_t dstsize,
@@ -163,8 +166,12 @@ cdef int32_t _checked_len(Py_ssize_t n, str what) except -1:
 
 
 def compress(src, int compcode, int compcode_meta, int clevel, bint use_dict, int typesize,
-             int nthreads, int blocksize, int splitmode, filters, filters_meta):
-    """Compress a buffer into one chunk; returns bytes.  Parameters are validated in C."""
+             int nthreads, int blocksize, int splitmode, filters, filters_meta,
+             bint header_if_raw=False):
+    """Compress a buffer into one chunk; returns bytes.  Parameters are validated in C.
+
+    With `header_if_raw`, a chunk to be stored uncompressed comes back as its 32-byte
+    header only (memcpyed flag set): the caller stores the source bytes after it."""
     cdef _ReadBuffer buf = _ReadBuffer(src)
     cdef int32_t n = _checked_len(buf.view.len, "source")
     cdef ndp_cparams cp
@@ -190,8 +197,9 @@ def compress(src, int compcode, int compcode_meta, int clevel, bint use_dict, in
     cdef PyObject *raw = _new_bytes(cap)
     cdef char *dst = _bytes_data(raw)
     cdef int32_t r
+    cdef int flags = NDP_RAW_HEADER_ONLY if header_if_raw else 0
     with nogil:
-        r = ndp_compress(&cp, buf.view.buf, n, dst, cap, &err)
+        r = ndp_compress_ex(&cp, buf.view.buf, n, dst, cap, flags, &err)
     if r < 0:
         Py_XDECREF(raw)
         _raise(r, &err)

@@ -35,6 +35,8 @@ __all__ = [
     "getitem",
     "decompress_blocks",
     "special_chunk",
+    "compress_or_header",
+    "is_raw_header",
 ]
 
 
@@ -51,11 +53,36 @@ def _as_buffer(src, name="src"):
                         f"not {type(src).__name__}") from None
 
 
-def _compress_with(src, cp: CParams) -> bytes:
+def _compress_with(src, cp: CParams, header_if_raw: bool = False) -> bytes:
     filters, meta = cp.pipeline()
     return _core.compress(src, int(cp.codec), int(cp.codec_meta), int(cp.clevel),
                           bool(cp.use_dict), int(cp.typesize), int(cp.nthreads),
-                          int(cp.blocksize), int(cp.splitmode), filters, meta)
+                          int(cp.blocksize), int(cp.splitmode), filters, meta, header_if_raw)
+
+
+def compress_or_header(src, cparams) -> bytes:
+    """Like :func:`compress2`, but a chunk that would be stored uncompressed (clevel 0,
+    incompressible data) comes back as its 32-byte header only: the caller stores
+    the source bytes right after it, saving a copy.  Tell the two apart with
+    :func:`is_raw_header`.
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> noise = np.random.default_rng(0).integers(0, 256, 1 << 20, dtype=np.uint8)
+    >>> head = compress_or_header(noise, ndpack.CParams(typesize=1))
+    >>> is_raw_header(head, len(noise)), len(head)
+    (True, 32)
+    >>> ndpack.decompress2(head + noise.tobytes()) == noise.tobytes()
+    True
+    """
+    return _compress_with(_as_buffer(src), make_cparams(cparams), header_if_raw=True)
+
+
+def is_raw_header(chunk, srcsize: int) -> bool:
+    """Whether `chunk` (from :func:`compress_or_header` of `srcsize` bytes) is the
+    header of an uncompressed chunk whose data the caller must append."""
+    return srcsize > 0 and len(chunk) == 32 and bool(chunk[2] & 0x02)
 
 
 def compress(src, typesize: int = 8, clevel: int = 1, filter: Filter = Filter.SHUFFLE,

@@ -249,3 +249,37 @@ def test_vlmeta_encoding_matches_python_blosc2(key):
         assert got.dtype == value.dtype and np.array_equal(got, value)
     else:
         assert got == value
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_save_array_mixed_noise_and_structure(tmp_path, contiguous):
+    """Pipelined chunked save: noisy chunks are written raw straight from the array
+    (header + data, no copy), structured chunks compressed; both libraries read it."""
+    rng = np.random.default_rng(5)
+    noise = rng.integers(0, 256, 8 * 3_000_000, dtype=np.uint8).view(np.int64)
+    ramp = np.arange(3_000_000, dtype=np.int64)
+    a = np.concatenate([noise, ramp, noise[:123_457]])
+    p = tmp_path / ("m.b2frame" if contiguous else "m.b2sparse")
+    n = ndpack.save_array(a, p, chunksize=4 << 20, contiguous=contiguous)
+    s = ndpack.open(p)
+    flags = [bytes(s.get_chunk(i))[2] & 0x02 for i in range(s.nchunks)]
+    assert s.nchunks == -(-a.nbytes // (4 << 20)) and any(flags) and not all(flags)
+    assert np.array_equal(ndpack.load_array(p), a)
+    assert np.array_equal(blosc2.load_array(str(p)), a)
+    if contiguous:
+        assert n == p.stat().st_size
+
+
+def test_raw_chunk_update_and_memory_frames():
+    from ndpack.chunks import compress_or_header, is_raw_header
+    from ndpack.storage.frame import RawChunk
+    noise = np.random.default_rng(6).integers(0, 256, 1 << 20, dtype=np.uint8)
+    head = compress_or_header(noise, ndpack.CParams(typesize=1, clevel=5))
+    assert is_raw_header(head, noise.size)
+    s = ndpack.SChunk(chunksize=noise.size, cparams={"typesize": 1})
+    s.append_data(noise[::-1].copy())
+    s._frame.append(RawChunk(head, noise))                 # joined in memory
+    assert s.decompress_chunk(1) == noise.tobytes()
+    with pytest.raises(ndpack.ParameterError, match="cbytes"):
+        RawChunk(head, noise[:-1])
+    assert not is_raw_header(ndpack.compress2(np.zeros(1 << 20, np.uint8)), 1 << 20)

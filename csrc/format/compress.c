@@ -143,6 +143,36 @@ static void compress_block(void *ctx, int32_t j) {
   ndp_wr32(job->dst + job->bstarts_pos + 4 * j, at);
 }
 
+/* Early exit for big chunks of noise: encode two sample blocks (the first and the
+ * middle one) into scratch; when neither shrinks by 2%, the chunk would end as a
+ * memcpy fallback after every block had been filtered and encoded for nothing, so
+ * it is stored uncompressed at once.  Chunks that mix noise and structure can lose
+ * their compressible part this way when both samples fall on noise. */
+#define SAMPLE_MIN_BLOCKS 8
+
+static int sample_is_noise(cjob *job, int32_t j) {
+  int32_t off = j * job->blocksize;
+  int32_t bsize = job->nbytes - off < job->blocksize ? job->nbytes - off : job->blocksize;
+  uint8_t *a = ndp_scratch(0, (size_t)job->blocksize);
+  uint8_t *b = ndp_scratch(1, (size_t)job->blocksize);
+  int32_t cap = bsize + 5 * job->typesize + 8;
+  uint8_t *w = ndp_scratch(2, (size_t)cap);
+  if (a == NULL || b == NULL || w == NULL) return 0;
+  const uint8_t *fb;
+  ndp_error ferr = {0, {0}};
+  if (ndp_pipeline_forward(job->filters, job->meta, job->typesize, job->src, off,
+                           job->src + off, bsize, a, b, &fb, &ferr) != NDP_OK)
+    return 0;                            /* the real pass reports the error */
+  int zero_block, errcode = 0;
+  int32_t len = encode_streams(job, fb, bsize, w, cap, &zero_block, &errcode);
+  return !errcode && (len < 0 || len >= bsize - bsize / 50);
+}
+
+static int looks_incompressible(cjob *job) {
+  if (job->nblocks < SAMPLE_MIN_BLOCKS) return 0;
+  return sample_is_noise(job, 0) && sample_is_noise(job, job->nblocks / 2);
+}
+
 typedef struct {
   const uint8_t *src;
   uint8_t *dst;
@@ -161,7 +191,13 @@ static void copy_piece(void *ctx, int32_t k) {
 /* Store the data uncompressed after the header (in parallel: on a fresh output
  * buffer the page faults cost more than the copy). */
 static int32_t emit_memcpy(const uint8_t *src, int32_t nbytes, uint8_t *dst, int32_t dstsize,
-                           int nthreads, ndp_error *err) {
+                           int nthreads, int header_only, ndp_error *err) {
+  if (header_only) {            /* the caller writes the bytes after the header */
+    dst[2] |= 0x02;
+    dst[31] &= (uint8_t)~0x01;
+    ndp_wr32(dst + 12, nbytes + NDP_EXT_HEADER);
+    return NDP_EXT_HEADER;
+  }
   if ((int64_t)nbytes + NDP_EXT_HEADER > dstsize)
     return ndp_fail(err, NDP_ERR_DEST_SIZE,
                     "destination of %d bytes cannot hold %d bytes stored uncompressed",
@@ -232,8 +268,14 @@ done:
   return dsize;
 }
 
-int32_t ndp_compress(const ndp_cparams *cp, const void *src_, int32_t srcsize, void *dst_,
+int32_t ndp_compress(const ndp_cparams *cp, const void *src, int32_t srcsize, void *dst,
                      int32_t dstsize, ndp_error *err) {
+  return ndp_compress_ex(cp, src, srcsize, dst, dstsize, 0, err);
+}
+
+int32_t ndp_compress_ex(const ndp_cparams *cp, const void *src_, int32_t srcsize, void *dst_,
+                        int32_t dstsize, int options, ndp_error *err) {
+  int header_only = (options & NDP_RAW_HEADER_ONLY) != 0;
   const uint8_t *src = (const uint8_t *)src_;
   uint8_t *dst = (uint8_t *)dst_;
   int rc = check_params(cp, srcsize, err);
@@ -252,7 +294,7 @@ int32_t ndp_compress(const ndp_cparams *cp, const void *src_, int32_t srcsize, v
     ndp_write_header(dst, 5, 0x05, cp->typesize, nbytes, blocksize, NDP_EXT_HEADER);
     memcpy(dst + 16, cp->filters, NDP_NFILTERS);
     dst[22] = (uint8_t)cp->compcode;
-    return emit_memcpy(src, nbytes, dst, dstsize, cp->nthreads, err);
+    return emit_memcpy(src, nbytes, dst, dstsize, cp->nthreads, header_only, err);
   }
   int split = ndp_split_rule(cp, ts, blocksize) && blocksize % ts == 0;
   int flags = 0x05 | (has_delta ? 0x08 : 0) | (split ? 0 : 0x10) |
@@ -303,13 +345,19 @@ int32_t ndp_compress(const ndp_cparams *cp, const void *src_, int32_t srcsize, v
   job.err.msg[0] = 0;
   pthread_mutex_init(&job.err_lock, NULL);
 
+  if (!atomic_load(&job.overflow) && job.dict == NULL && looks_incompressible(&job)) {
+    pthread_mutex_destroy(&job.err_lock);
+    if (atomic_load(&job.failed)) return ndp_fail(err, job.err.code, "%s", job.err.msg);
+    return emit_memcpy(src, nbytes, dst, dstsize, cp->nthreads, header_only, err);
+  }
   if (!atomic_load(&job.overflow))
     ndp_parallel_for(cp->nthreads, job.nblocks, compress_block, &job);
   pthread_mutex_destroy(&job.err_lock);
   ndp_cdict_free(&cdict);
 
   if (atomic_load(&job.failed)) return ndp_fail(err, job.err.code, "%s", job.err.msg);
-  if (atomic_load(&job.overflow)) return emit_memcpy(src, nbytes, dst, dstsize, cp->nthreads, err);
+  if (atomic_load(&job.overflow))
+    return emit_memcpy(src, nbytes, dst, dstsize, cp->nthreads, header_only, err);
   if (atomic_load(&job.all_zero)) {
     ndp_wr32(dst + 12, NDP_EXT_HEADER);
     dst[31] = NDP_SPECIAL_ZERO << 4;

@@ -108,6 +108,16 @@ int ndp_chunk_parse(const void *src, int32_t srcsize, ndp_chunk_info *info, ndp_
 int32_t ndp_compress(const ndp_cparams *cp, const void *src, int32_t srcsize,
                      void *dst, int32_t dstsize, ndp_error *err);
 
+/* ndp_compress with `flags`.  NDP_RAW_HEADER_ONLY: when the chunk is to be stored
+ * uncompressed (clevel 0, incompressible data, or no gain), only its 32-byte header
+ * is written to dst and NDP_EXT_HEADER (32) is returned: the caller stores the
+ * `srcsize` source bytes right after it (saves a copy of data that did not shrink).
+ * A returned size of 32 with srcsize > 0 and the memcpyed flag (byte 2, 0x02) set
+ * means exactly that. */
+#define NDP_RAW_HEADER_ONLY 1
+int32_t ndp_compress_ex(const ndp_cparams *cp, const void *src, int32_t srcsize,
+                        void *dst, int32_t dstsize, int flags, ndp_error *err);
+
 /* Build a special chunk (zeros, NaN, repeated value, uninitialized) of
  * `nbytes` with element size `typesize`; `value` holds `typesize` bytes for
  * NDP_SPECIAL_VALUE.  `blocksize` is stored in the header (0 = automatic).

@@ -253,10 +253,46 @@ static void test_bad_params(void) {
   CHECK(ndp_decompress(h, 40, dst, 200, 1, &err) == NDP_ERR_FORMAT, "cbytes > available");
 }
 
+/* Noise in a big chunk: stored uncompressed (early exit after two sample blocks);
+ * with NDP_RAW_HEADER_ONLY only the header is written and header + data decodes. */
+static void test_noise_raw(void) {
+  int32_t n = 4 << 20;
+  uint8_t *src = malloc((size_t)n), *c = malloc((size_t)n + NDP_MAX_OVERHEAD);
+  uint8_t *out = malloc((size_t)n);
+  CHECK(src && c && out, "malloc");
+  uint64_t x = 88172645463325252ull;
+  for (int32_t i = 0; i < n; i++) {           /* xorshift64 bytes */
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    src[i] = (uint8_t)(x >> 56);
+  }
+  ndp_error err = {0, {0}};
+  ndp_cparams cp = ndp_cparams_default();
+  cp.typesize = 8;
+  cp.clevel = 5;
+  cp.nthreads = 2;
+  int32_t cb = ndp_compress(&cp, src, n, c, n + NDP_MAX_OVERHEAD, &err);
+  CHECK(cb == n + 32 && (c[2] & 0x02), "noise: cbytes %d flags %x: %s", cb, c[2], err.msg);
+  CHECK(ndp_decompress(c, cb, out, n, 1, &err) == n && memcmp(out, src, (size_t)n) == 0,
+        "noise: round trip");
+  memset(c, 0xAA, 64);
+  int32_t h = ndp_compress_ex(&cp, src, n, c, n + NDP_MAX_OVERHEAD, NDP_RAW_HEADER_ONLY, &err);
+  CHECK(h == 32 && (c[2] & 0x02) && c[32] == 0xAA, "header only: returned %d", h);
+  memcpy(c + 32, src, (size_t)n);
+  CHECK(ndp_decompress(c, n + 32, out, n, 1, &err) == n && memcmp(out, src, (size_t)n) == 0,
+        "header only: header + data decodes");
+  memset(src + n / 2, 0, (size_t)n / 2);       /* half zeros: compressed, not raw */
+  h = ndp_compress_ex(&cp, src, n, c, n + NDP_MAX_OVERHEAD, NDP_RAW_HEADER_ONLY, &err);
+  CHECK(h > 32 && h < n && !(c[2] & 0x02), "half noise: %d bytes", h);
+  free(src);
+  free(c);
+  free(out);
+}
+
 int main(void) {
   const char *dir = getenv("NDPACK_VECTORS");
   test_vectors(dir ? dir : "../shared/spec/vectors");
   test_roundtrips();
+  test_noise_raw();
   test_partial();
   test_special();
   test_bad_params();

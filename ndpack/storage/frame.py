@@ -337,6 +337,29 @@ class FrameBase:
         pass
 
 
+class RawChunk:
+    """A chunk stored uncompressed, given as its 32-byte header and the data apart, so
+    that file frames write the data straight from the caller's buffer (no copy).
+
+    Built by :func:`raw_or_chunk`; frames other than contiguous files join the two.
+    """
+
+    __slots__ = ("header", "data")
+
+    def __init__(self, header: bytes, data):
+        self.header, self.data = bytes(header), memoryview(data).cast("B")
+        (cb,) = struct.unpack_from("<i", self.header, 12)
+        if len(self.header) != CHUNK_HEADER or cb != len(self):
+            raise ParameterError(f"raw chunk header says cbytes {cb}, header and data hold "
+                                 f"{len(self)} bytes")
+
+    def __len__(self) -> int:
+        return len(self.header) + len(self.data)
+
+    def joined(self) -> bytes:
+        return self.header + self.data.tobytes()
+
+
 def chunk_len(chunk) -> int:
     if len(chunk) < 16:
         raise ParameterError("a chunk has at least a 16-byte header")
@@ -400,6 +423,8 @@ class MemoryFrame(FrameBase):
         self.insert(self.nchunks, chunk, op="append")
 
     def insert(self, i: int, chunk, op: str = "insert"):
+        if isinstance(chunk, RawChunk):
+            chunk = chunk.joined()
         with self.lock:
             self._check_write()
             i = self._check_index(i, allow_end=True)

@@ -20,7 +20,8 @@ import numpy as np
 from ndpack.chunks import special_chunk
 from ndpack.codecs import SpecialValue
 from ndpack.errors import FormatError, NdpackError, ParameterError
-from ndpack.storage.frame import (FrameBase, HEADER_FIXED, MAGIC, MemoryFrame, SPARSE_INDEX,
+from ndpack.storage.frame import (FrameBase, HEADER_FIXED, MAGIC, MemoryFrame, RawChunk,
+                                  SPARSE_INDEX,
                                   SPECIAL_OFFSET_CODES, chunk_len, offset_code, build_header, chunk_cbytes_of,
                                   chunk_nbytes_of, decode_index, encode_index, index_special, parse_header,
                                   serialize, special_offset)
@@ -139,6 +140,8 @@ def _check_offsets(offsets: np.ndarray, cbytes: int, pos: int):
 class _FileFrame(FrameBase):
     """Common parts of the frames read through an index (files and parsed buffers)."""
 
+    _writes_raw = False          # RawChunk: joined before storing (see ContiguousFrame)
+
     base = 0
     _sorted = None                        # sorted distinct offsets, for chunk end bounds
 
@@ -218,15 +221,19 @@ class _FileFrame(FrameBase):
                 self.offsets[i] = self._store_new(chunk)
 
     def _mutate(self, i: int, chunk, op: str):
+        if isinstance(chunk, RawChunk) and (op == "update" or not self._writes_raw):
+            chunk = chunk.joined()
         with self.lock:
             self._check_write()
             i = self._check_index(i, allow_end=(op != "update"))
-            chunk_len(chunk)
+            if not isinstance(chunk, RawChunk):
+                chunk_len(chunk)
             if op == "insert" and i == self.nchunks:
                 op = "append"
             old_cs = self.info.chunksize
-            became_var = self._account(i, chunk_nbytes_of(chunk), op)
-            code = index_special(chunk, self.info)
+            head = chunk.header if isinstance(chunk, RawChunk) else chunk
+            became_var = self._account(i, chunk_nbytes_of(head), op)
+            code = 0 if head is not chunk else index_special(chunk, self.info)
             if op == "update":
                 self._replace(i, chunk, code)
             else:
@@ -307,9 +314,17 @@ class ContiguousFrame(_FileFrame):
             self.close()
             raise
 
+    _writes_raw = True           # RawChunk data goes to the file without a copy
+
     def _store_new(self, chunk) -> int:
         v = self._cbytes
-        os.pwrite(self.fd, chunk, self.base + self.header_len + v)
+        pos = self.base + self.header_len + v
+        if isinstance(chunk, RawChunk):
+            done = os.pwritev(self.fd, [chunk.header, chunk.data], pos)
+            if done != len(chunk):                   # a short write: finish it
+                os.pwrite(self.fd, chunk.joined()[done:], pos + done)
+        else:
+            os.pwrite(self.fd, chunk, pos)
         self._cbytes += len(chunk)
         return v
 
