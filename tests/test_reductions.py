@@ -443,3 +443,40 @@ def test_peak_rss_reducing_3gb_on_disk(tmp_path):
     before_mb, peak_mb = map(int, out.stdout.split())
     print(f"peak RSS {peak_mb} MB (before the reductions: {before_mb} MB)")
     assert peak_mb < 300, f"peak RSS {peak_mb} MB reducing 3.2 GB (before: {before_mb} MB)"
+
+
+@pytest.mark.parametrize("text,oracle", [
+    ("sum(a, 1)", lambda x: x.sum(1)),
+    ("sum(a, axis=-1, dtype='float32')", lambda x: x.sum(-1, dtype=np.float32)),
+    ("mean(a, axis=(0, 2), keepdims=True)", lambda x: x.mean((0, 2), keepdims=True)),
+    ("std(a, ddof=1) * var(a, axis=0, ddof=2)", lambda x: x.std(ddof=1) * x.var(0, ddof=2)),
+    ("max(a, axis=1, where=a < 0.5, initial=-1.0)",
+     lambda x: x.max(1, where=x < 0.5, initial=-1.0)),
+    ("all(a > 0.01, axis=2) | any(a > 0.99, axis=2)",
+     lambda x: (x > 0.01).all(2) | (x > 0.99).any(2)),
+    ("count_nonzero(a > 0.5, axis=(1, 2), keepdims=True) + 0.5",
+     lambda x: np.count_nonzero(x > 0.5, axis=(1, 2), keepdims=True) + 0.5),
+    ("argmin(a[:, ::-1], axis=1)", lambda x: x[:, ::-1].argmin(1)),
+])
+def test_string_reduction_keywords(text, oracle):
+    x = np.random.default_rng(12).random((7, 6, 5))
+    e = ndpack.lazyexpr(text, operands={"a": ndpack.asarray(x, chunks=(3, 4, 5))})
+    expected = oracle(x)
+    assert e.shape == np.shape(expected) and e.dtype == np.asarray(expected).dtype
+    np.testing.assert_allclose(e[()], expected, rtol=1e-6 if "float32" in text else 1e-12)
+
+
+def test_reduction_nodes_know_shape_and_dtype_without_reading():
+    class Exploding:
+        shape, dtype = (10, 4, 3), np.dtype("i2")
+
+        def __getitem__(self, key):
+            raise AssertionError("read")
+    ops = {"a": Exploding()}
+    for text, shape, dtype in [("sum(a)", (), "i8"), ("mean(a, axis=1)", (10, 3), "f8"),
+                               ("argmax(a, axis=0, keepdims=True)", (1, 4, 3), "i8"),
+                               ("a - max(a, axis=(0, 1))", (10, 4, 3), "i2"),
+                               ("var(a, axis=2) + prod(a, axis=2)", (10, 4), "f8"),
+                               ("any(a, axis=1)", (10, 3), "bool")]:
+        e = ndpack.lazyexpr(text, operands=ops)
+        assert e.shape == shape and e.dtype == np.dtype(dtype), text
