@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import math
+import os
 
 import numpy as np
 
@@ -134,7 +135,8 @@ _POOLS: dict = {}
 
 
 def _pool(kind: str, n: int):
-    key = (kind, n)
+    """Threads of `kind` (per process: a forked child makes its own)."""
+    key = (os.getpid(), kind, n)
     if key not in _POOLS:
         _POOLS[key] = concurrent.futures.ThreadPoolExecutor(n, thread_name_prefix=f"ndpack-{kind}")
     return _POOLS[key]

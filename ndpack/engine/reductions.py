@@ -38,6 +38,7 @@ import builtins
 import concurrent.futures
 import itertools
 import math
+import os
 import threading
 
 import numpy as np
@@ -422,9 +423,11 @@ def _own(p):
 
 
 def _pool(n: int):
+    """Worker threads (per process: a forked child makes its own)."""
     global _POOL
-    if _POOL is None or _POOL[0] != n:
-        _POOL = (n, concurrent.futures.ThreadPoolExecutor(n, thread_name_prefix="ndpack-red"))
+    key = (os.getpid(), n)
+    if _POOL is None or _POOL[0] != key:
+        _POOL = (key, concurrent.futures.ThreadPoolExecutor(n, thread_name_prefix="ndpack-red"))
     return _POOL[1]
 
 
