@@ -406,3 +406,24 @@ def test_append_1d_and_interop(tmp_path):
     np.testing.assert_array_equal(blosc2.open(str(path))[:], a[:])
     with pytest.raises(ValueError, match="1-D"):
         ndpack.zeros((2, 2)).append([1])
+
+
+def test_more_than_2_31_elements():
+    """Shapes past 2**31 elements: indices, chunk numbers and block offsets stay 64-bit
+    (zero chunks are special, so nothing big is allocated)."""
+    n = 2**31 + 1000
+    a = ndpack.zeros((n,), dtype=np.int8, chunks=(2**28,), blocks=(2**20,))
+    assert a.size == n and a.schunk.nchunks == 9
+    a[n - 10:] = np.arange(1, 11, dtype=np.int8)
+    a[2**31 - 1:2**31 + 1] = [5, 6]
+    assert a[n - 12:].tolist() == [0, 0] + list(range(1, 11))
+    assert a[2**31 - 2:2**31 + 2].tolist() == [0, 5, 6, 0]
+    assert a[-1] == 10 and a[2**31] == 6
+    assert (a + 1)[n - 3:].tolist() == [9, 10, 11]          # engine, region path
+    b = ndpack.zeros((50_000, 50_000), dtype=np.uint8, chunks=(10_000, 10_000),
+                     blocks=(1000, 1000))
+    b[49_999, 49_999] = 7
+    b[45_000, 10] = 3                                        # flat index 2_250_000_010
+    assert b.size > 2**31
+    assert b[49_998:, 49_998:].tolist() == [[0, 0], [0, 7]]
+    assert int(ndpack.sum(b)) == 10 and int(ndpack.argmax(b)) == 49_999 * 50_000 + 49_999
