@@ -78,10 +78,8 @@ def bench_sums(n, reps, rows):
                 t = {"numpy": ts[0], "nd": ts[1], "b2": ts[2] if b is not None else np.nan}
                 _row(rows, f"LZ4 {clevel} {a.chunks} ax {axis}", t,
                      ["numpy", "nd", "b2"])
-            del a, b
+            a = b = None                      # free before the next layout
             gc.collect()
-    del x
-    gc.collect()
 
 
 def bench_reduce_expr(n, reps, rows):
@@ -93,7 +91,6 @@ def bench_reduce_expr(n, reps, rows):
     e = ndpack.lazyexpr(text, operands=nd)
     ref = xs["a"].sum(axis=0) + xs["b"] * np.sin(xs["c"])
     np.testing.assert_allclose(e[()], ref, rtol=1e-10)
-    del ref
     fns = [lambda: xs["a"].sum(axis=0) + xs["b"] * np.sin(xs["c"]), lambda: e[()]]
     if blosc2 is not None:
         b2 = {k: blosc2.asarray(v, cparams=_cp(blosc2, 5)) for k, v in xs.items()}
@@ -107,8 +104,6 @@ def bench_reduce_expr(n, reps, rows):
     t = {"numpy": ts[0], "nd": ts[1], "b2": ts[2] if blosc2 else np.nan,
          "dask": ts[-1] if da is not None else np.nan}
     _row(rows, "reduce-expr", t, ["numpy", "nd", "b2", "dask"])
-    del xs, nd, e, fns
-    gc.collect()
 
 
 def bench_cumsum(m, reps, rows):

@@ -4,9 +4,9 @@
 unary ``-``/``+``/``abs`` and ``__array_ufunc__``: each returns a new
 :class:`~ndpack.engine.lazyexpr.LazyExpr` and reads nothing.  They also get the
 reduction methods (``a.sum(axis=0)``, ``e.mean()``, ``a.argmax()``, ...; see
-:mod:`ndpack.engine.reductions`), computed at once, streamed chunk by chunk.  The storage layer does
-not know the engine (imports point down), so the engine installs these methods on
-``NDArray`` here, once, when ``ndpack.engine`` is imported.
+:mod:`ndpack.engine.reductions`), computed at once, streamed chunk by chunk.  The
+storage layer does not know the engine (imports point down), so the engine installs
+these methods on ``NDArray`` here, once, when ``ndpack.engine`` is imported.
 
 Examples
 --------
