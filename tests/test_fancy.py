@@ -1,0 +1,365 @@
+"""Fancy indexing of NDArray against NumPy: integer arrays, masks, oindex, vindex."""
+
+import collections
+import contextlib
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ndpack
+from ndpack.storage import fancy
+
+DTYPES = ["f4", "f8", "c16", "i1", "u2", "i8", "?"]
+
+
+def _data(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=shape) * 50
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.normal(size=shape)
+    if np.dtype(dtype) == bool:
+        return x > 0
+    return x.astype(dtype)
+
+
+@contextlib.contextmanager
+def plan(kind):
+    """'points' forces the points plan whenever two or more dimensions take arrays."""
+    saved = fancy._BOX_FACTOR, fancy._BOX_SLACK
+    if kind == "points":
+        fancy._BOX_FACTOR, fancy._BOX_SLACK = 0, 0
+    try:
+        yield
+    finally:
+        fancy._BOX_FACTOR, fancy._BOX_SLACK = saved
+
+
+@st.composite
+def layouts(draw, max_nd=3, max_size=9):
+    nd = draw(st.integers(1, max_nd))
+    shape = tuple(draw(st.integers(1, max_size)) for _ in range(nd))
+    chunks = tuple(draw(st.integers(1, s + 1)) for s in shape)
+    blocks = tuple(draw(st.integers(1, c)) for c in chunks)
+    return shape, chunks, blocks
+
+
+@st.composite
+def fancy_keys(draw, shape):
+    """A NumPy key with at least one array or mask: arrays broadcast to a random shape
+    (some reduced to 1 along axes), per-axis masks alone among arrays, full masks,
+    slices, integers, None, Ellipsis."""
+    nd = len(shape)
+    kind = draw(st.sampled_from(["arrays", "arrays", "mask_axis", "mask_full"]))
+    if kind == "mask_full":
+        m = draw(st.lists(st.booleans(), min_size=int(np.prod(shape)),
+                            max_size=int(np.prod(shape))))
+        return np.array(m, bool).reshape(shape)
+    bshape = tuple(draw(st.lists(st.integers(0, 4), min_size=1, max_size=2)))
+    key = []
+    n_arr = 0
+    for n in shape:
+        what = draw(st.sampled_from(["arr", "int", "slice", "full"]))
+        if what == "arr":
+            if kind == "mask_axis":
+                if n_arr:
+                    key.append(slice(None))
+                    continue
+                key.append(np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n))))
+            else:
+                shp = tuple(b if draw(st.booleans()) else 1 for b in bshape)
+                size = int(np.prod(shp))
+                vals = draw(st.lists(st.integers(-n, n - 1), min_size=size, max_size=size))
+                key.append(np.array(vals, np.intp).reshape(shp))
+            n_arr += 1
+        elif what == "int":
+            key.append(draw(st.integers(-n, n - 1)))
+        elif what == "slice":
+            key.append(slice(draw(st.none() | st.integers(-n, n)),
+                             draw(st.none() | st.integers(-n, n)),
+                             draw(st.sampled_from([None, 1, 2, -1, -3]))))
+        else:
+            key.append(slice(None))
+    if not n_arr:
+        d = draw(st.integers(0, nd - 1))
+        key[d] = draw(st.lists(st.integers(-shape[d], shape[d] - 1), min_size=1, max_size=5))
+    if draw(st.integers(0, 3)) == 0:
+        key.insert(draw(st.integers(0, len(key))), None)
+    if draw(st.integers(0, 3)) == 0 and isinstance(key[-1], slice) and key[-1] == slice(None):
+        key[-1] = Ellipsis
+    return tuple(key)
+
+
+@settings(max_examples=120)
+@given(data=st.data(), lay=layouts(), dtype=st.sampled_from(DTYPES),
+       kind=st.sampled_from(["auto", "points"]))
+def test_get_set_like_numpy(data, lay, dtype, kind):
+    shape, chunks, blocks = lay
+    x = _data(shape, dtype)
+    key = data.draw(fancy_keys(shape))
+    a = ndpack.asarray(x, chunks=chunks, blocks=blocks)
+    expected = x[key]
+    with plan(kind):
+        got = a[key]
+        assert got.shape == expected.shape and got.dtype == x.dtype
+        np.testing.assert_array_equal(got, expected)
+        value = _data(expected.shape, dtype, seed=1)
+        if expected.ndim and data.draw(st.booleans()):
+            value = value[..., :1]                              # broadcast along the last
+        y = x.copy()
+        y[key] = value
+        a[key] = value
+        np.testing.assert_array_equal(a[:], y)
+
+
+@settings(max_examples=60)
+@given(data=st.data(), lay=layouts(), dtype=st.sampled_from(DTYPES),
+       kind=st.sampled_from(["auto", "points"]))
+def test_vindex_puts_array_dimensions_first(data, lay, dtype, kind):
+    shape, chunks, blocks = lay
+    x = _data(shape, dtype)
+    a = ndpack.asarray(x, chunks=chunks, blocks=blocks)
+    key = data.draw(fancy_keys(shape))
+    expected = x[key]
+    pos, nb, adjacent = _placement(key, len(shape))
+    if adjacent and pos:                        # vindex moves them first, NumPy does not
+        expected = np.moveaxis(expected, list(range(pos, pos + nb)), list(range(nb)))
+    with plan(kind):
+        got = a.vindex[key]
+        np.testing.assert_array_equal(got, expected)
+        value = _data(got.shape, dtype, seed=4)
+        y = x.copy()
+        y[key] = np.moveaxis(value, list(range(nb)), list(range(pos, pos + nb))) \
+            if adjacent and pos else value
+        a.vindex[key] = value
+        np.testing.assert_array_equal(a[:], y)
+
+
+def _placement(key, nd):
+    """(output position of the broadcast dimensions in NumPy's result, their number,
+    whether the advanced indices are adjacent) for a key of `fancy_keys`."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    if any(k is Ellipsis for k in items):
+        i = next(j for j, k in enumerate(items) if k is Ellipsis)
+        used = sum(k is not None and k is not Ellipsis for k in items)
+        items[i:i + 1] = [slice(None)] * (nd - used)
+    adv = [i for i, k in enumerate(items) if isinstance(k, (np.ndarray, list))]
+    if not adv:
+        return 0, 0, False
+    # integers take part in advanced indexing when arrays are present
+    adv = [i for i, k in enumerate(items) if k is not None and not isinstance(k, slice)]
+    shapes = [(int(np.sum(k)),) if isinstance(k, np.ndarray) and k.dtype == bool
+              else np.shape(k) for k in (items[i] for i in adv)]
+    nb = len(np.broadcast_shapes(*shapes))
+    adjacent = adv[-1] - adv[0] == len(adv) - 1
+    pos = sum(1 for k in items[:adv[0]] if k is None or isinstance(k, slice))
+    return pos, nb, adjacent
+
+
+@settings(max_examples=60)
+@given(data=st.data(), lay=layouts(), dtype=st.sampled_from(DTYPES))
+def test_oindex_get_set(data, lay, dtype):
+    shape, chunks, blocks = lay
+    x = _data(shape, dtype)
+    a = ndpack.asarray(x, chunks=chunks, blocks=blocks)
+    key, ix = [], []
+    for n in shape:
+        what = data.draw(st.sampled_from(["ints", "mask", "slice", "int"]))
+        if what == "ints":
+            k = data.draw(st.lists(st.integers(-n, n - 1), max_size=5))
+            key.append(k)
+            ix.append(np.array(k, np.intp))
+        elif what == "mask":
+            k = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+            key.append(k)
+            ix.append(np.flatnonzero(k))
+        elif what == "slice":
+            k = slice(data.draw(st.none() | st.integers(-n, n)), None,
+                      data.draw(st.sampled_from([None, 2, -1])))
+            key.append(k)
+            ix.append(np.arange(n)[k])
+        else:
+            k = data.draw(st.integers(-n, n - 1))
+            key.append(k)
+            ix.append(np.array([k]))
+    drop = tuple(d for d, k in enumerate(key) if isinstance(k, int))
+    expected = x[np.ix_(*ix)]
+    expected = expected.reshape([s for d, s in enumerate(expected.shape) if d not in drop])
+    np.testing.assert_array_equal(a.oindex[tuple(key)], expected)
+    value = _data(expected.shape, dtype, seed=2)
+    y = x.copy()
+    sub = y[np.ix_(*ix)]
+    sub[...] = value.reshape(sub.shape)
+    y[np.ix_(*ix)] = sub
+    a.oindex[tuple(key)] = value
+    np.testing.assert_array_equal(a[:], y)
+
+
+def test_cases_of_the_issue():
+    x = np.arange(200 * 50, dtype="f8").reshape(200, 50)
+    a = ndpack.asarray(x, chunks=(32, 16), blocks=(8, 8))
+    rng = np.random.default_rng(3)
+    row = rng.integers(-200, 200, 30)
+    col = rng.integers(-50, 50, 30)
+    mask = x % 7 < 1
+    for key in [row, (row, col), (row[:, None], col), [[1, 2], [0, 1]], (slice(1, 9), col),
+                (1, col), mask, (mask[:, 0], slice(2, 9)), (mask[:, 0], col[:1]),
+                (row[::-1], col[::-1]), (np.sort(row), 7)]:
+        for kind in ("auto", "points"):
+            with plan(kind):
+                np.testing.assert_array_equal(a[key], x[key])
+
+
+def _count_gets(a):
+    calls = collections.Counter()
+    frame = a.schunk._frame
+    orig = frame.get
+
+    def get(n):
+        calls[n] += 1
+        return orig(n)
+
+    frame.get = get
+    return calls
+
+
+@pytest.mark.parametrize("kind", ["auto", "points"])
+def test_each_touched_chunk_decoded_once(kind):
+    x = np.arange(120 * 90, dtype="i4").reshape(120, 90)
+    a = ndpack.asarray(x, chunks=(20, 30), blocks=(5, 10))
+    cid = (np.arange(120)[:, None] // 20) * 3 + np.arange(90)[None, :] // 30
+    rng = np.random.default_rng(0)
+    row = np.repeat(rng.integers(0, 120, 40), 3)            # repeated, unsorted
+    col = np.repeat(rng.integers(0, 90, 40), 3)
+    for key in [(row, col), row, (slice(10, 30), col)]:
+        calls = _count_gets(a)
+        with plan(kind):
+            np.testing.assert_array_equal(a[key], x[key])
+        assert set(calls.values()) == {1}, calls
+        if kind == "points" or not isinstance(key, tuple) or isinstance(key[0], slice):
+            assert set(calls) == set(np.unique(cid[key]).tolist())
+
+
+def test_points_decode_only_their_blocks(monkeypatch):
+    x = np.arange(64 * 64, dtype="f8").reshape(64, 64)
+    a = ndpack.asarray(x, chunks=(32, 32), blocks=(8, 8))
+    rng = np.random.default_rng(1)
+    row, col = rng.integers(0, 64, 25), rng.integers(0, 64, 25)
+    seen = []
+    orig = fancy.decompress_blocks
+
+    def spy(chunk, numbers, **kw):
+        seen.extend(numbers)
+        return orig(chunk, numbers, **kw)
+
+    monkeypatch.setattr(fancy, "decompress_blocks", spy)
+    with plan("points"):
+        np.testing.assert_array_equal(a[row, col], x[row, col])
+    blocks = {(r // 32, c // 32, (r % 32) // 8, (c % 32) // 8) for r, c in zip(row, col)}
+    assert len(seen) == len(blocks)
+
+
+def test_on_disk_points_and_rows(tmp_path):
+    x = np.random.default_rng(2).random((1000, 600))
+    a = ndpack.asarray(x, chunks=(500, 600), blocks=(10, 600), urlpath=tmp_path / "a.b2nd",
+                       mode="w")
+    b = ndpack.open(tmp_path / "a.b2nd", mode="r")
+    row, col = np.array([999, 3, 3, 500, 0]), np.array([0, 599, 5, 5, 1])
+    for kind in ("auto", "points"):
+        with plan(kind):
+            np.testing.assert_array_equal(b[row, col], x[row, col])
+            np.testing.assert_array_equal(b[row], x[row])
+    a[row, col] = -1.0
+    x[row, col] = -1.0
+    np.testing.assert_array_equal(ndpack.open(tmp_path / "a.b2nd")[:], x)
+
+
+def test_special_chunks_and_threads():
+    a = ndpack.zeros((50, 40), dtype="f4", chunks=(10, 10), blocks=(5, 5))
+    np.testing.assert_array_equal(a[[1, 49], [0, 39]], np.zeros(2, "f4"))
+    a[[1, 49], [0, 39]] = [3, 4]
+    assert a[1, 0] == 3 and a[49, 39] == 4 and a[:].sum() == 7
+    f = ndpack.full((30, 30), 2.5, chunks=(10, 10), blocks=(5, 5),
+                    dparams={"nthreads": 2})
+    np.testing.assert_array_equal(f[[0, 29, 15], :3], np.full((3, 3), 2.5))
+    with plan("points"):
+        np.testing.assert_array_equal(f[[0, 29, 15], [1, 2, 3]], np.full(3, 2.5))
+
+
+def test_keys_of_other_kinds():
+    x = np.arange(24).reshape(4, 6)
+    a = ndpack.asarray(x, chunks=(3, 4))
+    idx = ndpack.asarray(np.array([3, 1]))
+    np.testing.assert_array_equal(a[idx], x[[3, 1]])               # NDArray as an index
+    np.testing.assert_array_equal(a[np.array(2)], x[np.array(2)])  # 0-d array
+    np.testing.assert_array_equal(a[True], x[True])
+    np.testing.assert_array_equal(a[False], x[False])
+    np.testing.assert_array_equal(a[[]], x[[]])
+    np.testing.assert_array_equal(a[(0, 2), :], x[[0, 2], :])
+    a[[1, 1, 1], [0, 0, 0]] = [7, 8, 9]                              # the last one wins
+    assert a[1, 0] == 9
+    a[[0, 3]] = 1.9                                                 # cast like NumPy
+    assert a[0].tolist() == [1] * 6
+
+
+def test_errors_like_numpy():
+    x = np.arange(24.0).reshape(4, 6)
+    a = ndpack.asarray(x, chunks=(2, 3))
+    bad = [([4], IndexError), ((0, [6]), IndexError), ([-5], IndexError),
+           (np.ones(3, bool), IndexError), (np.ones((4, 5), bool), IndexError),
+           ([1.5], IndexError), (np.array([0.0]), IndexError),
+           (([0, 1], [0, 1, 2]), IndexError), (([0], [0], [0]), IndexError),
+           (([0], ..., ...), IndexError)]
+    for key, exc in bad:
+        with pytest.raises(exc):
+            x[key]
+        with pytest.raises(exc):
+            a[key]
+        with pytest.raises(exc):
+            a[key] = 0
+    with pytest.raises(ValueError, match="broadcast"):
+        a[[0, 1]] = np.ones(4)
+    with pytest.raises(ValueError):
+        a[[0, 1]] = "abc"
+    with pytest.raises(IndexError, match="1-D"):
+        a.oindex[[[0]], :]
+    with pytest.raises(IndexError):
+        a.oindex[[9], :]
+    with pytest.raises(IndexError, match="too many"):
+        a.oindex[0, 0, 0]
+    np.testing.assert_array_equal(a[:], x)                          # nothing was written
+
+
+def test_read_only(tmp_path):
+    ndpack.asarray(np.arange(10), urlpath=tmp_path / "r.b2nd", mode="w")
+    r = ndpack.open(tmp_path / "r.b2nd", mode="r")
+    assert r[[9, 0]].tolist() == [9, 0]
+    with pytest.raises(ndpack.ParameterError, match="mode .r."):
+        r[[0, 1]] = 5
+    with pytest.raises(ndpack.ParameterError, match="mode .r."):
+        r.oindex[[0]] = 5
+
+
+def test_take_and_take_along_axis():
+    x = np.arange(60.0).reshape(3, 4, 5)
+    a = ndpack.asarray(x, chunks=(2, 3, 2))
+    for idx, axis in [([4, 0, 4], 2), ([[1], [0]], 1), (np.array([2, -1]), 0),
+                      ([59, 0, 7], None), ([[3, 3]], None)]:
+        t = ndpack.take(a, idx, axis=axis)
+        assert isinstance(t, ndpack.NDArray)
+        np.testing.assert_array_equal(t[()], np.take(x, idx, axis=axis))
+    np.testing.assert_array_equal(ndpack.take(x, [1, 2], axis=1)[()], np.take(x, [1, 2], 1))
+    order = np.argsort(-x, axis=1)
+    for axis in (0, 1, 2, -1):
+        idx = np.argsort(-x, axis=axis)[..., :2] if axis in (2, -1) else np.argsort(-x, axis)
+        np.testing.assert_array_equal(ndpack.take_along_axis(a, idx, axis)[()],
+                                      np.take_along_axis(x, idx, axis))
+    np.testing.assert_array_equal(ndpack.take_along_axis(a, order[:, :1], 1)[()],
+                                  np.take_along_axis(x, order[:, :1], 1))
+    with pytest.raises(IndexError):
+        ndpack.take(a, [60])
+    with pytest.raises(IndexError):
+        ndpack.take(a, [1.0], axis=0)
+    with pytest.raises(ValueError, match="same number"):
+        ndpack.take_along_axis(a, [0], 0)
