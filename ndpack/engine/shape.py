@@ -67,7 +67,7 @@ def _axis(axis, ndim: int, name: str = "axis") -> int:
 
 
 def _axes(axis, ndim: int) -> tuple:
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     out = tuple(_axis(a, ndim) for a in axes)
     if len(set(out)) != len(out):
         raise ValueError(f"repeated axis in {axis!r}")
