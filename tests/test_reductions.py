@@ -166,17 +166,22 @@ def test_nan_rules_like_numpy():
     assert ndpack.argmax(ndpack.asarray(np.array([1.0, 2, np.nan, np.nan]), chunks=(3,))) == 2
 
 
-def test_where():
+@pytest.mark.parametrize("chunk_path", [False, True])
+@pytest.mark.parametrize("blocks", [(2, 3, 2), (1, 3, 5)])
+def test_where(chunk_path, blocks):
     rng = np.random.default_rng(5)
     x = rng.normal(size=(6, 7, 5))
     mask = rng.random((7, 5)) < 0.6
-    a = ndpack.asarray(x, chunks=(4, 3, 2))
+    a = ndpack.asarray(x, chunks=(4, 3, 5), blocks=blocks)
     for op in ("sum", "prod", "mean", "std", "var", "any", "all"):
         for axis in (None, 0, (0, 2)):
             with np.errstate(all="ignore"):
                 expected = getattr(np, op)(x, axis=axis, where=mask)
-            assert_eq(getattr(ndpack, op)(a, axis=axis, where=mask), expected)
-            assert_eq(getattr(ndpack, op)(a, axis=axis, where=ndpack.asarray(mask)), expected)
+            with use_chunk_path(chunk_path):
+                got = getattr(ndpack, op)(a, axis=axis, where=mask)
+                got2 = getattr(ndpack, op)(a, axis=axis, where=ndpack.asarray(mask))
+            assert_eq(got, expected)
+            assert_eq(got2, expected)
     assert_eq(ndpack.max(a, axis=1, where=mask, initial=-10), np.max(x, axis=1, where=mask,
                                                                     initial=-10))
     assert_eq(ndpack.min(a, where=mask, initial=10), np.min(x, where=mask, initial=10))

@@ -461,7 +461,8 @@ def compute_reduction(red: Reduce) -> np.ndarray:
             w = where.value if isinstance(where, Constant) else np.asarray(where.array)
         res = _numpy_call(red, data, w)
         return res.astype(red.dtype, copy=False).reshape(red.shape)
-    flat = len(red.axis) == len(shape) and red.op not in ("argmin", "argmax")
+    flat = len(red.axis) == len(shape) and red.op not in ("argmin", "argmax") and \
+        where is None
     grid, read = _source(arg, flat)
     reducer = _reducer(red, arg)
     raxes = set(red.axis)
