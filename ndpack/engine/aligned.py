@@ -73,8 +73,28 @@ def aligned_operands(node: Node, shape: tuple, chunks, blocks) -> list | None:
 # ---------------------------------------------------------------------------------------
 # the chunk loop
 
-def _fetch(ops: list, n: int) -> list:
-    return [op.array.get_chunk(n) for op in ops]
+class _Fetcher:
+    """Compressed chunks of the operands, read into two rotating sets of reused
+    buffers (the chunk being decoded and the one read ahead)."""
+
+    def __init__(self, ops: list):
+        self.ops = ops
+        self.slots = tuple([bytearray() for _ in ops] for _ in range(2))
+        self.turn = 0
+        # only contiguous files read into the buffers (others return their own bytes)
+        self.grow = [op.array.urlpath is not None and op.array.schunk.contiguous
+                     for op in ops]
+
+    def __call__(self, n: int) -> list:
+        slot = self.slots[self.turn]
+        self.turn ^= 1
+        out = []
+        for i, op in enumerate(self.ops):
+            chunk = op.array.read_chunk(n, slot[i])
+            if self.grow[i] and len(chunk) > len(slot[i]):
+                slot[i] = bytearray(len(chunk) + len(chunk) // 8)   # bigger next time
+            out.append(chunk)
+        return out
 
 
 def _chunk_results(node: Node, ops: list, dtype: np.dtype, target):
@@ -111,13 +131,13 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target):
         else:
             kernel(values, part)
 
-    pool = workers(nworkers)
-    pending = prefetch(_fetch, ops, 0)
+    pool, fetch = workers(nworkers), _Fetcher(ops)
+    pending = prefetch(fetch, 0)
     with serial_numexpr():
         for n in range(nchunks):
             raw = pending.result()
             if n + 1 < nchunks:
-                pending = prefetch(_fetch, ops, n + 1)
+                pending = prefetch(fetch, n + 1)
             fills = [op.array.special_value(c) for op, c in zip(ops, raw)]
             if all(f is not None for f in fills):          # scalars only: a 0-d result
                 yield n, np.asarray(run(node, ops, fills)).astype(dtype)

@@ -416,7 +416,7 @@ class MemoryFrame(FrameBase):
     def cbytes(self) -> int:
         return self._cbytes
 
-    def get(self, i: int):
+    def get(self, i: int, buf=None):
         return self.chunks[self._check_index(i)]
 
     def append(self, chunk):

@@ -48,6 +48,14 @@ class _Reader:
             return self.view[pos:pos + n]
         return os.pread(self.fd, n, pos)
 
+    def read_into(self, pos: int, n: int, buf: bytearray):
+        """`n` bytes at `pos`: a view of the source when it is in memory, else read
+        into `buf` (at least `n` bytes) and returned as a view of it."""
+        if self.view is not None:
+            return self.view[pos:pos + n]
+        mv = memoryview(buf)[:n]
+        return mv[:os.preadv(self.fd, [mv], pos)]
+
     def close(self):
         if self.view is not None:
             self.view.release()
@@ -150,8 +158,9 @@ class _FileFrame(FrameBase):
         pos = self.base + self.header_len + self.offsets[i]
         return _read_exact(self.reader, pos, 16, f"chunk {i} header")
 
-    def _raw_chunk(self, i: int, v: int):
-        """Chunk at section offset `v` with one positioned read (the next offset bounds it)."""
+    def _raw_chunk(self, i: int, v: int, buf: bytearray | None = None):
+        """Chunk at section offset `v` with one positioned read (the next offset bounds it),
+        into `buf` when it is big enough."""
         if self._sorted is None:
             self._sorted = sorted({o for o in self.offsets if o >= 0})
         k = bisect.bisect_right(self._sorted, v)
@@ -160,7 +169,13 @@ class _FileFrame(FrameBase):
         if v < 0 or end - v < 16:
             raise FormatError(f"frame byte {pos}: chunk {i} starts outside the chunks section "
                               f"or overlaps the next chunk")
-        data = _read_exact(self.reader, pos, end - v, f"chunk {i}")
+        if buf is not None and len(buf) >= end - v:
+            data = self.reader.read_into(pos, end - v, buf)
+            if len(data) != end - v:
+                raise FormatError(f"frame byte {pos}: chunk {i} truncated ({len(data)} of "
+                                  f"{end - v} bytes)")
+        else:
+            data = _read_exact(self.reader, pos, end - v, f"chunk {i}")
         cb = chunk_cbytes_of(data, pos, f"chunk {i}")
         if cb > len(data):
             raise FormatError(f"frame byte {pos}: chunk {i} of {cb} bytes runs into the next "
@@ -204,13 +219,15 @@ class _FileFrame(FrameBase):
     def cbytes(self) -> int:
         return self._cbytes
 
-    def get(self, i: int):
+    def get(self, i: int, buf: bytearray | None = None):
+        """Chunk `i` (bytes, or a view of `buf` when given and big enough: contiguous
+        file frames read into it instead of allocating)."""
         with self.lock:                        # an update may be compacting the section
             i = self._check_index(i)
             v = self.offsets[i]
             if v < 0:
                 return self._synth(offset_code(v, self.header_len), i)
-            return self._raw_chunk(i, v)
+            return self._raw_chunk(i, v, buf)
 
     def _materialize_specials(self):
         """Store special-offset chunks physically (needed once chunk sizes vary)."""
@@ -414,7 +431,7 @@ class SparseFrame(_FileFrame):
     def _raw_chunk_head(self, i: int):
         return self._raw_chunk(i, self.offsets[i])[:16]
 
-    def _raw_chunk(self, i: int, v: int):
+    def _raw_chunk(self, i: int, v: int, buf=None):
         name = self._file(v)
         try:
             with open(name, "rb") as fh:

@@ -614,6 +614,22 @@ class NDArray(NDReader):
         """The compressed chunk `nchunk` (C order over the chunk grid)."""
         return self._schunk.get_chunk(nchunk)
 
+    def read_chunk(self, nchunk: int, buf: bytearray | None = None):
+        """The compressed chunk `nchunk` as a bytes-like object, without copies where
+        possible: a view of the stored bytes for in-memory arrays, a view of `buf`
+        for contiguous files when `buf` is big enough (read into it: reused buffers
+        avoid page faults), else new bytes.  Valid until `buf` is reused.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ndpack.storage.constructors import asarray
+        >>> a = asarray(np.arange(1000.0), chunks=(500,))
+        >>> bytes(a.read_chunk(1, bytearray(1 << 16))) == a.get_chunk(1)
+        True
+        """
+        return self._schunk._frame.get(nchunk, buf)
+
     @property
     def oindex(self) -> OIndex:
         """Orthogonal indexing (as zarr): ``a.oindex[rows, cols]`` selects the product
