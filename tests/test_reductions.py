@@ -485,3 +485,13 @@ def test_reduction_nodes_know_shape_and_dtype_without_reading():
                                ("any(a, axis=1)", (10, 3), "bool")]:
         e = ndpack.lazyexpr(text, operands=ops)
         assert e.shape == shape and e.dtype == np.dtype(dtype), text
+
+
+def test_reductions_of_cast_expressions():
+    x = (np.arange(600) % 200).astype(np.uint8).reshape(6, 100)
+    a = ndpack.asarray(x, chunks=(4, 30))
+    e = (a * 2).astype("i2")                  # uint8 * 2 wraps; the cast comes after
+    assert_eq(ndpack.sum(e, axis=1), (x * 2).astype("i2").sum(axis=1))
+    assert_eq(e.max(), (x * 2).astype("i2").max())
+    np.testing.assert_array_equal(ndpack.cumulative_sum(e.astype("f4"), axis=0)[()],
+                                  np.cumsum((x * 2).astype("f4"), axis=0))

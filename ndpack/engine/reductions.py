@@ -597,7 +597,9 @@ def _materialize_view(view, memo):
 
 
 def _as_node(x) -> Node:
-    from ndpack.engine.lazyexpr import _node
+    from ndpack.engine.lazyexpr import LazyExpr, _node
+    if isinstance(x, LazyExpr) and x.dtype != x.node.dtype:     # astype(): read it cast
+        return Operand(x)
     return _node(x)
 
 
