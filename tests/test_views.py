@@ -145,3 +145,11 @@ def test_rejected_subscripts_quote_the_text(text):
         ndpack.lazyexpr(text, operands=ops)
     frag = text.split("[")[0] if "[" in text else text
     assert frag in str(info.value)
+
+
+def test_cast_sub_expression_keeps_its_dtype():
+    x = (np.arange(60) % 200).astype(np.uint8) + 100
+    e = (ndpack.asarray(x) * 2).astype("i2")
+    r = ndpack.lazyexpr("e[::-1] + 1", operands={"e": e})
+    assert r.dtype == np.int16
+    np.testing.assert_array_equal(r[()], (x * 2).astype("i2")[::-1] + 1)

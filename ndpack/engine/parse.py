@@ -101,8 +101,8 @@ class _Builder:
         if isinstance(value, (bool, int, float, complex, np.generic)):
             return Constant(value)
         from ndpack.engine.lazyexpr import LazyExpr   # a saved sub-expression
-        if isinstance(value, LazyExpr):
-            return value.node
+        if isinstance(value, LazyExpr) and value.dtype == value.node.dtype:
+            return value.node                         # (an astype() stays an operand)
         if name not in self.operands:
             self.operands[name] = Operand(value, name)
         return self.operands[name]
