@@ -39,7 +39,8 @@ import numpy as np
 
 from ndpack.engine.evaluate import Kernel, run
 from ndpack.engine.tree import Node, operands_of
-from ndpack.engine.workers import prefetch, serial_numexpr, submit, workers
+from ndpack.engine.workers import (on_engine_thread, prefetch, serial_numexpr, submit,
+                                   workers, writer)
 from ndpack.storage.ndarray import NDArray
 
 __all__ = ["layout_of", "aligned_operands", "compute_aligned", "read_aligned", "GROUP_BYTES"]
@@ -153,9 +154,41 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target):
 
 
 def compute_aligned(node: Node, ops: list, out: NDArray) -> NDArray:
-    """Write every chunk of `out` (same layout as `ops`; empty, or full to overwrite)."""
-    for n, values in _chunk_results(node, ops, out.dtype, None):
-        out.write_stored(n, values)
+    """Write every chunk of `out` (same layout as `ops`; empty, or full to overwrite).
+
+    Chunk `n` is compressed and stored by a writer thread while the workers compute
+    chunk `n + 1` into the other of two result buffers.
+    """
+    size = out.stored_elements
+    buffers = [np.empty(size, out.dtype), np.empty(size, out.dtype)]
+    writing = [None, None]                 # the write of each buffer in flight
+
+    def target(n):
+        k = n % 2
+        if writing[k] is not None:         # the buffer's previous chunk is stored
+            writing[k].result()
+            writing[k] = None
+        return buffers[k]
+
+    stores = writer()
+    if on_engine_thread():                 # nested: never wait on our own writer
+        for n, values in _chunk_results(node, ops, out.dtype, None):
+            out.write_stored(n, values)
+        return out
+    last = None
+    try:
+        for n, values in _chunk_results(node, ops, out.dtype, target):
+            if last is not None:
+                last.result()              # chunks are stored in order
+            last = stores.submit(out.write_stored, n, values)
+            if values.ndim:
+                writing[n % 2] = last
+        if last is not None:
+            last.result()
+    finally:
+        for job in writing + [last]:       # never leave a write running on an error
+            if job is not None:
+                job.exception()
     return out
 
 

@@ -28,7 +28,8 @@ import threading
 
 import numexpr
 
-__all__ = ["prefetch", "on_engine_thread", "workers", "submit", "run_all", "serial_numexpr"]
+__all__ = ["prefetch", "on_engine_thread", "workers", "writer", "submit", "run_all",
+           "serial_numexpr"]
 
 _POOLS: dict = {}
 _LOCK = threading.Lock()
@@ -71,6 +72,11 @@ def prefetch(fn, *args) -> concurrent.futures.Future:
     if on_engine_thread():
         return _now(fn, *args)
     return _executor("prefetch", 1).submit(_on_engine_thread, fn, *args)
+
+
+def writer() -> concurrent.futures.ThreadPoolExecutor:
+    """One thread (per process) that compresses and stores finished chunks in order."""
+    return _executor("write", 1)
 
 
 def workers(n: int) -> concurrent.futures.ThreadPoolExecutor:
