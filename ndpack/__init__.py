@@ -24,12 +24,13 @@ from ndpack.errors import (CallbackError, CodecError, FilterError, FormatError, 
 from ndpack.storage import (NDArray, SChunk, arange, array, asarray, compute_chunks_blocks,
                             copy, empty, empty_like, eye, frombuffer, fromiter, full, full_like,
                             linspace, load, load_array, load_tensor, nans, ndarray_from_cframe,
-                            ones, ones_like, open, pack, pack_array2, pack_tensor, remove_urlpath,
+                            ones, ones_like, pack, pack_array2, pack_tensor, remove_urlpath,
                             save, save_array, save_tensor, schunk_from_cframe, uninit, unpack,
                             unpack_array2, unpack_tensor, zeros, zeros_like)
 from ndpack.engine import (LazyExpr, all, any, argmax, argmin, count_nonzero, cumulative_prod,
                            cumulative_sum, evaluate, lazyexpr, max, mean, min, prod, std, sum,
                            var)
+from ndpack.engine.persist import MissingOperandsError, open
 from ndpack.engine.shape import (broadcast_to, concat, expand_dims, flip, matrix_transpose,
                                  moveaxis, permute_dims, reshape, roll, squeeze, stack, take,
                                  take_along_axis)
@@ -44,7 +45,7 @@ __all__ = [
     "nthreads", "set_nthreads", "show_config",
     "NdpackError", "FormatError", "CodecError", "FilterError", "ParameterError",
     "CallbackError",
-    "SChunk", "open", "schunk_from_cframe", "remove_urlpath", "pack_array2", "unpack_array2",
+    "SChunk", "open", "MissingOperandsError", "schunk_from_cframe", "remove_urlpath", "pack_array2", "unpack_array2",
     "save_array", "load_array", "pack_tensor", "unpack_tensor", "save_tensor", "load_tensor",
     "pack", "unpack",
     "NDArray", "compute_chunks_blocks", "empty", "zeros", "ones", "full", "nans", "uninit",

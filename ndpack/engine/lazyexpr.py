@@ -116,6 +116,13 @@ class LazyExpr:
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         return _ufunc(ufunc, method, inputs, kwargs)
 
+    def save(self, urlpath, **kwargs) -> None:
+        """Save the expression (not its values) to a ``.b2nd`` carrier that
+        ``ndpack.open`` (and python-blosc2) turns back into an expression; every
+        operand must be an NDArray on disk.  See :mod:`ndpack.engine.persist`."""
+        from ndpack.engine.persist import save_expr
+        save_expr(self, urlpath, **kwargs)
+
     def __array_function__(self, func, types, args, kwargs):
         from ndpack.engine.protocols import array_function
         return array_function(func, types, args, kwargs)

@@ -1,0 +1,246 @@
+"""Saved expressions: a LazyExpr in a ``.b2nd`` carrier, reopened by ``open``.
+
+The carrier is python-blosc2's: an NDArray of the expression's shape and dtype with
+no data (uninitialized special chunks), metalayer ``b2o`` =
+``{"kind": "lazyexpr", "version": 1}``, vlmeta ``b2o`` holding the expression text and
+each operand as ``{"kind": "urlpath", "version": 1, "urlpath": <relative path>}``
+(relative to the carrier's folder), and the user's vlmeta apart under
+``_b2o_user_vlmeta``.  python-blosc2's legacy layout (metalayer ``LazyArray``, vlmeta
+``_LazyArray``) is read too.
+
+Opening never executes code: the text goes through the whitelist parser
+(:mod:`ndpack.engine.parse`), and the operands are reopened by path (a carrier among
+them opens as an expression in turn).
+
+Examples
+--------
+>>> import numpy as np, ndpack, os, tempfile
+>>> d = tempfile.mkdtemp()
+>>> a = ndpack.asarray(np.arange(6.0), urlpath=os.path.join(d, "a.b2nd"), mode="w")
+>>> e = ndpack.lazyexpr("sin(a) * 2 + 1", operands={"a": a})
+>>> e.save(os.path.join(d, "e.b2nd"))
+>>> again = ndpack.open(os.path.join(d, "e.b2nd"))
+>>> type(again).__name__, bool(np.allclose(again[()], np.sin(np.arange(6.0)) * 2 + 1))
+('LazyExpr', True)
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ndpack.engine.functions import BINARY_OPERATORS, UNARY_OPERATORS
+from ndpack.engine.parse import parse
+from ndpack.engine.tree import Apply, Constant, Node, Operand, Reduce
+from ndpack.engine.views import SliceView, TransposeView
+from ndpack.errors import FormatError, ParameterError
+from ndpack.storage.constructors import uninit
+from ndpack.storage.ndarray import NDArray
+from ndpack.storage.schunk import open as open_storage, remove_urlpath
+
+__all__ = ["save_expr", "open", "expression_text", "MissingOperandsError"]
+
+_KIND = {"kind": "lazyexpr", "version": 1}
+_USER = "_b2o_user_vlmeta"
+_LEGACY_EXPR = 0                                  # python-blosc2's LazyArrayEnum.Expr
+
+
+class MissingOperandsError(FileNotFoundError):
+    """A saved expression's operand files are missing (``.missing`` maps each name to
+    the path looked for)."""
+
+    def __init__(self, expression: str, missing: dict):
+        self.expression, self.missing = expression, dict(missing)
+        listing = ", ".join(f"{k!r}: {v}" for k, v in self.missing.items())
+        super().__init__(f"the saved expression {expression!r} cannot be opened: operand "
+                         f"file(s) missing: {listing}")
+
+
+# ---------------------------------------------------------------------------------------
+# tree -> text
+
+_INFIX = {}
+for _sym, _fn in BINARY_OPERATORS.items():
+    _INFIX.setdefault(_fn, {"Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "FloorDiv": "//",
+                            "Mod": "%", "Pow": "**", "BitAnd": "&", "BitOr": "|",
+                            "BitXor": "^", "LShift": "<<", "RShift": ">>", "Lt": "<",
+                            "LtE": "<=", "Gt": ">", "GtE": ">=", "Eq": "==",
+                            "NotEq": "!="}.get(_sym))
+_PREFIX = {fn: {"USub": "-", "UAdd": "+", "Invert": "~"}.get(sym)
+           for sym, fn in UNARY_OPERATORS.items()}
+
+
+def expression_text(node: Node, names: dict) -> str:
+    """Text of a tree that :func:`ndpack.engine.parse.parse` turns back into it;
+    `names` maps ``id(array)`` of each operand to its name in the text."""
+    if isinstance(node, Operand):
+        return _operand_text(node.array, names)
+    if isinstance(node, Constant):
+        v = node.value
+        return repr(v.item() if isinstance(v, np.generic) else v)
+    if isinstance(node, Reduce):
+        kw = {k: v for k, v in node.numpy_kwargs().items() if v is not None}
+        if "dtype" in kw:
+            raise ParameterError(f"{node.op}(dtype=...) cannot be written in an expression "
+                                 "string; cast with astype() instead")
+        parts = [expression_text(node.arg, names)]
+        parts += [f"{k}={_literal(v)}" for k, v in kw.items() if k != "keepdims" or v]
+        if node.where is not None:
+            parts.append(f"where={expression_text(node.where, names)}")
+        return f"{node.op}({', '.join(parts)})"
+    if isinstance(node, Apply):
+        args = [expression_text(a, names) for a in node.args]
+        sym = _INFIX.get(node.func.name)
+        if sym and len(args) == 2 and not node.kwargs:
+            return f"({args[0]} {sym} {args[1]})"
+        sym = _PREFIX.get(node.func.name)
+        if sym and len(args) == 1:
+            return f"({sym}{args[0]})"
+        args += [f"{k}={_literal(v)}" for k, v in node.kwargs.items()]
+        return f"{node.func.name}({', '.join(args)})"
+    raise ParameterError(f"cannot write {type(node).__name__} nodes as text")
+
+
+def _literal(v) -> str:
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, tuple):
+        return "(" + ", ".join(_literal(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+    return repr(v)
+
+
+def _operand_text(arr, names: dict) -> str:
+    if isinstance(arr, TransposeView):
+        return f"{_base_text(arr.base, names)}.T"
+    if isinstance(arr, SliceView):
+        key = arr.key if isinstance(arr.key, tuple) else (arr.key,)
+        return f"{_base_text(arr.base, names)}[{', '.join(_key_text(k) for k in key)}]"
+    return names[id(arr)]
+
+
+def _base_text(base, names) -> str:
+    from ndpack.engine.lazyexpr import LazyExpr
+    if isinstance(base, LazyExpr):
+        return f"({expression_text(base.node, names)})"
+    return _operand_text(base, names)
+
+
+def _key_text(k) -> str:
+    if k is None:
+        return "None"
+    if k is Ellipsis:
+        return "..."
+    if isinstance(k, slice):
+        parts = ["" if p is None else repr(int(p)) for p in (k.start, k.stop, k.step)]
+        return ":".join(parts[:2]) + (f":{parts[2]}" if parts[2] else "")
+    return repr(int(k))
+
+
+def _leaves(node: Node, out: list) -> list:
+    """Stored arrays under the tree (operands, and the bases of views)."""
+    from ndpack.engine.lazyexpr import LazyExpr
+    if isinstance(node, Operand):
+        arr = node.array
+        while isinstance(arr, (SliceView, TransposeView)):
+            arr = arr.base
+        if isinstance(arr, LazyExpr):
+            _leaves(arr.node, out)
+        elif all(a is not arr for a, _ in out):
+            out.append((arr, node.name))
+    elif isinstance(node, (Apply, Reduce)):
+        for child in (node.args if isinstance(node, Apply) else node.children):
+            _leaves(child, out)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# save
+
+def save_expr(expr, urlpath, **kwargs) -> None:
+    """Write `expr` as a carrier file (see the module docstring).
+
+    Every operand must be stored on disk; the error lists those that are not.
+    """
+    carrier = os.path.abspath(os.fspath(urlpath))
+    folder = os.path.dirname(carrier)
+    leaves = _leaves(expr.node, [])
+    in_memory = [name or f"<{type(a).__name__} {tuple(a.shape)}>" for a, name in leaves
+                 if not (isinstance(a, NDArray) and a.urlpath is not None)]
+    if in_memory:
+        raise ParameterError(f"to save an expression, every operand must be an NDArray "
+                             f"stored on disk; in memory: {', '.join(map(str, in_memory))}")
+    names, used = {}, set()
+    for i, (arr, name) in enumerate(leaves):
+        name = name if name and name not in used else f"o{i}"
+        while name in used:
+            name += "_"
+        names[id(arr)] = name
+        used.add(name)
+    text = expression_text(expr.node, names)
+    parse(text, {names[id(a)]: a for a, _ in leaves})         # it must read back
+    operands = {names[id(a)]: {"kind": "urlpath", "version": 1,
+                               "urlpath": os.path.relpath(os.path.abspath(a.urlpath), folder)}
+                for a, _ in leaves}
+    meta = dict(kwargs.pop("meta", None) or {})
+    meta["b2o"] = dict(_KIND)
+    remove_urlpath(carrier)
+    out = uninit(expr.shape, expr.dtype, urlpath=carrier, mode="w", meta=meta, **kwargs)
+    out.vlmeta["b2o"] = {**_KIND, "expression": text, "operands": operands}
+    out.vlmeta[_USER] = {}
+    out.schunk.close()
+
+
+# ---------------------------------------------------------------------------------------
+# open
+
+def open(urlpath, mode: str = "r", offset: int = 0, trust_code: bool = False,  # noqa: A001
+         **kwargs):
+    """Open a file: an NDArray, an SChunk, or a saved expression (a LazyExpr).
+
+    python-blosc2's ``open``, plus saved expressions (its current ``b2o`` carriers and
+    the legacy ``LazyArray`` layout).  Opening a saved expression never runs code; a
+    saved user function (which would) needs ``trust_code=True``.
+    """
+    obj = open_storage(urlpath, mode=mode, offset=offset, **kwargs)
+    if not isinstance(obj, NDArray):
+        return obj
+    meta = list(obj.schunk.meta)
+    if "b2o" in meta:
+        kind = obj.schunk.meta["b2o"]
+        if not isinstance(kind, dict) or kind.get("kind") != "lazyexpr":
+            raise FormatError(f"{urlpath!r}: b2o objects of kind {kind!r} are not supported "
+                              "(only 'lazyexpr')")
+        payload = obj.vlmeta["b2o"]
+        ops = {k: v.get("urlpath") if isinstance(v, dict) else None
+               for k, v in payload.get("operands", {}).items()}
+        return _rebuild(urlpath, payload.get("expression"), ops, trust_code)
+    if "LazyArray" in meta:
+        legacy = obj.vlmeta["_LazyArray"]
+        if obj.schunk.meta["LazyArray"] != _LEGACY_EXPR:
+            if not trust_code:
+                raise PermissionError(f"{urlpath!r} holds a saved user function; opening it "
+                                      "runs its code: pass trust_code=True if you trust it")
+            raise ParameterError(f"{urlpath!r}: saved user functions are not supported yet")
+        return _rebuild(urlpath, legacy.get("expression"), legacy.get("operands", {}),
+                        trust_code)
+    return obj
+
+
+def _rebuild(urlpath, text, operands: dict, trust_code: bool):
+    from ndpack.engine.lazyexpr import LazyExpr
+    if not isinstance(text, str) or not isinstance(operands, dict):
+        raise FormatError(f"{urlpath!r}: malformed saved expression")
+    folder = os.path.dirname(os.path.abspath(os.fspath(urlpath)))
+    names, missing = {}, {}
+    for name, rel in operands.items():
+        if not isinstance(rel, str):
+            raise FormatError(f"{urlpath!r}: operand {name!r} has no urlpath")
+        path = os.path.join(folder, rel)
+        if not os.path.exists(path):
+            missing[name] = path
+            continue
+        names[name] = open(path, trust_code=trust_code)
+    if missing:
+        raise MissingOperandsError(text, missing)
+    return LazyExpr(parse(text, names))
