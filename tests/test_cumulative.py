@@ -108,10 +108,10 @@ def test_only_chunk_regions_are_read():
 
 def test_precision_long_float_sum():
     rng = np.random.default_rng(6)
-    x = rng.random(2_000_000)
-    a = ndpack.asarray(x, chunks=(65_536,))
+    x = rng.random(1_000_000)
+    a = ndpack.asarray(x, chunks=(32_768,))
     got = ndpack.cumulative_sum(a)[()]
-    np.testing.assert_array_equal(got, np.cumsum(x))
+    assert (got == np.cumsum(x)).all()
 
 
 def test_errors():
