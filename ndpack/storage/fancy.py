@@ -257,6 +257,23 @@ class _Plan:
         return res
 
 
+class _MaskPlan(_Plan):
+    """A full-shape boolean mask: its items in C order are the (sorted, distinct)
+    points (no nonzero per dimension, no ndindex pass over the mask)."""
+
+    def __init__(self, arr, mask):
+        lin = np.flatnonzero(mask)
+        self.shape, self.ortho, self.move = arr.shape, False, False
+        self.adv, self.others = list(range(arr.ndim)), []
+        self.coords = np.unravel_index(lin, arr.shape)
+        self.units = [None] * arr.ndim
+        self.cshape = (len(lin),)
+        self.kmap = (slice(None),)
+
+    def finish(self, compact):
+        return compact[self.kmap]
+
+
 # ---------------------------------------------------------------------------------------
 # per-chunk work
 
@@ -321,16 +338,42 @@ def _read_box(arr, units, out):
     _run(arr, tasks)
 
 
+def _blocked(arr, chunk, bids, nthreads):
+    """Decode the blocks in the product of `bids` of a regular chunk and view them
+    as ``(count0, block0, count1, block1, ...)`` (no copy)."""
+    raw = arr._decode_raw(chunk, bids, nthreads)
+    counts = tuple(len(b) for b in bids)
+    nd = len(counts)
+    view = np.frombuffer(raw, arr._dtype, prod(counts) * prod(arr._blocks)).reshape(
+        counts + arr._blocks)
+    return view.transpose([ax for d in range(nd) for ax in (d, nd + d)])
+
+
 def _gather_box(arr, n, locs, out, dst, nthreads):
-    bids = [np.unique(loc // b) for loc, b in zip(locs, arr._blocks)]
+    blocks = arr._blocks
+    bids = [np.unique(loc // b) for loc, b in zip(locs, blocks)]
     chunk, fill = _fetch(arr, n, arr._block_numbers(bids))
     if fill is not None:
         out[dst] = fill
         return
-    region = arr._decode_blocks(chunk, bids, nthreads)
-    pos = [np.searchsorted(bd, loc // b) * b + loc % b
-           for loc, bd, b in zip(locs, bids, arr._blocks)]
-    out[dst] = region[np.ix_(*pos)]
+    view = _blocked(arr, chunk, bids, nthreads)
+    target = out[dst]
+    # dimensions whose positions are all the items of the decoded blocks: slices
+    picks = [d for d, (loc, bd, b) in enumerate(zip(locs, bids, blocks))
+             if len(loc) != len(bd) * b]
+    key = []
+    if len(picks) <= 1:                        # one advanced pair: axes stay in order
+        for d, (loc, bd, b) in enumerate(zip(locs, bids, blocks)):
+            key += [np.searchsorted(bd, loc // b), loc % b] if d in picks \
+                else [slice(None), slice(None)]
+        target[...] = view[tuple(key)].reshape(target.shape)
+        return
+    nd = len(locs)
+    for d, (loc, bd, b) in enumerate(zip(locs, bids, blocks)):
+        shp = [1] * nd
+        shp[d] = -1
+        key += [np.searchsorted(bd, loc // b).reshape(shp), (loc % b).reshape(shp)]
+    target[...] = view[tuple(key)]
 
 
 def _read_points(arr, plan, out):
@@ -374,9 +417,9 @@ def _point_parts(arr, plan):
                 tuple(slice(g[1], g[2]) for g in combo)
 
 
-def _point_index(plan, locs, pos=None):
+def _point_index(plan, locs):
     """An index of all arrays that gathers (q, others...) from a chunk-like array."""
-    src = pos if pos is not None else locs
+    src = locs
     no = len(plan.others)
     key = []
     j = 0
@@ -412,20 +455,27 @@ def _gather_points(arr, plan, n, sel, locs, odst, out, nthreads):
     if fill is not None:
         out[dst] = fill
         return
-    region = arr._decode_blocks(chunk, bids, nthreads)
-    pos = [np.searchsorted(bd, loc // b) * b + loc % b
-           for loc, bd, b in zip(locs, bids, blocks)]
-    out[dst] = region[_point_index(plan, locs, pos)]
+    view = _blocked(arr, chunk, bids, nthreads)
+    bpos = _point_index(plan, [np.searchsorted(bd, loc // b)
+                               for loc, bd, b in zip(locs, bids, blocks)])
+    ipos = _point_index(plan, [loc % b for loc, b in zip(locs, blocks)])
+    out[dst] = view[tuple(x for pair in zip(bpos, ipos) for x in pair)]
 
 
 # ---------------------------------------------------------------------------------------
 # entry points
 
 
+def _make_plan(arr, key, front):
+    k = key[0] if isinstance(key, tuple) and len(key) == 1 else key
+    if isinstance(k, np.ndarray) and k.dtype == bool and k.shape == arr.shape and k.ndim:
+        return _MaskPlan(arr, k)
+    return _Plan(arr, _expand(key, arr.shape), front=front)
+
+
 def fancy_get(arr, key, front=False) -> np.ndarray:
     """``arr[key]`` for a fancy key (``front``: broadcast dimensions first, vindex)."""
-    plan = _Plan(arr, _expand(key, arr.shape), front=front)
-    return _get(arr, plan)
+    return _get(arr, _make_plan(arr, key, front))
 
 
 def _get(arr, plan) -> np.ndarray:
@@ -464,7 +514,7 @@ def fancy_set(arr, key, value, front=False, plan=None) -> None:
     """``arr[key] = value`` for a fancy key."""
     arr._schunk._check_writable()
     if plan is None:
-        plan = _Plan(arr, _expand(key, arr.shape), front=front)
+        plan = _make_plan(arr, key, front)
     vals, mask = _scatter_values(arr, plan, value)
     if not mask.any():
         return
@@ -473,13 +523,35 @@ def fancy_set(arr, key, value, front=False, plan=None) -> None:
     else:
         parts = ((n, _point_index(plan, locs), (sel,) + odst)
                  for n, sel, locs, odst in _point_parts(arr, plan))
-    for n, idx, dst in parts:
+
+    def patch(n, idx, dst):
         m = mask[dst]
         if not m.any():
-            continue
+            return None
         chunk = arr._chunk_array(n)
         chunk[idx] = np.where(m, vals[dst], chunk[idx])
-        arr._schunk.update_chunk(n, arr._encode(chunk))
+        return arr._encode(chunk)
+
+    nthreads = arr._schunk.dparams.nthreads
+    if nthreads > 1:                  # chunks patched in parallel, stored in order
+        pool, window = _pool(nthreads), []
+        for n, idx, dst in parts:
+            window.append((n, pool.submit(patch, n, idx, dst)))
+            if len(window) > 2 * nthreads:
+                _store(arr, *window.pop(0))
+        for item in window:
+            _store(arr, *item)
+        return
+    for n, idx, dst in parts:
+        chunk = patch(n, idx, dst)
+        if chunk is not None:
+            arr._schunk.update_chunk(n, chunk)
+
+
+def _store(arr, n, future):
+    chunk = future.result()
+    if chunk is not None:
+        arr._schunk.update_chunk(n, chunk)
 
 
 # ---------------------------------------------------------------------------------------
