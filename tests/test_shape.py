@@ -174,25 +174,39 @@ def test_concat_unaligned_or_recompressed_goes_chunk_by_chunk(monkeypatch):
     assert slow == ["_fill_concat"] * 4
 
 
+def _no_fill(monkeypatch):
+    """Make the chunk-by-chunk path fail: what runs copies compressed chunks."""
+    def fail(*args):
+        raise AssertionError("chunk-by-chunk path ran")
+    monkeypatch.setattr(shp, "fill_from", fail)
+
+
 def test_stack_copies_chunks(monkeypatch):
     x = np.arange(60.0).reshape(6, 10)
     arrs = [ndpack.asarray(x + i, chunks=(4, 5), blocks=(2, 5)) for i in range(3)]
-    decoded = []
-    monkeypatch.setattr(ndpack.NDArray, "_chunk_array",
-                        lambda self, n: decoded.append(n))
+    _no_fill(monkeypatch)
     s = ndpack.stack(arrs, axis=1)
-    assert not decoded and s.chunks == (4, 1, 5) and s.blocks == (2, 1, 5)
+    assert s.chunks == (4, 1, 5) and s.blocks == (2, 1, 5)
+    s0 = ndpack.stack(arrs[:2], axis=0)
     monkeypatch.undo()
     _check(s, np.stack([x, x + 1, x + 2], axis=1))
+    _check(s0, np.stack([x, x + 1]))
+    with pytest.raises(AssertionError, match="chunk-by-chunk"):   # the spy works
+        _no_fill(monkeypatch)
+        ndpack.stack([arrs[0], x])
 
 
-def test_expand_squeeze_copy_chunks():
+def test_expand_squeeze_copy_chunks(monkeypatch):
     a = ndpack.asarray(np.arange(30.0).reshape(5, 6), chunks=(2, 4), blocks=(1, 2))
+    _no_fill(monkeypatch)
     e = ndpack.expand_dims(a, (0, 2))
-    assert e.chunks == (1, 2, 1, 4)
-    assert [e.get_chunk(i) for i in range(6)] == [a.get_chunk(i) for i in range(6)]
     s = ndpack.squeeze(e)
+    monkeypatch.undo()
+    assert e.chunks == (1, 2, 1, 4) and e.blocks == (1, 1, 1, 2)
+    assert [e.get_chunk(i) for i in range(6)] == [a.get_chunk(i) for i in range(6)]
+    _check(e, np.arange(30.0).reshape(1, 5, 1, 6))
     assert s.chunks == (2, 4) and s.get_chunk(5) == a.get_chunk(5)
+    _check(s, np.arange(30.0).reshape(5, 6))
 
 
 def test_foreign_inputs(tmp_path):

@@ -86,10 +86,19 @@ def _layout(x, kwargs, chunks=None, blocks=None, cparams=True) -> dict:
     return kw
 
 
-def _same_layout(a, out) -> bool:
-    """Whether the compressed chunks of `a` can be stored in `out` as they are."""
-    return (isinstance(a, NDArray) and a.dtype == out.dtype and a.blocks == out.blocks
+def _same_layout(a, out, chunks=None, blocks=None) -> bool:
+    """Whether the compressed chunks of `a` can be stored in `out` as they are:
+    `chunks`/`blocks` are `a`'s in the output's dimensions (default: `a`'s own)."""
+    return (isinstance(a, NDArray) and a.dtype == out.dtype
+            and out.chunks == (a.chunks if chunks is None else chunks)
+            and out.blocks == (a.blocks if blocks is None else blocks)
             and a.schunk.cparams.typesize == out.schunk.cparams.typesize)
+
+
+def _append(out, chunk) -> None:
+    """Append a chunk copied from an NDArray of the same layout (already validated
+    there: no validation copy)."""
+    out.schunk._frame.append(chunk)
 
 
 def _cparams_agree(arrays, kwargs, out) -> bool:
@@ -152,7 +161,7 @@ def concat(arrays, /, axis=0, **kwargs) -> NDArray:
     kw = _layout(first, kwargs, getattr(first, "chunks", None), getattr(first, "blocks", None))
     out = create(tuple(shape), dtype, **kw)
     c = out.chunks[axis]
-    if (all(_same_layout(a, out) and a.chunks == out.chunks for a in arrays)
+    if (all(_same_layout(a, out) for a in arrays)
             and all(c and a.shape[axis] % c == 0 for a in arrays[:-1])
             and _cparams_agree(arrays, kwargs, out)):
         return _copy_concat(arrays, out, axis)
@@ -169,7 +178,7 @@ def _copy_concat(arrays, out, axis) -> NDArray:
         a, k = owner[coords[axis]]
         src = list(coords)
         src[axis] = k
-        out.schunk.append_chunk(a.get_chunk(a._chunk_number(src)))
+        _append(out, a.get_chunk(a._chunk_number(src)))
     return out
 
 
@@ -223,14 +232,13 @@ def stack(arrays, axis=0, **kwargs) -> NDArray:
         chunks = first.chunks[:axis] + (1,) + first.chunks[axis:]
         blocks = first.blocks[:axis] + (1,) + first.blocks[axis:]
     out = create(shape, dtype, **_layout(first, kwargs, chunks, blocks))
-    if (out.chunks[axis] == 1
-            and all(_same_layout(a, out) and a.chunks == out.chunks[:axis] + out.chunks[axis + 1:]
-                    for a in arrays)
+    if (out.chunks[axis] == 1 and out.blocks[axis] == 1
+            and all(isinstance(a, NDArray) and _same_layout(a, out, a.chunks[:axis] + (1,) + a.chunks[axis:],
+                                 a.blocks[:axis] + (1,) + a.blocks[axis:]) for a in arrays)
             and _cparams_agree(arrays, kwargs, out)):
         for coords in itertools.product(*[range(g) for g in out._grid]):
             a = arrays[coords[axis]]
-            out.schunk.append_chunk(a.get_chunk(a._chunk_number(coords[:axis] +
-                                                                coords[axis + 1:])))
+            _append(out, a.get_chunk(a._chunk_number(coords[:axis] + coords[axis + 1:])))
         return out
 
     def producer(region):
@@ -352,7 +360,7 @@ def moveaxis(arr, source, destination, **kwargs) -> NDArray:
 
 def _copy_chunks(arr, out) -> NDArray:
     for n in range(arr.schunk.nchunks):
-        out.schunk.append_chunk(arr.get_chunk(n))
+        _append(out, arr.get_chunk(n))
     return out
 
 
@@ -383,7 +391,7 @@ def expand_dims(arr, axis=0, **kwargs) -> NDArray:
     if isinstance(arr, NDArray):
         chunks, blocks = ins(arr.chunks, 1), ins(arr.blocks, 1)
     out = create(shape, arr.dtype, **_layout(arr, kwargs, chunks, blocks))
-    if _same_layout(arr, out) and out.chunks == chunks and _cparams_agree([arr], kwargs, out):
+    if _same_layout(arr, out, chunks, blocks) and _cparams_agree([arr], kwargs, out):
         return _copy_chunks(arr, out)
     return fill_from(out, lambda reg: _read(arr, tuple(reg[d] for d in old)).reshape(
         tuple(r.stop - r.start for r in reg)))
@@ -412,7 +420,7 @@ def squeeze(x, axis=None, **kwargs) -> NDArray:
         chunks = tuple(x.chunks[d] for d in keep)
         blocks = tuple(x.blocks[d] for d in keep)
     out = create(shape, x.dtype, **_layout(x, kwargs, chunks, blocks))
-    if (_same_layout(x, out) and out.chunks == chunks and _cparams_agree([x], kwargs, out)
+    if (_same_layout(x, out, chunks, blocks) and _cparams_agree([x], kwargs, out)
             and all(x.chunks[d] == 1 for d in drop)):
         return _copy_chunks(x, out)
 

@@ -1,0 +1,162 @@
+"""Shape operations: ndpack vs NumPy and python-blosc2 (issue 8, parts 3 and 4).
+
+1. concat and stack of 3 x (8000, 8000) float32 (``--quick``: (800, 800)) along
+   axis 0, LZ4 clevel 5 + shuffle:
+   * aligned: chunks (1000, 1000), blocks (100, 1000) — 8000 is a multiple of 1000, so
+     ndpack copies compressed chunks; python-blosc2 with its defaults (it keeps the
+     inputs' chunks but recompresses unless the output's cparams match) and with the
+     inputs' cparams passed explicitly (its own copy path);
+   * unaligned: chunks (1500, 1000) — written chunk by chunk.
+   NumPy: ``np.concatenate`` / ``np.stack`` of the uncompressed arrays.
+2. permute_dims of (8000, 8000) float64 (``--quick``: (1000, 1000)), chunks
+   (1000, 1000), blocks (100, 1000), LZ4 5, vs ``a.T.copy()`` and python-blosc2.
+3. reshape (8000, 8000) float32 -> (4000, 16000), flip along axis 0, roll by 1000
+   along axis 1, expand_dims + squeeze, vs the NumPy copies and python-blosc2 where it
+   has the function.
+
+Timings are the best of interleaved rounds; ratios are peer time / ndpack time
+(> 1: ndpack faster).  The machine is shared: numbers are indicative.
+
+    python benchmarks/bench_shape.py [--quick] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+import ndpack
+from timing import best_times, write_json
+
+try:
+    import blosc2
+except ImportError:
+    blosc2 = None
+
+
+def cparams(lib):
+    return lib.CParams(codec=lib.Codec.LZ4, clevel=5, filters=[lib.Filter.SHUFFLE],
+                       filters_meta=[0])
+
+
+def make_data(shape, dtype, seed) -> np.ndarray:
+    n = int(np.prod(shape))
+    x = np.sin(np.arange(n, dtype=np.float64) * 1e-4 + seed)
+    x += np.random.default_rng(seed).normal(0, 1e-4, n)
+    return x.astype(dtype).reshape(shape)
+
+
+def row(name, fns, reps, rows):
+    ts = best_times(list(fns.values()), reps, budget=10.0)
+    t = dict(zip(fns, ts))
+    nd = t["ndpack"]
+    cells = "  ".join(f"{k} {v * 1e3:8.1f} ms" for k, v in t.items())
+    ratios = "  ".join(f"{k}/nd {v / nd:6.2f}" for k, v in t.items() if k != "ndpack")
+    print(f"{name:<28} {cells}  | {ratios}", flush=True)
+    rows.append({"case": name, "ms": {k: v * 1e3 for k, v in t.items()},
+                 "ratio_vs_ndpack": {k: v / nd for k, v in t.items() if k != "ndpack"}})
+
+
+def _try(fn):
+    """fn if it runs (python-blosc2 lacks some forms), else None."""
+    try:
+        fn()
+        return fn
+    except Exception as exc:
+        print(f"  (blosc2: {type(exc).__name__}: {str(exc)[:70]})", file=sys.stderr)
+        return None
+
+
+def run_concat(quick, reps, rows):
+    n = 800 if quick else 8000
+    xs = [make_data((n, n), np.float32, s) for s in range(3)]
+    print(f"concat/stack: 3 x ({n}, {n}) float32 ({3 * xs[0].nbytes / 1e6:.0f} MB), LZ4 5")
+    for label, chunks in (("aligned", (n // 8, n // 8)), ("unaligned", (3 * n // 16, n // 8))):
+        blocks = (chunks[0] // 10, chunks[1])
+        nds = [ndpack.asarray(x, chunks=chunks, blocks=blocks, cparams=cparams(ndpack))
+               for x in xs]
+        out = ndpack.concat(nds)
+        assert np.array_equal(out[-5:], xs[-1][-5:])
+        fns = {"numpy": lambda: np.concatenate(xs), "ndpack": lambda: ndpack.concat(nds)}
+        if blosc2 is not None:
+            b2 = [blosc2.asarray(x, chunks=chunks, blocks=blocks, cparams=cparams(blosc2))
+                  for x in xs]
+            f = _try(lambda: blosc2.concat(b2))
+            if f:
+                fns["blosc2"] = f
+            f = _try(lambda: blosc2.concat(b2, cparams=cparams(blosc2)))
+            if f:
+                fns["blosc2-cp"] = f
+        row(f"concat {label} {chunks}", fns, reps, rows)
+        fns = {"numpy": lambda: np.stack(xs), "ndpack": lambda: ndpack.stack(nds)}
+        if blosc2 is not None:
+            f = _try(lambda: blosc2.stack(b2))
+            if f:
+                fns["blosc2"] = f
+        row(f"stack {label}", fns, reps, rows)
+
+
+def run_permute(quick, reps, rows):
+    n = 1000 if quick else 8000
+    x = make_data((n, n), np.float64, 7)
+    chunks, blocks = (n // 8, n // 8), (n // 80, n // 8)
+    a = ndpack.asarray(x, chunks=chunks, blocks=blocks, cparams=cparams(ndpack))
+    assert np.array_equal(ndpack.permute_dims(a)[:7], x.T[:7])
+    print(f"permute_dims: ({n}, {n}) float64 ({x.nbytes / 1e6:.0f} MB), chunks {chunks}, "
+          f"blocks {blocks}, LZ4 5")
+    fns = {"numpy": lambda: x.T.copy(), "ndpack": lambda: ndpack.permute_dims(a)}
+    if blosc2 is not None:
+        b = blosc2.asarray(x, chunks=chunks, blocks=blocks, cparams=cparams(blosc2))
+        f = _try(lambda: blosc2.permute_dims(b))
+        if f:
+            fns["blosc2"] = f
+    row("permute_dims", fns, reps, rows)
+
+
+def run_others(quick, reps, rows):
+    n = 800 if quick else 8000
+    x = make_data((n, n), np.float32, 3)
+    chunks, blocks = (n // 8, n // 8), (n // 80, n // 8)
+    a = ndpack.asarray(x, chunks=chunks, blocks=blocks, cparams=cparams(ndpack))
+    b = blosc2.asarray(x, chunks=chunks, blocks=blocks, cparams=cparams(blosc2)) \
+        if blosc2 is not None else None
+    print(f"others: ({n}, {n}) float32, chunks {chunks}, blocks {blocks}, LZ4 5")
+    new = (n // 2, 2 * n)
+    cases = [
+        ("reshape", lambda: x.reshape(new).copy(), lambda: ndpack.reshape(a, new),
+         lambda: blosc2.reshape(b, new)),
+        ("flip axis 0", lambda: np.flip(x, 0).copy(), lambda: ndpack.flip(a, 0), None),
+        ("roll 1000 axis 1", lambda: np.roll(x, 1000, 1), lambda: ndpack.roll(a, 1000, 1),
+         None),
+        ("expand_dims+squeeze", lambda: np.squeeze(np.expand_dims(x, 0)).copy(),
+         lambda: ndpack.squeeze(ndpack.expand_dims(a, 0), 0),
+         lambda: blosc2.squeeze(blosc2.expand_dims(b, 0), 0)),
+    ]
+    assert np.array_equal(ndpack.reshape(a, new)[-3:], x.reshape(new)[-3:])
+    for name, fnp, fnd, fb2 in cases:
+        fns = {"numpy": fnp, "ndpack": fnd}
+        if b is not None and fb2 is not None:
+            f = _try(fb2)
+            if f:
+                fns["blosc2"] = f
+        row(name, fns, reps, rows)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="small arrays, for CI")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--json", help="write the rows to this file")
+    args = p.parse_args(argv)
+    rows = []
+    run_concat(args.quick, args.reps, rows)
+    run_permute(args.quick, args.reps, rows)
+    run_others(args.quick, args.reps, rows)
+    write_json(args.json, rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
