@@ -31,6 +31,7 @@ from ndpack.engine import (LazyExpr, all, any, argmax, argmin, count_nonzero, cu
                            cumulative_sum, evaluate, lazyexpr, max, mean, min, prod, std, sum,
                            var)
 from ndpack.engine.persist import MissingOperandsError, open
+from ndpack.engine.udf import LazyUDF, lazyudf
 from ndpack.engine.shape import (broadcast_to, concat, expand_dims, flip, matrix_transpose,
                                  moveaxis, permute_dims, reshape, roll, squeeze, stack, take,
                                  take_along_axis)
@@ -45,7 +46,7 @@ __all__ = [
     "nthreads", "set_nthreads", "show_config",
     "NdpackError", "FormatError", "CodecError", "FilterError", "ParameterError",
     "CallbackError",
-    "SChunk", "open", "MissingOperandsError", "schunk_from_cframe", "remove_urlpath", "pack_array2", "unpack_array2",
+    "SChunk", "open", "MissingOperandsError", "LazyUDF", "lazyudf", "schunk_from_cframe", "remove_urlpath", "pack_array2", "unpack_array2",
     "save_array", "load_array", "pack_tensor", "unpack_tensor", "save_tensor", "load_tensor",
     "pack", "unpack",
     "NDArray", "compute_chunks_blocks", "empty", "zeros", "ones", "full", "nans", "uninit",

@@ -130,25 +130,8 @@ class LazyExpr:
     # ---- computing ---------------------------------------------------------------------
     def __getitem__(self, key) -> np.ndarray:
         """Compute only the selected region; returns NumPy."""
-        idx = ndindex.ndindex(key).expand(self.shape)
-        box, rest, d = [], [], 0
-        for i in idx.args:
-            if isinstance(i, ndindex.Newaxis):
-                rest.append(None)
-                continue
-            n = self.shape[d]
-            d += 1
-            if isinstance(i, ndindex.Integer):
-                box.append(slice(i.raw, i.raw + 1))
-                rest.append(0)
-            elif isinstance(i, ndindex.Slice):
-                lo, hi = _bounds(i, n)
-                box.append(slice(lo, hi))
-                rest.append(_relative(i, lo))
-            else:
-                raise TypeError(f"{type(i).__name__} keys are not supported on expressions "
-                                "yet; compute() first, or use integers and slices")
-        return self._compute_box(tuple(box))[tuple(rest)]
+        box, rest = key_box(key, self.shape)
+        return self._compute_box(box)[rest]
 
     def _compute_box(self, box: tuple) -> np.ndarray:
         shape = tuple(s.stop - s.start for s in box)
@@ -263,6 +246,31 @@ def _prepare(node: Node) -> Node:
     are replaced by their results."""
     from ndpack.engine.reductions import materialize
     return materialize(node)
+
+
+def key_box(key, shape: tuple) -> tuple:
+    """``(box, rest)`` for a basic index `key` on `shape`: the smallest box of step-1
+    slices holding every selected element, and the key that picks them from the box
+    (so ``full[key] == full[box][rest]``)."""
+    idx = ndindex.ndindex(key).expand(shape)
+    box, rest, d = [], [], 0
+    for i in idx.args:
+        if isinstance(i, ndindex.Newaxis):
+            rest.append(None)
+            continue
+        n = shape[d]
+        d += 1
+        if isinstance(i, ndindex.Integer):
+            box.append(slice(i.raw, i.raw + 1))
+            rest.append(0)
+        elif isinstance(i, ndindex.Slice):
+            lo, hi = _bounds(i, n)
+            box.append(slice(lo, hi))
+            rest.append(_relative(i, lo))
+        else:
+            raise TypeError(f"{type(i).__name__} keys are not supported on expressions "
+                            "yet; compute() first, or use integers and slices")
+    return tuple(box), tuple(rest)
 
 
 def _bounds(s, n):

@@ -217,14 +217,27 @@ def open(urlpath, mode: str = "r", offset: int = 0, trust_code: bool = False,  #
         return _rebuild(urlpath, payload.get("expression"), ops, trust_code)
     if "LazyArray" in meta:
         legacy = obj.vlmeta["_LazyArray"]
+        if not isinstance(legacy, dict):
+            raise FormatError(f"{urlpath!r}: malformed saved expression")
         if obj.schunk.meta["LazyArray"] != _LEGACY_EXPR:
             if not trust_code:
                 raise PermissionError(f"{urlpath!r} holds a saved user function; opening it "
                                       "runs its code: pass trust_code=True if you trust it")
-            raise ParameterError(f"{urlpath!r}: saved user functions are not supported yet")
+            from ndpack.engine.udf import open_udf
+            return open_udf(obj, urlpath, legacy,
+                            lambda name, rel: _operand(urlpath, name, rel, trust_code))
         return _rebuild(urlpath, legacy.get("expression"), legacy.get("operands", {}),
                         trust_code)
     return obj
+
+
+def _operand(urlpath, name, rel, trust_code):
+    if not isinstance(rel, str):
+        raise FormatError(f"{urlpath!r}: operand {name!r} has no urlpath")
+    path = os.path.join(os.path.dirname(os.path.abspath(os.fspath(urlpath))), rel)
+    if not os.path.exists(path):
+        raise MissingOperandsError(f"<saved function in {urlpath}>", {name: path})
+    return open(path, trust_code=trust_code)
 
 
 def _rebuild(urlpath, text, operands: dict, trust_code: bool):
