@@ -134,3 +134,29 @@ def test_malformed_carrier(tmp_path):
              {"b2o": {"kind": "lazyexpr", "version": 1, "expression": 3, "operands": {}}})
     with pytest.raises(ndpack.FormatError, match="malformed"):
         ndpack.open(tmp_path / "bad2.b2nd")
+
+
+def test_dynamic_shapes_in_memory_and_after_reopening(tmp_path):
+    x, y = np.arange(12.0).reshape(3, 4), np.ones((3, 4))
+    a = ndpack.asarray(x, chunks=(2, 2), urlpath=tmp_path / "a.b2nd", mode="w")
+    b = ndpack.asarray(y, chunks=(2, 2), urlpath=tmp_path / "b.b2nd", mode="w")
+    e = ndpack.lazyexpr("sum(a, axis=0) + b * 2", operands={"a": a, "b": b})
+    e.save(tmp_path / "e.b2nd")
+    w = ndpack.lazyexpr("v + 1", operands={"v": ndpack.lazyexpr("e[1:, ::2]",
+                                                               operands={"e": e})})
+    assert e.shape == (3, 4) and w.shape == (2, 2)          # w: a view of e, in a string
+    a.resize((5, 6))
+    a[3:, :] = 7
+    a[:, 4:] = -1
+    b.resize((5, 6))
+    b[:, 4:] = 3
+    x2, y2 = a[()], b[()]
+    want = x2.sum(axis=0) + y2 * 2
+    assert e.shape == (5, 6)                    # no stale shape in memory
+    np.testing.assert_allclose(e[()], want)
+    np.testing.assert_allclose(w[()], want[1:, ::2] + 1)
+    np.testing.assert_allclose(e.compute()[()], want)
+    back = ndpack.open(tmp_path / "e.b2nd")    # the carrier still says (3, 4)
+    assert back.shape == (5, 6)
+    np.testing.assert_allclose(back[2:, 1], want[2:, 1])
+    np.testing.assert_allclose(ndpack.sum(back, axis=1), want.sum(axis=1))

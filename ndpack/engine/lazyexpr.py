@@ -29,6 +29,7 @@ from ndpack.engine.aligned import aligned_operands, compute_aligned, layout_of, 
 from ndpack.engine.evaluate import plan_regions, region_values, regions
 from ndpack.engine.functions import FUNCTIONS
 from ndpack.engine.parse import parse
+from ndpack.engine.refresh import rebuild, signature
 from ndpack.engine.tree import Apply, Constant, Node, Operand, operands_of
 from ndpack.errors import ParameterError
 from ndpack.storage.constructors import fill_from
@@ -61,7 +62,17 @@ class LazyExpr:
     __array_priority__ = 100
 
     def __init__(self, node: Node):
-        self.node = node
+        self._node = node
+        self._sig = signature(node)
+
+    @property
+    def node(self) -> Node:
+        """The tree, rebuilt first when an operand changed shape since it was built
+        (an expression never keeps a stale shape; see :mod:`ndpack.engine.refresh`)."""
+        sig = signature(self._node)
+        if sig != self._sig:
+            self._node, self._sig = rebuild(self._node), sig
+        return self._node
 
     # ---- metadata without computing ---------------------------------------------------
     @property
