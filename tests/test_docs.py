@@ -1,6 +1,7 @@
 """The Python examples in README.md and docs/*.md run (each file in one namespace, in a
 temporary working directory)."""
 
+import linecache
 import os
 import pathlib
 import re
@@ -19,6 +20,8 @@ def _blocks(path):
 def test_markdown_examples_run(path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     namespace = {"__name__": "__docs__"}
-    for code in _blocks(path):
-        exec(compile(code, str(path), "exec"), namespace)   # our own docs, not user input
+    for i, code in enumerate(_blocks(path)):
+        name = f"<{path.name} example {i}>"            # inspect.getsource finds functions
+        linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+        exec(compile(code, name, "exec"), namespace)    # our own docs, not user input
     assert os.getcwd() == str(tmp_path)
