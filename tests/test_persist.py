@@ -160,3 +160,36 @@ def test_dynamic_shapes_in_memory_and_after_reopening(tmp_path):
     assert back.shape == (5, 6)
     np.testing.assert_allclose(back[2:, 1], want[2:, 1])
     np.testing.assert_allclose(ndpack.sum(back, axis=1), want.sum(axis=1))
+
+
+@pytest.mark.parametrize("ndim", [1, 2, 3, 4])
+def test_save_open_resize_cycles(tmp_path, ndim):
+    rng = np.random.default_rng(ndim)
+    shape = (6, 5, 4, 3)[:ndim]
+    chunks = tuple(max(1, s // 2) for s in shape)
+    a = ndpack.asarray(rng.normal(size=shape), chunks=chunks, urlpath=tmp_path / "a.b2nd",
+                       mode="w")
+    b = ndpack.asarray(rng.normal(size=shape), chunks=chunks, urlpath=tmp_path / "b.b2nd",
+                       mode="w")
+    text = "a * 2 + mean(b) - sum(b, axis=0)"
+    ndpack.lazyexpr(text, operands={"a": a, "b": b}).save(tmp_path / "e.b2nd")
+    for step, new in enumerate([tuple(s + 2 for s in shape),
+                                (shape[0] + 3,) + tuple(max(1, s - 1) for s in shape[1:])]):
+        for arr in (a, b):
+            old = arr.shape
+            arr.resize(new)
+            grown = tuple(slice(0, min(o, n)) for o, n in zip(old, new))
+            fresh = rng.normal(size=new)
+            fresh[grown] = arr[grown]
+            arr[...] = fresh
+        x, y = a[()], b[()]
+        want = x * 2 + y.mean() - y.sum(axis=0)
+        e = ndpack.open(tmp_path / "e.b2nd")
+        assert e.shape == new
+        np.testing.assert_allclose(e[()], want, rtol=1e-12)
+        np.testing.assert_allclose(e.compute()[()], want, rtol=1e-12)
+        key = tuple(slice(1, None, 2) for _ in new)
+        np.testing.assert_allclose(e[key], want[key], rtol=1e-12)
+        if step == 0 and ndim == 2:
+            theirs = blosc2.open(str(tmp_path / "e.b2nd"), deserialize="full")
+            np.testing.assert_allclose(theirs[()], want, rtol=1e-12)
