@@ -132,7 +132,9 @@ class _Moments:
 
     def partial(self, data, w, region):
         n = self._count(w, data.shape)
-        kw = {"axis": self.axes, "keepdims": True, "where": True if w is None else w}
+        kw = {"axis": self.axes, "keepdims": True}
+        if w is not None:                      # (where=True would take a slower loop)
+            kw["where"] = w
         s = np.sum(data, dtype=self.acc, **kw)
         if self.mean_only:
             return n, s
@@ -273,18 +275,19 @@ def _chunks_of(a, shape):
     return None
 
 
-def _source(arg: Node, flat: bool = False):
+def _source(arg: Node, flat: bool = False, min_rows: int = 1):
     """``(grid, read)``: the region shape, and ``read(region) -> (parallel, parts)``
     where each part is ``(subregion, thunk)`` and ``thunk() -> (values, is_special)``;
     `parallel` parts may run on worker threads.  `flat`: every axis is reduced and
-    the order of the elements does not matter (values may come in stored order)."""
+    the order of the elements does not matter (values may come in stored order).
+    `min_rows`: fewest leading indices per part of a chunk."""
     shape, itemsize = arg.shape, builtins.max(arg.dtype.itemsize, 1)
     if isinstance(arg, Operand):
         a = arg.array
         chunks = _chunks_of(a, shape)
         if isinstance(a, NDArray) and chunks and \
                 math.prod(chunks) * itemsize >= _CHUNK_MIN_BYTES:
-            return chunks, _chunk_reader(a, flat)
+            return chunks, _chunk_reader(a, flat, min_rows)
         grid = _grow(chunks, shape, itemsize) if chunks else _slabs(shape, itemsize)
         return grid, _plain_reader(a)
     from ndpack.engine.tree import operands_of
@@ -305,7 +308,7 @@ def _plain_reader(a):
     return read
 
 
-def _chunk_reader(a: NDArray, flat: bool = False):
+def _chunk_reader(a: NDArray, flat: bool = False, min_rows: int = 1):
     """Chunk by chunk; special chunks come back as their scalar, undecoded.  With the
     stored-order API and C-order blocks, a chunk is cut into groups of rows of about
     _GROUP_BYTES that worker threads decode (one C thread each) into their own buffers
@@ -317,7 +320,8 @@ def _chunk_reader(a: NDArray, flat: bool = False):
     grouped = hasattr(a, "special_value") and getattr(a, "stored_c_order", False) and \
         a.stored_elements * a.dtype.itemsize >= 8 * _GROUP_BYTES
     row = math.prod(ext[1:]) * a.dtype.itemsize            # bytes of one leading index
-    step = builtins.max(1, _GROUP_BYTES // builtins.max(row * a.blocks[0], 1)) * a.blocks[0]
+    step = builtins.max(min_rows, _GROUP_BYTES // builtins.max(row * a.blocks[0], 1))
+    step = -(-step // a.blocks[0]) * a.blocks[0]
     blocks_per_row = math.prod(ext[1:]) // per_block if a.blocks[0] == 1 else None
     local = threading.local()
 
@@ -463,7 +467,11 @@ def compute_reduction(red: Reduce) -> np.ndarray:
         return res.astype(red.dtype, copy=False).reshape(red.shape)
     flat = len(red.axis) == len(shape) and red.op not in ("argmin", "argmax") and \
         where is None
-    grid, read = _source(arg, flat)
+    # moments merge a tile-sized partial per part: reducing the leading axis, make
+    # parts of several rows so that there are fewer merges
+    min_rows = 16 if red.op in ("std", "var", "mean") and 0 in red.axis and \
+        len(red.axis) < len(shape) else 1
+    grid, read = _source(arg, flat, min_rows)
     reducer = _reducer(red, arg)
     raxes = set(red.axis)
     kept = [d for d in range(len(shape)) if d not in raxes]
