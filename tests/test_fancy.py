@@ -285,6 +285,15 @@ def test_special_chunks_and_threads():
     np.testing.assert_array_equal(f[[0, 29, 15], :3], np.full((3, 3), 2.5))
     with plan("points"):
         np.testing.assert_array_equal(f[[0, 29, 15], [1, 2, 3]], np.full(3, 2.5))
+    for nthreads in (1, 2):                     # writes: in order, or patched in parallel
+        x = np.arange(900.0).reshape(30, 30)
+        b = ndpack.asarray(x, chunks=(7, 7), blocks=(3, 7), dparams={"nthreads": nthreads})
+        row = np.arange(0, 30, 2)
+        b[row, row[::-1]] = -row
+        x[row, row[::-1]] = -row
+        b[x > 800] = 0
+        x[x > 800] = 0
+        np.testing.assert_array_equal(b[:], x)
 
 
 def test_keys_of_other_kinds():

@@ -179,6 +179,7 @@ def _no_fill(monkeypatch):
     def fail(*args):
         raise AssertionError("chunk-by-chunk path ran")
     monkeypatch.setattr(shp, "fill_from", fail)
+    monkeypatch.setattr(shp, "_fill", fail)
 
 
 def test_stack_copies_chunks(monkeypatch):
@@ -237,6 +238,11 @@ def test_storage_keywords(tmp_path):
                             cparams=ndpack.CParams(clevel=1))
     assert p.chunks == (2, 10) and p.urlpath == str(tmp_path / "p.b2nd")
     _check(ndpack.open(tmp_path / "p.b2nd"), x.T)
+    for nthreads in (1, 2):                     # chunks written in order, or by workers
+        f = ndpack.flip(a, 0, chunks=(3, 4), dparams={"nthreads": nthreads})
+        assert f.dparams.nthreads == nthreads
+        _check(f, x[::-1])
+        _check(ndpack.permute_dims(a, dparams={"nthreads": nthreads}), x.T)
     r = ndpack.reshape(a, (4, 25), chunks=(3, 7), blocks=(1, 7))
     assert r.chunks == (3, 7)
     _check(r, x.reshape(4, 25))

@@ -111,6 +111,37 @@ def _cparams_agree(arrays, kwargs, out) -> bool:
                for a in arrays)
 
 
+def _fill(out, producer) -> NDArray:
+    """:func:`fill_from` with chunks read, assembled and compressed on worker threads
+    (``dparams.nthreads`` of them, at most 4), appended in order; a window of
+    ``2 * nthreads`` chunks is in flight, so memory stays bounded."""
+    nthreads = max(1, min(out.dparams.nthreads, 4))
+    if nthreads == 1 or out._nchunks < 2:
+        return fill_from(out, producer)
+    ext = out._ext_chunks
+
+    def one(coords):
+        region = out._chunk_region(coords)
+        data = np.asarray(producer(region), dtype=out.dtype)
+        if data.shape != ext:
+            buf = np.zeros(ext, out.dtype)
+            buf[tuple(slice(0, r.stop - r.start) for r in region)] = data
+            data = buf
+        return out._encode(data)
+
+    out.schunk._check_writable()
+    frame = out.schunk._frame
+    with concurrent.futures.ThreadPoolExecutor(nthreads) as pool:
+        window = []
+        for coords in itertools.product(*[range(g) for g in out._grid]):
+            window.append(pool.submit(one, coords))
+            if len(window) > 2 * nthreads:
+                frame.append(window.pop(0).result())
+        for f in window:
+            frame.append(f.result())
+    return out
+
+
 # ---------------------------------------------------------------------------------------
 # concat and stack
 
@@ -197,7 +228,7 @@ def _fill_concat(arrays, out, axis) -> NDArray:
             pieces.append(_read(a, tuple(key)).astype(out.dtype, copy=False))
         return pieces[0] if len(pieces) == 1 else np.concatenate(pieces, axis=axis)
 
-    return fill_from(out, producer)
+    return _fill(out, producer)
 
 
 def stack(arrays, axis=0, **kwargs) -> NDArray:
@@ -246,7 +277,7 @@ def stack(arrays, axis=0, **kwargs) -> NDArray:
         return np.stack([_read(arrays[i], rest).astype(dtype, copy=False)
                          for i in range(region[axis].start, region[axis].stop)], axis=axis)
 
-    return fill_from(out, producer)
+    return _fill(out, producer)
 
 
 # ---------------------------------------------------------------------------------------
@@ -287,7 +318,7 @@ def permute_dims(arr, axes=None, **kwargs) -> NDArray:
     def producer(region):
         return _read(arr, tuple(region[i] for i in inv)).transpose(axes)
 
-    return fill_from(out, producer)
+    return _fill(out, producer)
 
 
 def _permute_chunks(arr, out, axes) -> NDArray:
@@ -301,7 +332,7 @@ def _permute_chunks(arr, out, axes) -> NDArray:
             src[a] = int(coords[j])
         return out._encode(arr._chunk_array(arr._chunk_number(src)).transpose(axes))
 
-    nthreads = max(1, min(arr.dparams.nthreads, 4))
+    nthreads = max(1, min(out.dparams.nthreads, 4))
     frame = out.schunk._frame
     if nthreads == 1 or out._nchunks < 2:
         for n in range(out._nchunks):
@@ -393,7 +424,7 @@ def expand_dims(arr, axis=0, **kwargs) -> NDArray:
     out = create(shape, arr.dtype, **_layout(arr, kwargs, chunks, blocks))
     if _same_layout(arr, out, chunks, blocks) and _cparams_agree([arr], kwargs, out):
         return _copy_chunks(arr, out)
-    return fill_from(out, lambda reg: _read(arr, tuple(reg[d] for d in old)).reshape(
+    return _fill(out, lambda reg: _read(arr, tuple(reg[d] for d in old)).reshape(
         tuple(r.stop - r.start for r in reg)))
 
 
@@ -429,7 +460,7 @@ def squeeze(x, axis=None, **kwargs) -> NDArray:
         key = tuple(0 if d in drop else next(it) for d in range(nd))
         return _read(x, key)
 
-    return fill_from(out, producer)
+    return _fill(out, producer)
 
 
 def broadcast_to(arr, shape, **kwargs) -> NDArray:
@@ -460,7 +491,7 @@ def broadcast_to(arr, shape, **kwargs) -> NDArray:
         key = tuple(slice(0, 1) if s == 1 else r for s, r in zip(src, reg[lead:]))
         return np.broadcast_to(_read(arr, key), tuple(r.stop - r.start for r in reg))
 
-    return fill_from(out, producer)
+    return _fill(out, producer)
 
 
 # ---------------------------------------------------------------------------------------
@@ -573,7 +604,7 @@ def flip(x, axis=None, **kwargs) -> NDArray:
                     for d, r in enumerate(reg))
         return np.flip(_read(x, key), axes)
 
-    return fill_from(out, producer)
+    return _fill(out, producer)
 
 
 def roll(x, shift, axis=None, **kwargs) -> NDArray:
@@ -620,7 +651,7 @@ def roll(x, shift, axis=None, **kwargs) -> NDArray:
             res[tuple(c[1] for c in combo)] = _read(x, tuple(c[0] for c in combo))
         return res
 
-    return fill_from(out, producer)
+    return _fill(out, producer)
 
 
 # ---------------------------------------------------------------------------------------
