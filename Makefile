@@ -56,5 +56,10 @@ bench-quick:
 	$(PYTHON) benchmarks/bench_expr.py --quick
 	$(PYTHON) benchmarks/bench_ndarray.py --quick
 
+# Install what is missing, build, and run the main job with a short report.
+demo:
+	@$(PYTHON) -c "import ndpack" 2>/dev/null || $(MAKE) install
+	$(PYTHON) -m ndpack.demo
+
 clean:
 	rm -rf build .mesonpy-* *.egg-info

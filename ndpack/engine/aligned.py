@@ -153,7 +153,7 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target):
             yield n, dst
 
 
-def compute_aligned(node: Node, ops: list, out: NDArray) -> NDArray:
+def compute_aligned(node: Node, ops: list, out: NDArray, tick=None) -> NDArray:
     """Write every chunk of `out` (same layout as `ops`; empty, or full to overwrite).
 
     Chunk `n` is compressed and stored by a writer thread while the workers compute
@@ -171,20 +171,24 @@ def compute_aligned(node: Node, ops: list, out: NDArray) -> NDArray:
         return buffers[k]
 
     stores = writer()
+    tick = tick or (lambda: None)
     if on_engine_thread():                 # nested: never wait on our own writer
         for n, values in _chunk_results(node, ops, out.dtype, None):
             out.write_stored(n, values)
+            tick()
         return out
     last = None
     try:
         for n, values in _chunk_results(node, ops, out.dtype, target):
             if last is not None:
                 last.result()              # chunks are stored in order
+                tick()
             last = stores.submit(out.write_stored, n, values)
             if values.ndim:
                 writing[n % 2] = last
         if last is not None:
             last.result()
+            tick()
     finally:
         for job in writing + [last]:       # never leave a write running on an error
             if job is not None:

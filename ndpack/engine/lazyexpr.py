@@ -17,6 +17,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
@@ -168,17 +169,20 @@ class LazyExpr:
         return res if dtype is None else res.astype(dtype)
 
     def compute(self, urlpath=None, mode="w", chunks=None, blocks=None, cparams=None,
-                dparams=None, **kwargs) -> NDArray:
+                dparams=None, progress=False, **kwargs) -> NDArray:
         """Compute into a new NDArray, one output chunk at a time.
 
         Parameters
         ----------
         urlpath : str, optional
             Write the result to this file.  It appears under that name only when
-            complete: a failure leaves no half-written file behind.
+            complete: a failure (Ctrl-C included) leaves no half-written file behind.
         chunks, blocks, cparams, dparams, mode, **kwargs
             Storage of the result (defaults: the chunks of the first NDArray operand of
             the same shape, else ``compute_chunks_blocks``).
+        progress : bool
+            Show a progress bar (chunks done, throughput, ETA; needs tqdm) when the work
+            takes more than a second.
         """
         node = _prepare(self.node)
         if chunks is None and blocks is None:
@@ -186,7 +190,7 @@ class LazyExpr:
         if urlpath is None:
             out = create(self.shape, self.dtype, chunks=chunks, blocks=blocks,
                          cparams=cparams, dparams=dparams, **kwargs)
-            return self._fill(node, out)
+            return self._fill(node, out, progress)
         final = os.fspath(urlpath)
         if mode not in ("w", "a"):
             raise ParameterError(f"mode must be 'w' or 'a' to write a result, not {mode!r}")
@@ -197,7 +201,7 @@ class LazyExpr:
         try:
             out = create(self.shape, self.dtype, chunks=chunks, blocks=blocks,
                          cparams=cparams, dparams=dparams, urlpath=target, mode="w", **kwargs)
-            self._fill(node, out)
+            self._fill(node, out, progress)
             out.schunk.close()
             del out
             remove_urlpath(final)
@@ -208,20 +212,38 @@ class LazyExpr:
         return open_frame(final, mode="a")
 
 
-    def _fill(self, node, out: NDArray) -> NDArray:
+    def _fill(self, node, out: NDArray, progress=False) -> NDArray:
         """Every chunk of the new (empty) `out`, in order."""
-        ops = aligned_operands(node, self.shape, out.chunks, out.blocks)
-        if ops is not None:
-            return compute_aligned(node, ops, out)
         nchunks = math.prod(-(-s // c) if c else 0 for s, c in zip(out.shape, out.chunks))
-        ordered = [out.chunk_region(n) for n in range(nchunks)]
-        feed = self._values(node, ordered)
+        with _progress_bar(progress, nchunks, out.stored_elements * out.dtype.itemsize) as tick:
+            ops = aligned_operands(node, self.shape, out.chunks, out.blocks)
+            if ops is not None:
+                return compute_aligned(node, ops, out, tick)
+            ordered = [out.chunk_region(n) for n in range(nchunks)]
+            feed = self._values(node, ordered)
 
-        def producer(region):
-            got, values = next(feed)
-            assert got == region, (got, region)       # fill_from's order is C order
-            return values
-        return fill_from(out, producer)
+            def producer(region):
+                got, values = next(feed)
+                assert got == region, (got, region)       # fill_from's order is C order
+                tick()
+                return values
+            return fill_from(out, producer)
+
+
+@contextlib.contextmanager
+def _progress_bar(enabled: bool, nchunks: int, chunk_bytes: int):
+    """A ``tick()`` per finished chunk: a tqdm bar (shown after one second) when
+    `enabled`, else a no-op."""
+    if not enabled:
+        yield lambda: None
+        return
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        raise ImportError("progress=True needs tqdm (pip install tqdm)") from None
+    with tqdm(total=nchunks, unit="chunk", delay=1.0, dynamic_ncols=True,
+              postfix=f"{chunk_bytes / 2**20:.0f} MiB/chunk") as bar:
+        yield lambda: bar.update(1)
 
 
 def _span(region: tuple) -> tuple:

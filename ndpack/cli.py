@@ -1,0 +1,216 @@
+"""The ``ndpack`` command: inspect, convert and compute on Blosc2 files.
+
+    ndpack info PATH [--json]               what a file holds (array, frame, saved expression)
+    ndpack compress IN OUT [--codec --clevel --filter --chunksize]
+    ndpack decompress IN OUT                .b2nd/.b2frame -> .npy (or raw bytes)
+    ndpack eval EXPR NAME=PATH... -o OUT    evaluate an expression over files, with progress
+    ndpack bench                            the quick benchmark suite
+
+``compress`` reads ``.npy`` files (streamed through a memory map, chunk by chunk) or
+any other file as raw bytes; ``decompress`` writes ``.npy`` for arrays.  Errors go to
+stderr with exit status 1 (2 for bad usage, as argparse does); Ctrl-C exits with 130
+and leaves no partial output under the target name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from ndpack.codecs import Codec, Filter
+from ndpack.engine.lazyexpr import LazyExpr, lazyexpr
+from ndpack.engine.persist import open as nd_open
+from ndpack.errors import NdpackError
+from ndpack.storage.constructors import asarray
+from ndpack.storage.ndarray import NDArray
+from ndpack.storage.schunk import SChunk, remove_urlpath
+
+__all__ = ["main"]
+
+
+def _describe(obj, path) -> dict:
+    if isinstance(obj, LazyExpr):
+        return {"path": path, "kind": "saved expression", "shape": list(obj.shape),
+                "dtype": str(obj.dtype), "expression": repr(obj.node),
+                "operands": {k: getattr(v, "urlpath", None) for k, v in obj.operands.items()}}
+    if hasattr(obj, "func") and hasattr(obj, "chunks"):          # a saved LazyUDF
+        return {"path": path, "kind": "saved user function", "shape": list(obj.shape),
+                "dtype": str(obj.dtype)}
+    schunk = obj.schunk if isinstance(obj, NDArray) else obj
+    cp = schunk.cparams
+    out = {"path": path, "kind": "NDArray" if isinstance(obj, NDArray) else "SChunk",
+           "nbytes": int(schunk.nbytes), "cbytes": int(schunk.cbytes),
+           "cratio": round(float(schunk.cratio), 3), "nchunks": int(schunk.nchunks),
+           "chunksize": int(schunk.chunksize), "typesize": int(schunk.typesize),
+           "codec": Codec(cp.codec).name, "clevel": int(cp.clevel),
+           "filters": [Filter(f).name for f in cp.filters if f],
+           "contiguous": bool(schunk.contiguous),
+           "metalayers": sorted(schunk.meta), "vlmeta": _plain(dict(schunk.vlmeta))}
+    if isinstance(obj, NDArray):
+        out.update(shape=list(obj.shape), dtype=str(obj.dtype), chunks=list(obj.chunks),
+                   blocks=list(obj.blocks))
+    return out
+
+
+def _plain(v):
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, (np.generic, np.ndarray)):
+        return v.tolist()
+    if isinstance(v, bytes):
+        return v.hex()
+    return v if isinstance(v, (str, int, float, bool, type(None))) else repr(v)
+
+
+def cmd_info(args) -> int:
+    obj = nd_open(args.path, mode="r")
+    info = _describe(obj, args.path)
+    if args.json:
+        print(json.dumps(info, indent=1))
+    else:
+        width = max(len(k) for k in info)
+        for k, v in info.items():
+            print(f"{k:<{width}}  {v}")
+    return 0
+
+
+def _cparams(args) -> dict:
+    cp = {"codec": Codec[args.codec.upper()], "clevel": args.clevel}
+    if args.filter:
+        cp["filters"] = [Filter[args.filter.upper()]]
+        cp["filters_meta"] = [0]
+    return cp
+
+
+def _temp(final: str) -> str:
+    head, tail = os.path.split(os.path.abspath(final))
+    return os.path.join(head, f".{tail}.{os.getpid()}.part")
+
+
+def cmd_compress(args) -> int:
+    tmp = _temp(args.output)
+    try:
+        if args.input.endswith(".npy"):
+            src = np.load(args.input, mmap_mode="r")       # streamed: chunk by chunk
+            asarray(src, cparams=_cparams(args), urlpath=tmp, mode="w")
+        else:
+            cp = _cparams(args)
+            s = SChunk(chunksize=args.chunksize, cparams=cp, urlpath=tmp, mode="w")
+            with open(args.input, "rb") as f:
+                while block := f.read(args.chunksize):
+                    s.append_data(block)
+            s.vlmeta["ndpack:file"] = {"name": os.path.basename(args.input)}
+            s.close()
+        remove_urlpath(args.output)
+        os.replace(tmp, args.output)
+    except BaseException:
+        remove_urlpath(tmp)
+        raise
+    return 0
+
+
+def cmd_decompress(args) -> int:
+    obj = nd_open(args.input, mode="r")
+    if isinstance(obj, LazyExpr):
+        obj = obj.compute()
+    tmp = _temp(args.output)
+    try:
+        if isinstance(obj, NDArray):
+            out = np.lib.format.open_memmap(tmp, mode="w+", dtype=obj.dtype, shape=obj.shape)
+            for n in range(obj.schunk.nchunks):            # one chunk in memory at a time
+                region = obj.chunk_region(n)
+                out[region] = obj[region]
+            out.flush()
+            del out
+        else:
+            with open(tmp, "wb") as f:
+                for n in range(obj.nchunks):
+                    f.write(obj.decompress_chunk(n))
+        os.replace(tmp, args.output)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    return 0
+
+
+def cmd_eval(args) -> int:
+    operands = {}
+    for item in args.operands:
+        name, sep, path = item.partition("=")
+        if not sep or not name.isidentifier():
+            raise SystemExit(f"ndpack eval: operand {item!r} is not NAME=PATH")
+        operands[name] = nd_open(path, mode="r")
+    expr = lazyexpr(args.expression, operands=operands)
+    kwargs = {"cparams": _cparams(args)} if args.codec else {}
+    expr.compute(urlpath=args.output, progress=not args.quiet, **kwargs)
+    return 0
+
+
+def cmd_bench(args) -> int:
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "benchmarks")
+    if not os.path.isdir(root):
+        raise SystemExit("ndpack bench: the benchmarks/ folder of a source checkout is needed")
+    status = 0
+    for name in sorted(os.listdir(root)):
+        if name.startswith("bench_") and name.endswith(".py"):
+            print(f"== {name}", flush=True)
+            status |= subprocess.call([sys.executable, name, "--quick"], cwd=root)
+    return status
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ndpack", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    q = sub.add_parser("info", help="describe a .b2nd/.b2frame/sparse frame/saved expression")
+    q.add_argument("path")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(run=cmd_info)
+    for name, run in (("compress", cmd_compress), ("decompress", cmd_decompress)):
+        q = sub.add_parser(name, help=f"{name} a file")
+        q.add_argument("input")
+        q.add_argument("output")
+        if name == "compress":
+            q.add_argument("--codec", default="zstd", choices=[c.name.lower() for c in Codec])
+            q.add_argument("--clevel", type=int, default=5)
+            q.add_argument("--filter", choices=[f.name.lower() for f in Filter])
+            q.add_argument("--chunksize", type=int, default=8 * 2**20,
+                           help="bytes per chunk for raw files (default 8 MiB)")
+        q.set_defaults(run=run)
+    q = sub.add_parser("eval", help="evaluate an expression over files into a .b2nd file")
+    q.add_argument("expression")
+    q.add_argument("operands", nargs="+", metavar="NAME=PATH")
+    q.add_argument("-o", "--output", required=True)
+    q.add_argument("--codec", choices=[c.name.lower() for c in Codec])
+    q.add_argument("--clevel", type=int, default=5)
+    q.add_argument("--filter", choices=[f.name.lower() for f in Filter])
+    q.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    q.set_defaults(run=cmd_eval)
+    q = sub.add_parser("bench", help="run the quick benchmark suite")
+    q.set_defaults(run=cmd_bench)
+    return p
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``ndpack`` command; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:
+        print("ndpack: interrupted", file=sys.stderr)
+        return 130
+    except (NdpackError, OSError, ValueError, TypeError) as exc:
+        print(f"ndpack {args.command}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
