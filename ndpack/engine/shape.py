@@ -31,6 +31,7 @@ from __future__ import annotations
 import concurrent.futures
 import itertools
 import operator
+import threading
 
 import numpy as np
 
@@ -562,26 +563,30 @@ def reshape(src, shape, c_order=True, **kwargs) -> NDArray:
         return fill_from(out, lambda reg: _flat_read(src, tuple(src.shape), 0, 1).reshape(()))
     row = prod(shape[1:])
     rows = max(1, min(out.chunks[0] or 1, _SLAB_BYTES // max(1, row * src.dtype.itemsize)))
-    cache = {}
+    cache, lock = {}, threading.Lock()
+
+    def slab_of(key):
+        """Output rows ``key * rows`` onward (a slab), read once; two kept (workers
+        finish the chunks of one slab while others start the next)."""
+        with lock:
+            if key not in cache:
+                if len(cache) >= 2:
+                    del cache[min(cache)]
+                s0, s1 = key * rows, min(shape[0], (key + 1) * rows)
+                cache[key] = (s0, _flat_read(src, tuple(src.shape), s0 * row, s1 * row)
+                              .reshape((s1 - s0,) + shape[1:]))
+            return cache[key]
 
     def producer(reg):
         r0, r1 = reg[0].start, reg[0].stop
-        if r1 - r0 > rows:                      # a row of chunks too large for a slab
-            slab = _flat_read(src, tuple(src.shape), r0 * row, r1 * row)
-            return slab.reshape((r1 - r0,) + shape[1:])[(slice(None),) + reg[1:]]
-        key = r0 // rows
-        if key not in cache:
-            cache.clear()
-            s0, s1 = key * rows, min(shape[0], (key + 1) * rows)
-            cache[key] = (s0, _flat_read(src, tuple(src.shape), s0 * row, s1 * row)
-                          .reshape((s1 - s0,) + shape[1:]))
-        s0, slab = cache[key]
-        if r1 - s0 > slab.shape[0]:             # the chunk crosses two slabs
+        s0, slab = slab_of(r0 // rows) if r1 - r0 <= rows else (r0, None)
+        if slab is None or r1 - s0 > slab.shape[0]:
+            # a row of chunks larger than a slab, or a chunk across two slabs
             return _flat_read(src, tuple(src.shape), r0 * row, r1 * row).reshape(
                 (r1 - r0,) + shape[1:])[(slice(None),) + reg[1:]]
         return slab[(slice(r0 - s0, r1 - s0),) + reg[1:]]
 
-    return fill_from(out, producer)
+    return _fill(out, producer)
 
 
 def flip(x, axis=None, **kwargs) -> NDArray:
