@@ -89,9 +89,47 @@ def test_mixed_layouts_are_not_aligned():
     node = _prepare(e.node)
     assert aligned_operands(node, e.shape, nd[0].chunks, nd[0].blocks) is None
     np.testing.assert_array_equal(e[()], raw[0] + raw[2])
-    e2 = ndpack.lazyexpr("a + c", operands={"a": nd[0], "c": raw[2]})   # NumPy operand
-    assert aligned_operands(_prepare(e2.node), e2.shape, nd[0].chunks, nd[0].blocks) is None
+    # NumPy operands broadcast into the aligned path only when stored order is C order
+    blocked = ndpack.asarray(raw[0], chunks=(16, 20), blocks=(4, 5))
+    e2 = ndpack.lazyexpr("a + c", operands={"a": blocked, "c": raw[2]})
+    assert aligned_operands(_prepare(e2.node), e2.shape, (16, 20), (4, 5)) is None
     np.testing.assert_array_equal(e2.compute()[()], raw[0] + raw[2])
+    e3 = ndpack.lazyexpr("a + h", operands={"a": nd[0], "h": _Opaque(raw[2])})
+    assert aligned_operands(_prepare(e3.node), e3.shape, (16, 20), (4, 20)) is None
+    np.testing.assert_array_equal(e3[()], raw[0] + raw[2])
+
+
+class _Opaque:
+    """A foreign array-like (not NumPy): read by regions, never aligned."""
+
+    def __init__(self, data):
+        self.data, self.shape, self.dtype = data, data.shape, data.dtype
+
+    def __getitem__(self, key):
+        return self.data[key]
+
+
+@pytest.mark.parametrize("text,other", [
+    ("a * row + col", None),
+    ("sum(a, axis=0) + b * sin(c)", None),
+    ("a - mean(a, axis=1, keepdims=True) + full", None),
+    ("where(a > row, a, 0) * 2", None),
+])
+def test_broadcast_numpy_operands_on_the_aligned_path(text, other, count_aligned):
+    shape, chunks, blocks = (45, 30), (10, 30), (3, 30)
+    raw, nd = _arrays(shape, chunks, blocks)
+    row, col = np.linspace(0, 1, 30), np.linspace(-1, 1, 45)[:, None]
+    names = {"a": nd[0], "b": nd[1], "c": nd[2], "row": row, "col": col, "full": raw[2]}
+    np_names = {"a": raw[0], "b": raw[1], "c": raw[2], "row": row, "col": col, "full": raw[2]}
+    e = ndpack.lazyexpr(text, operands=names)
+    with np.errstate(all="ignore"):
+        want = eval(text.replace("sin", "np.sin").replace("where", "np.where")   # oracle
+                    .replace("sum(a, axis=0)", "np.sum(a, axis=0)")
+                    .replace("mean(a, axis=1, keepdims=True)", "np.mean(a, axis=1, keepdims=True)"),
+                    {"np": np}, np_names)
+    np.testing.assert_allclose(e[()], want, rtol=1e-12)
+    np.testing.assert_allclose(e.compute()[()], want, rtol=1e-12)
+    assert len(count_aligned) == 2 * 5
 
 
 def test_special_chunks_are_scalars_and_stay_special(count_aligned):

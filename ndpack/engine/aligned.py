@@ -37,7 +37,7 @@ import threading
 
 import numpy as np
 
-from ndpack.engine.evaluate import Kernel, run
+from ndpack.engine.evaluate import Kernel, operand_key, run
 from ndpack.engine.tree import Node, operands_of
 from ndpack.engine.workers import (on_engine_thread, prefetch, serial_numexpr, submit,
                                    workers, writer)
@@ -58,44 +58,81 @@ def layout_of(node: Node, shape: tuple):
 
 
 def aligned_operands(node: Node, shape: tuple, chunks, blocks) -> list | None:
-    """The operands of `node` when all are NDArrays of `shape` stored with `chunks`
-    and `blocks` (so their chunks line up with the output's), else None."""
+    """The operands of `node` when the aligned path applies, else None.
+
+    It applies when every operand is either an NDArray of `shape` stored with `chunks`
+    and `blocks` (its chunks line up with the output's; at least one is needed), or a
+    NumPy array that broadcasts to `shape` (a reduction's result, a small table, ...)
+    -- the latter only when the stored order is C order (blocks spanning the trailing
+    dimensions of the chunk), so that a chunk-shaped copy of its values lines up too.
+    """
     ops = operands_of(node)
     if not ops or not shape or 0 in shape:
         return None
+    stored = [op for op in ops if _stored(op.array, shape, chunks, blocks)]
+    if not stored:
+        return None
     for op in ops:
-        a = op.array
-        if not (isinstance(a, NDArray) and a.shape == shape and a.chunks == tuple(chunks)
-                and a.blocks == tuple(blocks)):
+        if op in stored:
+            continue
+        if not (isinstance(op.array, np.ndarray) and stored[0].array.stored_c_order
+                and _broadcasts(op.shape, shape)):
             return None
     return ops
+
+
+def _stored(a, shape, chunks, blocks) -> bool:
+    return (isinstance(a, NDArray) and a.shape == shape and a.chunks == tuple(chunks)
+            and a.blocks == tuple(blocks))
+
+
+def _broadcasts(small: tuple, shape: tuple) -> bool:
+    try:
+        return np.broadcast_shapes(small, shape) == shape
+    except ValueError:
+        return False
 
 
 # ---------------------------------------------------------------------------------------
 # the chunk loop
 
 class _Fetcher:
-    """Compressed chunks of the operands, read into two rotating sets of reused
-    buffers (the chunk being decoded and the one read ahead)."""
+    """What chunk `n` needs, read ahead: the compressed chunks of the stored operands,
+    read into two rotating sets of reused buffers (the chunk being decoded and the one
+    read ahead), and for NumPy operands that broadcast, their values for the chunk laid
+    out in the chunk's (C) order."""
 
-    def __init__(self, ops: list):
-        self.ops = ops
-        self.slots = tuple([bytearray() for _ in ops] for _ in range(2))
+    def __init__(self, ops: list, ref: NDArray, stored: list):
+        self.ops, self.ref, self.stored = ops, ref, stored
+        self.slots = tuple([bytearray() if st else None for st in stored] for _ in range(2))
         self.turn = 0
         # only contiguous files read into the buffers (others return their own bytes)
-        self.grow = [op.array.urlpath is not None and op.array.schunk.contiguous
-                     for op in ops]
+        self.grow = [st and op.array.urlpath is not None and op.array.schunk.contiguous
+                     for op, st in zip(ops, stored)]
+        ext = ref.stored_as_chunk(np.empty(ref.stored_elements, np.uint8)).shape
+        self.ext = tuple(ext)
 
     def __call__(self, n: int) -> list:
         slot = self.slots[self.turn]
         self.turn ^= 1
         out = []
         for i, op in enumerate(self.ops):
+            if not self.stored[i]:
+                out.append(self._broadcast(i, op, n, slot))
+                continue
             chunk = op.array.read_chunk(n, slot[i])
             if self.grow[i] and len(chunk) > len(slot[i]):
                 slot[i] = bytearray(len(chunk) + len(chunk) // 8)   # bigger next time
             out.append(chunk)
         return out
+
+    def _broadcast(self, i, op, n, slot) -> np.ndarray:
+        if slot[i] is None:
+            slot[i] = np.zeros(self.ext, op.dtype)
+        region = self.ref.chunk_region(n)
+        valid = tuple(slice(0, r.stop - r.start) for r in region)
+        slot[i][valid] = op.array[operand_key(op.shape, region, len(region))]
+        return slot[i].reshape(-1)
 
 
 def _chunk_results(node: Node, ops: list, dtype: np.dtype, target):
@@ -106,7 +143,8 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target):
     decode it (one C thread each) into their own small buffers and evaluate it into
     place, so the decoded operands are still in that core's cache when used.
     """
-    ref = ops[0].array
+    stored = [isinstance(op.array, NDArray) and op.shape == node.shape for op in ops]
+    ref = ops[stored.index(True)].array
     nchunks, size = ref.schunk.nchunks, ref.stored_elements
     per_block = math.prod(ref.blocks)
     nblocks = size // per_block
@@ -122,24 +160,28 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target):
     def group(raw, fills, g, part):
         bufs = getattr(local, "bufs", None)
         if bufs is None:
-            bufs = local.bufs = [np.empty(step * per_block, op.dtype) for op in ops]
+            bufs = local.bufs = [np.empty(step * per_block, op.dtype) if st else None
+                                 for op, st in zip(ops, stored)]
             local.staging = np.empty(step * per_block, node.dtype) if cast else None
         m = len(g) * per_block
-        values = [f if f is not None else op.array.decode_stored(c, b[:m], g, nthreads=1)
-                  for op, c, b, f in zip(ops, raw, bufs, fills)]
+        values = [f if f is not None else
+                  op.array.decode_stored(c, b[:m], g, nthreads=1) if st else
+                  c[g.start * per_block:g.stop * per_block]
+                  for op, c, b, f, st in zip(ops, raw, bufs, fills, stored)]
         if cast:
             np.copyto(part, kernel(values, local.staging[:m]), casting="unsafe")
         else:
             kernel(values, part)
 
-    pool, fetch = workers(nworkers), _Fetcher(ops)
+    pool, fetch = workers(nworkers), _Fetcher(ops, ref, stored)
     pending = prefetch(fetch, 0)
     with serial_numexpr():
         for n in range(nchunks):
             raw = pending.result()
             if n + 1 < nchunks:
                 pending = prefetch(fetch, n + 1)
-            fills = [op.array.special_value(c) for op, c in zip(ops, raw)]
+            fills = [op.array.special_value(c) if st else None
+                     for op, c, st in zip(ops, raw, stored)]
             if all(f is not None for f in fills):          # scalars only: a 0-d result
                 yield n, np.asarray(run(node, ops, fills)).astype(dtype)
                 continue
@@ -198,7 +240,8 @@ def compute_aligned(node: Node, ops: list, out: NDArray, tick=None) -> NDArray:
 
 def read_aligned(node: Node, ops: list, out: np.ndarray) -> np.ndarray:
     """Evaluate the whole tree into the NumPy array `out` (the output's shape)."""
-    ref = ops[0].array
+    ref = next(op.array for op in ops if isinstance(op.array, NDArray)
+               and op.shape == out.shape)
     direct = {}
 
     def target(n):
