@@ -31,9 +31,9 @@ import argparse
 import sys
 
 import numpy as np
+from timing import best_times, write_json
 
 import ndpack
-from timing import best_times, write_json
 
 try:
     import blosc2
@@ -157,7 +157,7 @@ def run(quick: bool, reps: int) -> list[dict]:
         for n, fn in list(fns.items()):
             try:
                 got = np.asarray(fn())
-            except Exception as exc:                       # a peer without this form
+            except Exception as exc:  # noqa: BLE001 (a peer without this form)
                 print(f"  ({n}: {type(exc).__name__}: {str(exc)[:60]})", file=sys.stderr)
                 del fns[n]
                 continue
@@ -173,7 +173,7 @@ def run(quick: bool, reps: int) -> list[dict]:
     for n, fn in list(fns.items()):
         try:
             fn()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 (a peer without this form)
             print(f"  ({n}: {type(exc).__name__}: {str(exc)[:60]})", file=sys.stderr)
             del fns[n]
     assert np.array_equal(peers["ndpack"][row, col], x[row, col])

@@ -26,9 +26,9 @@ import argparse
 import sys
 
 import numpy as np
+from timing import best_times, write_json
 
 import ndpack
-from timing import best_times, write_json
 
 try:
     import blosc2
@@ -64,7 +64,7 @@ def _try(fn):
     try:
         fn()
         return fn
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 (a peer lacking a form is reported)
         print(f"  (blosc2: {type(exc).__name__}: {str(exc)[:70]})", file=sys.stderr)
         return None
 
@@ -79,20 +79,22 @@ def run_concat(quick, reps, rows):
                for x in xs]
         out = ndpack.concat(nds)
         assert np.array_equal(out[-5:], xs[-1][-5:])
-        fns = {"numpy": lambda: np.concatenate(xs), "ndpack": lambda: ndpack.concat(nds)}
+        fns = {"numpy": lambda: np.concatenate(xs),
+               "ndpack": lambda nds=nds: ndpack.concat(nds)}
+        b2 = None
         if blosc2 is not None:
             b2 = [blosc2.asarray(x, chunks=chunks, blocks=blocks, cparams=cparams(blosc2))
                   for x in xs]
-            f = _try(lambda: blosc2.concat(b2))
+            f = _try(lambda b2=b2: blosc2.concat(b2))
             if f:
                 fns["blosc2"] = f
-            f = _try(lambda: blosc2.concat(b2, cparams=cparams(blosc2)))
+            f = _try(lambda b2=b2: blosc2.concat(b2, cparams=cparams(blosc2)))
             if f:
                 fns["blosc2-cp"] = f
         row(f"concat {label} {chunks}", fns, reps, rows)
-        fns = {"numpy": lambda: np.stack(xs), "ndpack": lambda: ndpack.stack(nds)}
-        if blosc2 is not None:
-            f = _try(lambda: blosc2.stack(b2))
+        fns = {"numpy": lambda: np.stack(xs), "ndpack": lambda nds=nds: ndpack.stack(nds)}
+        if b2 is not None:
+            f = _try(lambda b2=b2: blosc2.stack(b2))
             if f:
                 fns["blosc2"] = f
         row(f"stack {label}", fns, reps, rows)

@@ -271,7 +271,7 @@ def test_errors():
     with pytest.raises(ValueError, match="2 dimensions"):
         ndpack.matrix_transpose(ndpack.zeros(3))
     with pytest.raises(ValueError, match="2 dimensions"):
-        ndpack.zeros(3).mT
+        _ = ndpack.zeros(3).mT
     with pytest.raises(TypeError, match="integer"):
         ndpack.flip(a, 1.5)
     with pytest.raises(ValueError, match="repeated"):

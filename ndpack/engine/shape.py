@@ -39,8 +39,21 @@ from ndpack.storage.constructors import asarray
 from ndpack.storage.grid import prod
 from ndpack.storage.ndarray import NDArray, create, fill_from
 
-__all__ = ["concat", "stack", "permute_dims", "matrix_transpose", "moveaxis", "expand_dims",
-           "squeeze", "broadcast_to", "reshape", "flip", "roll", "take", "take_along_axis"]
+__all__ = [
+    "broadcast_to",
+    "concat",
+    "expand_dims",
+    "flip",
+    "matrix_transpose",
+    "moveaxis",
+    "permute_dims",
+    "reshape",
+    "roll",
+    "squeeze",
+    "stack",
+    "take",
+    "take_along_axis",
+]
 
 # bytes of the output read at once by reshape (whole rows of output chunks)
 _SLAB_BYTES = 64 * 2**20

@@ -42,7 +42,7 @@ from ndpack.chunks import decompress_blocks
 from ndpack.storage.grid import prod
 from ndpack.storage.ndread import _pool
 
-__all__ = ["is_fancy", "fancy_get", "fancy_set", "OIndex", "VIndex"]
+__all__ = ["OIndex", "VIndex", "fancy_get", "fancy_set", "is_fancy"]
 
 # the box of the orthogonal plan may hold this many times the result (plus a constant)
 # before the points plan is used

@@ -630,31 +630,10 @@ class NDArray(NDReader):
         """
         return self._schunk._frame.get(nchunk, buf)
 
-    @property
-    def oindex(self) -> OIndex:
-        """Orthogonal indexing (as zarr): ``a.oindex[rows, cols]`` selects the product
-        of the positions of each dimension (get and set).
-
-        Examples
-        --------
-        >>> from ndpack.storage.constructors import arange
-        >>> arange(12, shape=(3, 4)).oindex[[0, 2], [1, 3]].tolist()
-        [[1, 3], [9, 11]]
-        """
-        return OIndex(self)
-
-    @property
-    def vindex(self) -> VIndex:
-        """Vectorized indexing (as zarr): integer arrays broadcast together select
-        points; their dimensions come first in the result (get and set).
-
-        Examples
-        --------
-        >>> from ndpack.storage.constructors import arange
-        >>> arange(12, shape=(3, 4)).vindex[[0, 2], [1, 3]].tolist()
-        [1, 11]
-        """
-        return VIndex(self)
+    oindex = property(OIndex, doc="Orthogonal indexing as zarr's ``oindex`` (get and set), "
+                      "see :class:`ndpack.storage.fancy.OIndex`.")
+    vindex = property(VIndex, doc="Vectorized indexing as zarr's ``vindex`` (get and set), "
+                      "see :class:`ndpack.storage.fancy.VIndex`.")
 
     @property
     def mT(self) -> NDArray:
