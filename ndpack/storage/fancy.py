@@ -40,7 +40,7 @@ import numpy as np
 
 from ndpack.chunks import decompress_blocks
 from ndpack.storage.grid import prod
-from ndpack.storage.ndread import _pool
+from ndpack.storage.ndread import _pool, _scratch
 
 __all__ = ["OIndex", "VIndex", "fancy_get", "fancy_set", "is_fancy"]
 
@@ -341,8 +341,12 @@ def _read_box(arr, units, out):
 def _blocked(arr, chunk, bids, nthreads):
     """Decode the blocks in the product of `bids` of a regular chunk and view them
     as ``(count0, block0, count1, block1, ...)`` (no copy)."""
-    raw = arr._decode_raw(chunk, bids, nthreads)
     counts = tuple(len(b) for b in bids)
+    if prod(counts) == prod(arr._bgrid):
+        raw = arr._decode_raw(chunk, bids, nthreads)
+    else:                                  # into a reused buffer: no page faults
+        raw = _scratch(prod(counts) * arr._blocksize, "dst")
+        decompress_blocks(chunk, arr._block_numbers(bids), nthreads=nthreads, dst=raw)
     nd = len(counts)
     view = np.frombuffer(raw, arr._dtype, prod(counts) * prod(arr._blocks)).reshape(
         counts + arr._blocks)
@@ -444,7 +448,8 @@ def _gather_points(arr, plan, n, sel, locs, odst, out, nthreads):
         if fill is not None:
             out[sel] = fill
             return
-        raw = decompress_blocks(chunk, ub.tolist(), nthreads=nthreads)
+        raw = _scratch(len(ub) * arr._blocksize, "dst")
+        decompress_blocks(chunk, ub.tolist(), nthreads=nthreads, dst=raw)
         vals = np.frombuffer(raw, arr._dtype).reshape(len(ub), prod(blocks))
         off = np.ravel_multi_index([loc % b for loc, b in zip(locs, blocks)], blocks)
         out[sel] = vals[binv, off]
