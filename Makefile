@@ -49,12 +49,14 @@ bench:
 	$(PYTHON) benchmarks/bench_schunk.py
 	$(PYTHON) benchmarks/bench_expr.py
 	$(PYTHON) benchmarks/bench_ndarray.py
+	$(PYTHON) benchmarks/bench_reductions.py
 
 bench-quick:
 	$(PYTHON) benchmarks/bench_codecs.py --quick
 	$(PYTHON) benchmarks/bench_schunk.py --quick
 	$(PYTHON) benchmarks/bench_expr.py --quick
 	$(PYTHON) benchmarks/bench_ndarray.py --quick
+	$(PYTHON) benchmarks/bench_reductions.py --quick
 
 # Install what is missing, build, and run the main job with a short report.
 demo:
