@@ -24,12 +24,11 @@ Examples
 
 from __future__ import annotations
 
-import concurrent.futures
 import math
-import os
 
 import numpy as np
 
+from ndpack.engine.workers import submit, workers, writer
 from ndpack.storage.ndarray import NDArray, create, fill_from
 
 __all__ = ["cumulative_sum", "cumulative_prod"]
@@ -131,17 +130,6 @@ def _aligned(x, res) -> bool:
             and hasattr(res, "write_stored"))
 
 
-_POOLS: dict = {}
-
-
-def _pool(kind: str, n: int):
-    """Threads of `kind` (per process: a forked child makes its own)."""
-    key = (os.getpid(), kind, n)
-    if key not in _POOLS:
-        _POOLS[key] = concurrent.futures.ThreadPoolExecutor(n, thread_name_prefix=f"ndpack-{kind}")
-    return _POOLS[key]
-
-
 def _cumulate_aligned(x: NDArray, res: NDArray, ufunc, axis: int, carry) -> NDArray:
     """Chunk by chunk in stored order: decode (C threads) into a reused buffer,
     accumulate pieces of the chunk on worker threads (pieces split a dimension other
@@ -151,7 +139,7 @@ def _cumulate_aligned(x: NDArray, res: NDArray, ufunc, axis: int, carry) -> NDAr
     size = math.prod(ext)
     rdtype = res.dtype
     nthreads = max(1, x.dparams.nthreads)
-    workers, writer = _pool("cum", nthreads), _pool("cum-write", 1)
+    pool, stores = workers(nthreads), writer()
     split = 1 if axis == 0 else 0             # the dimension cut among workers
     src = np.empty(size, x.dtype)
     bufs = [np.empty(size, rdtype) for _ in range(2)]
@@ -187,13 +175,13 @@ def _cumulate_aligned(x: NDArray, res: NDArray, ufunc, axis: int, carry) -> NDAr
             if nd > 1 and nthreads > 1:
                 m = arr.shape[split]
                 step = -(-m // nthreads)
-                jobs = [workers.submit(piece, arr, cview, slice(i, min(i + step, m)))
+                jobs = [submit(pool, piece, arr, cview, slice(i, min(i + step, m)))
                         for i in range(0, m, step)]
                 for j in jobs:
                     j.result()
             else:
                 piece(arr, cview, slice(None))
-            pending[k] = writer.submit(res.write_stored, n, buf)
+            pending[k] = stores.submit(res.write_stored, n, buf)
     for f in pending:
         if f is not None:
             f.result()

@@ -35,10 +35,8 @@ True
 from __future__ import annotations
 
 import builtins
-import concurrent.futures
 import itertools
 import math
-import os
 import threading
 
 import numpy as np
@@ -47,6 +45,7 @@ from ndpack.engine.evaluate import evaluate_region
 from ndpack.engine.tree import _NUMPY_REDUCTIONS as _NUMPY
 from ndpack.engine.tree import Apply, Constant, Node, Operand, Reduce, _numpy_call
 from ndpack.engine.views import SliceView, TransposeView
+from ndpack.engine.workers import submit, workers
 from ndpack.storage.ndarray import NDArray
 
 __all__ = ["Reduce", "materialize", "compute_reduction", "sum", "prod", "mean", "std",
@@ -426,18 +425,6 @@ def _own(p):
     return p
 
 
-def _pool(n: int):
-    """Worker threads (per process: a forked child makes its own)."""
-    global _POOL
-    key = (os.getpid(), n)
-    if _POOL is None or _POOL[0] != key:
-        _POOL = (key, concurrent.futures.ThreadPoolExecutor(n, thread_name_prefix="ndpack-red"))
-    return _POOL[1]
-
-
-_POOL = None
-
-
 # ---------------------------------------------------------------------------------------
 # the driver
 
@@ -499,8 +486,8 @@ def compute_reduction(red: Reduce) -> np.ndarray:
 
     def flush_window(fold):
         if len(window) > 1 and where is None:
-            pool = _pool(nthreads)
-            for f in [pool.submit(owned_partial, sub, th) for sub, th in window]:
+            pool = workers(nthreads)
+            for f in [submit(pool, owned_partial, sub, th) for sub, th in window]:
                 fold.push(f.result())
         else:
             for sub, th in window:
@@ -537,9 +524,9 @@ def compute_reduction(red: Reduce) -> np.ndarray:
                 parallel = parallel and where is None and nthreads > 1
                 if split:
                     if parallel:
-                        pool = _pool(nthreads)
+                        pool = workers(nthreads)
                         partials = [f.result() for f in
-                                    [pool.submit(owned_partial, sub, th) for sub, th in parts]]
+                                    [submit(pool, owned_partial, sub, th) for sub, th in parts]]
                     else:
                         partials = [partial_of(sub, th) for sub, th in parts]
                     for fold, p in zip(folds, partials):
@@ -548,8 +535,8 @@ def compute_reduction(red: Reduce) -> np.ndarray:
                     # contiguous runs of parts, one per worker, each folded there
                     k = -(-len(parts) // nthreads)
                     runs = [parts[i:i + k] for i in range(0, len(parts), k)]
-                    pool = _pool(nthreads)
-                    for f in [pool.submit(fold_parts, run) for run in runs]:
+                    pool = workers(nthreads)
+                    for f in [submit(pool, fold_parts, run) for run in runs]:
                         folds[0].push(f.result())
                 else:
                     for sub, thunk in parts:

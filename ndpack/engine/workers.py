@@ -74,14 +74,28 @@ def prefetch(fn, *args) -> concurrent.futures.Future:
     return _executor("prefetch", 1).submit(_on_engine_thread, fn, *args)
 
 
-def writer() -> concurrent.futures.ThreadPoolExecutor:
-    """One thread (per process) that compresses and stores finished chunks in order."""
-    return _executor("write", 1)
+class _Inline:
+    """An executor that runs each task at once in the calling thread (what engine
+    threads get: a nested evaluation never queues behind the pool it runs on)."""
+
+    @staticmethod
+    def submit(fn, *args, **kwargs) -> concurrent.futures.Future:
+        return _now(lambda: fn(*args, **kwargs))
 
 
-def workers(n: int) -> concurrent.futures.ThreadPoolExecutor:
-    """A pool of `n` evaluation worker threads (shared per process)."""
-    return _executor("eval", max(1, int(n)))
+_INLINE = _Inline()
+
+
+def writer():
+    """One thread (per process) that compresses and stores finished chunks in order
+    (inline when called from an engine thread)."""
+    return _INLINE if on_engine_thread() else _executor("write", 1)
+
+
+def workers(n: int):
+    """A pool of `n` evaluation worker threads shared per process; tasks should be
+    submitted with :func:`submit` (inline when called from an engine thread)."""
+    return _INLINE if on_engine_thread() else _executor("eval", max(1, int(n)))
 
 
 def run_all(calls: list, n: int) -> list:
