@@ -265,3 +265,22 @@ def test_read_chunk_buffers(tmp_path):
         assert isinstance(view, memoryview) and view.obj is big and bytes(view) == ref
         assert bytes(a.read_chunk(n, small)) == ref and small == bytearray(10)
         assert bytes(a.read_chunk(n)) == ref
+
+
+def test_aligned_into_h5py_and_zarr(tmp_path, count_aligned):
+    import h5py
+    import zarr
+    raw, nd = _arrays((70, 25), (16, 25), (4, 25))
+    ops = dict(zip("abc", nd))
+    want = raw[0] * raw[1] - np.cos(raw[2])
+    with h5py.File(tmp_path / "o.h5", "w") as f:
+        ds = f.create_dataset("o", shape=(70, 25), dtype="f8", chunks=(10, 25))
+        ndpack.evaluate("a * b - cos(c)", local_dict=ops, out=ds)
+        np.testing.assert_allclose(ds[()], want, rtol=1e-14)
+        ds32 = f.create_dataset("o32", shape=(70, 25), dtype="f4")
+        ndpack.evaluate("a * b - cos(c)", local_dict=ops, out=ds32)    # cast on write
+        np.testing.assert_allclose(ds32[()], want.astype("f4"), rtol=1e-6)
+    z = zarr.create_array(tmp_path / "o.zarr", shape=(70, 25), dtype="f8", chunks=(33, 7))
+    ndpack.evaluate("a * b - cos(c)", local_dict=ops, out=z)
+    np.testing.assert_allclose(z[()], want, rtol=1e-14)
+    assert len(count_aligned) == 3 * 5

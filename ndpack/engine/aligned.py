@@ -238,16 +238,18 @@ def compute_aligned(node: Node, ops: list, out: NDArray, tick=None) -> NDArray:
     return out
 
 
-def read_aligned(node: Node, ops: list, out: np.ndarray) -> np.ndarray:
-    """Evaluate the whole tree into the NumPy array `out` (the output's shape)."""
+def read_aligned(node: Node, ops: list, out) -> np.ndarray:
+    """Evaluate the whole tree into `out` (the output's shape): a NumPy array, or any
+    array-like with ``dtype`` and ``__setitem__`` (h5py, zarr, ...), chunk by chunk."""
+    shape = tuple(out.shape)
     ref = next(op.array for op in ops if isinstance(op.array, NDArray)
-               and op.shape == out.shape)
+               and op.shape == shape)
     direct = {}
 
     def target(n):
         # numexpr writes straight into `out` when the chunk is unpadded and its region
         # there is one contiguous run (chunks spanning the trailing dimensions)
-        if not ref.stored_c_order:
+        if not ref.stored_c_order or not isinstance(out, np.ndarray):
             return None
         view = out[ref.chunk_region(n)]
         if view.size == ref.stored_elements and view.flags.c_contiguous:
@@ -255,7 +257,7 @@ def read_aligned(node: Node, ops: list, out: np.ndarray) -> np.ndarray:
             return view
         return None
 
-    for n, values in _chunk_results(node, ops, out.dtype, target):
+    for n, values in _chunk_results(node, ops, np.dtype(out.dtype), target):
         region = ref.chunk_region(n)
         if values is direct.pop(n, None):
             continue

@@ -169,7 +169,7 @@ class LazyExpr:
         return res if dtype is None else res.astype(dtype)
 
     def compute(self, urlpath=None, mode="w", chunks=None, blocks=None, cparams=None,
-                dparams=None, progress=False, **kwargs) -> NDArray:
+                dparams=None, progress=False, scheduler=None, **kwargs) -> NDArray:
         """Compute into a new NDArray, one output chunk at a time.
 
         Parameters
@@ -183,7 +183,15 @@ class LazyExpr:
         progress : bool
             Show a progress bar (chunks done, throughput, ETA; needs tqdm) when the work
             takes more than a second.
+        scheduler : str or distributed.Client, optional
+            Run as dask graphs instead (``"dask"``, ``"threads"``, a Client, ...; see
+            :mod:`ndpack.engine.dask_backend`).
         """
+        if scheduler is not None:
+            from ndpack.engine.dask_backend import compute_with_dask
+            return compute_with_dask(self, scheduler=scheduler, urlpath=urlpath, mode=mode,
+                                     chunks=chunks, blocks=blocks, cparams=cparams,
+                                     dparams=dparams, **kwargs)
         node = _prepare(self.node)
         if chunks is None and blocks is None:
             chunks, blocks = layout_of(node, self.shape)
@@ -251,8 +259,9 @@ def _span(region: tuple) -> tuple:
     return tuple((s.start, s.stop) for s in region)
 
 
-def _read_fast(node, out: np.ndarray) -> bool:
-    """The whole expression into `out` through the aligned-chunks path, if it applies."""
+def _read_fast(node, out) -> bool:
+    """The whole expression into `out` (NumPy, or any writable array-like) through the
+    aligned-chunks path, if it applies."""
     chunks, blocks = layout_of(node, out.shape)
     ops = None if chunks is None else aligned_operands(node, out.shape, chunks, blocks)
     if ops is None:
@@ -385,7 +394,8 @@ def lazyexpr(expression, operands=None, out=None, local_dict=None, global_dict=N
     return LazyExpr(parse(expression, names))
 
 
-def evaluate(expression, local_dict=None, global_dict=None, out=None, **kwargs):
+def evaluate(expression, local_dict=None, global_dict=None, out=None, scheduler=None,
+             **kwargs):
     """Evaluate an expression chunk by chunk: a drop-in for ``numexpr.evaluate`` that
     works on any array with ``shape``/``dtype``/``__getitem__`` and writes into `out` of
     any kind (NumPy, NDArray, h5py Dataset, zarr Array).
@@ -401,6 +411,10 @@ def evaluate(expression, local_dict=None, global_dict=None, out=None, **kwargs):
     >>> evaluate("a * 2 + 1")
     array([1., 3., 5., 7., 9.])
     """
+    if scheduler is not None:       # run as dask graphs (ndpack.engine.dask_backend)
+        from ndpack.engine.dask_backend import evaluate_with_dask
+        return evaluate_with_dask(expression, local_dict, global_dict, out,
+                                  scheduler=scheduler, _depth=1, **kwargs)
     if kwargs:
         raise ParameterError(f"unknown argument(s) {sorted(kwargs)}")
     if isinstance(expression, str):
@@ -425,6 +439,8 @@ def evaluate(expression, local_dict=None, global_dict=None, out=None, **kwargs):
         ops = aligned_operands(node, expr.shape, out.chunks, out.blocks)
         if ops is not None:
             return compute_aligned(node, ops, out)
+    if not isinstance(out, NDArray) and _read_fast(node, out):   # h5py, zarr, ...
+        return out
     # Whole multiples of the output's own chunks, around 16 MiB at a time.
     piece = plan_regions(node, expr.shape, expr.dtype.itemsize,
                          chunks=getattr(out, "chunks", None))
