@@ -301,6 +301,8 @@ def test_keys_of_other_kinds():
     a = ndpack.asarray(x, chunks=(3, 4))
     idx = ndpack.asarray(np.array([3, 1]))
     np.testing.assert_array_equal(a[idx], x[[3, 1]])               # NDArray as an index
+    m = ndpack.asarray(x % 5 == 0)
+    np.testing.assert_array_equal(a[m], x[x % 5 == 0])             # NDArray as a mask
     np.testing.assert_array_equal(a[np.array(2)], x[np.array(2)])  # 0-d array
     np.testing.assert_array_equal(a[True], x[True])
     np.testing.assert_array_equal(a[False], x[False])

@@ -472,7 +472,8 @@ def _gather_points(arr, plan, n, sel, locs, odst, out, nthreads):
 
 
 def _make_plan(arr, key, front):
-    k = key[0] if isinstance(key, tuple) and len(key) == 1 else key
+    key = _plain_key(key)
+    k = key[0] if len(key) == 1 else None
     if isinstance(k, np.ndarray) and k.dtype == bool and k.shape == arr.shape and k.ndim:
         return _MaskPlan(arr, k)
     return _Plan(arr, _expand(key, arr.shape), front=front)
