@@ -31,6 +31,7 @@ from ndpack.engine import (LazyExpr, all, any, argmax, argmin, count_nonzero, cu
                            cumulative_sum, evaluate, lazyexpr, max, mean, min, prod, std, sum,
                            var)
 from ndpack.engine.persist import MissingOperandsError, open
+from ndpack.engine.dask_backend import from_dask, to_dask
 from ndpack.engine.udf import LazyUDF, lazyudf
 from ndpack.engine.shape import (broadcast_to, concat, expand_dims, flip, matrix_transpose,
                                  moveaxis, permute_dims, reshape, roll, squeeze, stack, take,
@@ -53,6 +54,7 @@ __all__ = [
     "arange", "linspace", "asarray", "array", "frombuffer", "copy", "empty_like", "zeros_like",
     "ones_like", "full_like", "ndarray_from_cframe", "eye", "fromiter", "save", "load",
     "LazyExpr", "lazyexpr", "evaluate",
+    "to_dask", "from_dask",
     "sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin", "argmax",
     "count_nonzero", "cumulative_sum", "cumulative_prod",
     "concat", "stack", "permute_dims", "matrix_transpose", "moveaxis", "expand_dims",
