@@ -1,5 +1,10 @@
 """Shape operations against NumPy: concat, stack, permute_dims, reshape and friends."""
 
+import ast
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -276,3 +281,54 @@ def test_errors():
         ndpack.flip(a, 1.5)
     with pytest.raises(ValueError, match="repeated"):
         ndpack.moveaxis(a, (0, 0), (0, 1))
+
+
+def test_bounded_memory_on_disk(tmp_path):
+    """concat (unaligned), permute_dims, reshape and flip of 400 MB on-disk arrays to
+    disk keep the growth of the peak RSS to a few chunks (VmHWM, reset before each)."""
+    script = textwrap.dedent(f"""
+        import numpy as np, ndpack
+
+        def hwm_mb():
+            for line in open("/proc/self/status"):
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) // 1024
+
+        n0, n1 = 5000, 10000                       # 400 MB of float64 per array
+        kw = dict(chunks=(1000, 1000), blocks=(100, 1000), mode="w",
+                  cparams={{"codec": ndpack.Codec.LZ4, "clevel": 1}})
+        for name, lo in (("a", 0), ("b", 1)):
+            flat = ndpack.linspace(lo, lo + 1, n0 * n1, chunks=(10**6,), blocks=(10**5,))
+            ndpack.reshape(flat, (n0, n1), urlpath=r"{tmp_path}/" + name + ".b2nd", **kw)
+        a = ndpack.open(r"{tmp_path}/a.b2nd")
+        b = ndpack.open(r"{tmp_path}/b.b2nd")
+        ops = {{
+            "concat": lambda: ndpack.concat([a, b], chunks=(700, 1000),
+                                            urlpath=r"{tmp_path}/c.b2nd", mode="w"),
+            "permute_dims": lambda: ndpack.permute_dims(a, urlpath=r"{tmp_path}/p.b2nd",
+                                                        mode="w"),
+            "reshape": lambda: ndpack.reshape(b, (2500, 20000), chunks=(200, 2000),
+                                              urlpath=r"{tmp_path}/r.b2nd", mode="w"),
+            "flip": lambda: ndpack.flip(a, 0, urlpath=r"{tmp_path}/f.b2nd", mode="w"),
+        }}
+        growth = {{}}
+        for name, op in ops.items():
+            open("/proc/self/clear_refs", "w").write("5")        # resets VmHWM
+            before = hwm_mb()
+            r = op()
+            growth[name] = hwm_mb() - before
+            del r
+        c = ndpack.open(r"{tmp_path}/c.b2nd")
+        assert c.shape == (2 * n0, n1) and c[n0, 0] == 1.0 and c[n0 - 1, -1] == 1.0
+        r = ndpack.open(r"{tmp_path}/r.b2nd")
+        assert np.array_equal(r[1234, 5:9], b[2468, 5:9])
+        p = ndpack.open(r"{tmp_path}/p.b2nd")
+        assert np.array_equal(p[17, 4000:4003], a[4000:4003, 17])
+        print(growth)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=600, check=False)
+    assert out.returncode == 0, out.stderr
+    growth = ast.literal_eval(out.stdout.strip().splitlines()[-1])
+    assert max(growth.values()) < 200, growth       # the arrays hold 400-800 MB
+    assert growth["concat"] < 120 and growth["permute_dims"] < 120, growth

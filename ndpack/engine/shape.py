@@ -55,8 +55,8 @@ __all__ = [
     "take_along_axis",
 ]
 
-# bytes of the output read at once by reshape (whole rows of output chunks)
-_SLAB_BYTES = 64 * 2**20
+# reshape reads a row of output chunks at once up to this many bytes
+_SLAB_BYTES = 128 * 2**20
 
 
 def _array(x):
@@ -149,7 +149,7 @@ def _fill(out, producer) -> NDArray:
         window = []
         for coords in itertools.product(*[range(g) for g in out._grid]):
             window.append(pool.submit(one, coords))
-            if len(window) > 2 * nthreads:
+            if len(window) > nthreads:
                 frame.append(window.pop(0).result())
         for f in window:
             frame.append(f.result())
@@ -356,7 +356,7 @@ def _permute_chunks(arr, out, axes) -> NDArray:
         window = []
         for n in range(out._nchunks):
             window.append(pool.submit(one, n))
-            if len(window) > 2 * nthreads:
+            if len(window) > nthreads:
                 frame.append(window.pop(0).result())
         for f in window:
             frame.append(f.result())
@@ -552,9 +552,11 @@ def _new_shape(shape, size: int) -> tuple:
 def reshape(src, shape, c_order=True, **kwargs) -> NDArray:
     """`src` with a new shape (any number of dimensions), items in C order.
 
-    The output is written chunk by chunk; its chunks are read a row of chunks at a
-    time (the C-order range of items they cover), in slabs of at most about 64 MB
-    (when one row of chunks is larger, by single rows).
+    The output is written chunk by chunk.  A row of output chunks covers one C-order
+    range of the source: when it holds at most about 128 MB it is read once (a
+    slab, two kept for the worker threads) and its chunks are cut from it;
+    otherwise each chunk reads whole output rows in groups of at most that size and
+    keeps its columns (bounded memory, more reading).
 
     Examples
     --------
@@ -575,31 +577,50 @@ def reshape(src, shape, c_order=True, **kwargs) -> NDArray:
     if not shape:
         return fill_from(out, lambda reg: _flat_read(src, tuple(src.shape), 0, 1).reshape(()))
     row = prod(shape[1:])
-    rows = max(1, min(out.chunks[0] or 1, _SLAB_BYTES // max(1, row * src.dtype.itemsize)))
+    rows = out.chunks[0] or 1
+    sshape = tuple(src.shape)
+    if rows * row * src.dtype.itemsize > _SLAB_BYTES:
+        return _fill(out, lambda reg: _region_read(src, sshape, shape, reg))
     cache, lock = {}, threading.Lock()
 
     def slab_of(key):
-        """Output rows ``key * rows`` onward (a slab), read once; two kept (workers
+        """Output rows of chunk row `key` (a slab), read once; two kept (workers
         finish the chunks of one slab while others start the next)."""
         with lock:
             if key not in cache:
                 if len(cache) >= 2:
                     del cache[min(cache)]
                 s0, s1 = key * rows, min(shape[0], (key + 1) * rows)
-                cache[key] = (s0, _flat_read(src, tuple(src.shape), s0 * row, s1 * row)
+                cache[key] = (s0, _flat_read(src, sshape, s0 * row, s1 * row)
                               .reshape((s1 - s0,) + shape[1:]))
             return cache[key]
 
     def producer(reg):
-        r0, r1 = reg[0].start, reg[0].stop
-        s0, slab = slab_of(r0 // rows) if r1 - r0 <= rows else (r0, None)
-        if slab is None or r1 - s0 > slab.shape[0]:
-            # a row of chunks larger than a slab, or a chunk across two slabs
-            return _flat_read(src, tuple(src.shape), r0 * row, r1 * row).reshape(
-                (r1 - r0,) + shape[1:])[(slice(None),) + reg[1:]]
-        return slab[(slice(r0 - s0, r1 - s0),) + reg[1:]]
+        s0, slab = slab_of(reg[0].start // rows)
+        return slab[(slice(reg[0].start - s0, reg[0].stop - s0),) + reg[1:]]
 
     return _fill(out, producer)
+
+
+def _region_read(src, sshape, shape, reg, base=0) -> np.ndarray:
+    """The items of the reshaped `src` (shape `shape`, from flat item `base`) in region
+    `reg`: whole output rows read in groups of at most _SLAB_BYTES, the region's
+    columns cut from them (rows larger than that: recursively, row by row)."""
+    if len(shape) == 1:
+        return _flat_read(src, sshape, base + reg[0].start, base + reg[0].stop)
+    row = prod(shape[1:])
+    r0, r1 = reg[0].start, reg[0].stop
+    res = np.empty(tuple(r.stop - r.start for r in reg), src.dtype)
+    g = _SLAB_BYTES // max(1, row * src.dtype.itemsize)
+    if not g:
+        for i in range(r0, r1):
+            res[i - r0] = _region_read(src, sshape, shape[1:], reg[1:], base + i * row)
+        return res
+    for i0 in range(r0, r1, g):
+        i1 = min(i0 + g, r1)
+        rows = _flat_read(src, sshape, base + i0 * row, base + i1 * row)
+        res[i0 - r0:i1 - r0] = rows.reshape((i1 - i0,) + shape[1:])[(slice(None),) + reg[1:]]
+    return res
 
 
 def flip(x, axis=None, **kwargs) -> NDArray:
