@@ -128,7 +128,7 @@ def _cparams_agree(arrays, kwargs, out) -> bool:
 def _fill(out, producer) -> NDArray:
     """:func:`fill_from` with chunks read, assembled and compressed on worker threads
     (``dparams.nthreads`` of them, at most 4), appended in order; a window of
-    ``2 * nthreads`` chunks is in flight, so memory stays bounded."""
+    ``nthreads + 1`` chunks is in flight, so memory stays bounded."""
     nthreads = max(1, min(out.dparams.nthreads, 4))
     if nthreads == 1 or out._nchunks < 2:
         return fill_from(out, producer)
