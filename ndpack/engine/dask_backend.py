@@ -92,12 +92,13 @@ class StoredArray:
 
     Examples
     --------
-    >>> import pickle, numpy as np, ndpack
-    >>> a = ndpack.asarray(np.arange(6), urlpath="stored.b2nd", mode="w")
+    >>> import os, pickle, tempfile, numpy as np, ndpack
+    >>> path = os.path.join(tempfile.mkdtemp(), "stored.b2nd")
+    >>> a = ndpack.asarray(np.arange(6), urlpath=path, mode="w")
     >>> s = pickle.loads(pickle.dumps(StoredArray(a)))
     >>> s.shape, s[2:4].tolist()
     ((6,), [2, 3])
-    >>> ndpack.remove_urlpath("stored.b2nd")
+    >>> ndpack.remove_urlpath(path)
     """
 
     def __init__(self, array: NDArray):
