@@ -27,6 +27,7 @@ from ndpack.storage import (NDArray, SChunk, arange, array, asarray, compute_chu
                             ones, ones_like, pack, pack_array2, pack_tensor, remove_urlpath,
                             save, save_array, save_tensor, schunk_from_cframe, uninit, unpack,
                             unpack_array2, unpack_tensor, zeros, zeros_like)
+from ndpack.storage import DictStore, EmbedStore, TreeStore
 from ndpack.engine import (LazyExpr, all, any, argmax, argmin, count_nonzero, cumulative_prod,
                            cumulative_sum, evaluate, lazyexpr, max, mean, min, prod, std, sum,
                            var)
@@ -53,6 +54,7 @@ __all__ = [
     "NDArray", "compute_chunks_blocks", "empty", "zeros", "ones", "full", "nans", "uninit",
     "arange", "linspace", "asarray", "array", "frombuffer", "copy", "empty_like", "zeros_like",
     "ones_like", "full_like", "ndarray_from_cframe", "eye", "fromiter", "save", "load",
+    "DictStore", "TreeStore", "EmbedStore",
     "LazyExpr", "lazyexpr", "evaluate",
     "to_dask", "from_dask",
     "sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin", "argmax",

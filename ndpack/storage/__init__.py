@@ -8,12 +8,15 @@ from ndpack.storage.constructors import (arange, array, asarray, copy, empty, em
                                          frombuffer, fromiter, full, full_like, linspace, load,
                                          nans, ndarray_from_cframe, ones, ones_like, save,
                                          uninit, zeros, zeros_like)
+from ndpack.storage.embedstore import EmbedStore
 from ndpack.storage.grid import compute_chunks_blocks
 from ndpack.storage.ndarray import NDArray
 from ndpack.storage.schunk import SChunk, open, remove_urlpath, schunk_from_cframe
 from ndpack.storage.serialize import (load_array, load_tensor, pack, pack_array2, pack_tensor,
                                       save_array, save_tensor, unpack, unpack_array2,
                                       unpack_tensor)
+from ndpack.storage.stores import DictStore
+from ndpack.storage.treestore import TreeStore
 
 __all__: list[str] = ["SChunk", "open", "schunk_from_cframe", "remove_urlpath",
                       "pack_array2", "unpack_array2", "save_array", "load_array",
@@ -22,4 +25,5 @@ __all__: list[str] = ["SChunk", "open", "schunk_from_cframe", "remove_urlpath",
                       "NDArray", "compute_chunks_blocks", "empty", "zeros", "ones", "full",
                       "nans", "uninit", "arange", "linspace", "asarray", "array", "frombuffer",
                       "copy", "empty_like", "zeros_like", "ones_like", "full_like",
-                      "ndarray_from_cframe", "eye", "fromiter", "save", "load"]
+                      "ndarray_from_cframe", "eye", "fromiter", "save", "load",
+                      "DictStore", "TreeStore", "EmbedStore"]
