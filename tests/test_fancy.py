@@ -374,3 +374,27 @@ def test_take_and_take_along_axis():
         ndpack.take(a, [1.0], axis=0)
     with pytest.raises(ValueError, match="same number"):
         ndpack.take_along_axis(a, [0], 0)
+
+
+@settings(max_examples=40)
+@given(data=st.data(), lay=layouts(), dtype=st.sampled_from(DTYPES))
+def test_take_random(data, lay, dtype):
+    shape, chunks, blocks = lay
+    x = _data(shape, dtype)
+    a = ndpack.asarray(x, chunks=chunks, blocks=blocks)
+    axis = data.draw(st.none() | st.integers(-len(shape), len(shape) - 1))
+    n = x.size if axis is None else shape[axis]
+    ishape = tuple(data.draw(st.lists(st.integers(0, 3), max_size=2)))
+    idx = np.array(data.draw(st.lists(st.integers(-n, n - 1), min_size=int(np.prod(ishape)),
+                                      max_size=int(np.prod(ishape)))), np.intp).reshape(ishape)
+    np.testing.assert_array_equal(ndpack.take(a, idx, axis=axis)[()], np.take(x, idx, axis))
+    ax = data.draw(st.integers(-len(shape), len(shape) - 1))
+    along = list(shape)
+    along[ax] = data.draw(st.integers(0, 4))
+    along = [s if d == ax % len(shape) or data.draw(st.booleans()) else 1
+             for d, s in enumerate(along)]
+    ia = np.array(data.draw(st.lists(st.integers(-shape[ax], shape[ax] - 1),
+                                     min_size=int(np.prod(along)),
+                                     max_size=int(np.prod(along)))), np.intp).reshape(along)
+    np.testing.assert_array_equal(ndpack.take_along_axis(a, ia, ax)[()],
+                                  np.take_along_axis(x, ia, ax))
