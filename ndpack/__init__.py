@@ -31,6 +31,7 @@ from ndpack.storage import DictStore, EmbedStore, TreeStore
 from ndpack.engine import (LazyExpr, all, any, argmax, argmin, count_nonzero, cumulative_prod,
                            cumulative_sum, evaluate, lazyexpr, max, mean, min, prod, std, sum,
                            var)
+from ndpack.engine.linalg import matmul, outer, tensordot, vecdot
 from ndpack.engine.persist import MissingOperandsError, open
 from ndpack.engine.dask_backend import from_dask, to_dask
 from ndpack.engine.udf import LazyUDF, lazyudf
@@ -48,7 +49,8 @@ __all__ = [
     "nthreads", "set_nthreads", "show_config",
     "NdpackError", "FormatError", "CodecError", "FilterError", "ParameterError",
     "CallbackError",
-    "SChunk", "open", "MissingOperandsError", "LazyUDF", "lazyudf", "schunk_from_cframe", "remove_urlpath", "pack_array2", "unpack_array2",
+    "SChunk", "open", "MissingOperandsError", "LazyUDF", "lazyudf", "matmul", "tensordot",
+    "vecdot", "outer", "schunk_from_cframe", "remove_urlpath", "pack_array2", "unpack_array2",
     "save_array", "load_array", "pack_tensor", "unpack_tensor", "save_tensor", "load_tensor",
     "pack", "unpack",
     "NDArray", "compute_chunks_blocks", "empty", "zeros", "ones", "full", "nans", "uninit",

@@ -232,3 +232,22 @@ def test_truth_value_is_not_silently_true():
         bool(a == a)
     assert bool(ndpack.asarray(np.array([3])) == 3)
     assert not bool(ndpack.asarray(np.array([3])) == 4)
+
+
+def test_astype_survives_composition():
+    a = ndpack.asarray(np.linspace(0, 3, 40).reshape(4, 10), chunks=(2, 10))
+    e = (a * 100).astype(np.int32) + 1
+    assert e.dtype == np.int32
+    np.testing.assert_array_equal(e[()], (np.linspace(0, 3, 40).reshape(4, 10) * 100)
+                                  .astype(np.int32) + 1)
+
+
+def test_argmin_with_axis_follows_a_resize():
+    a = ndpack.asarray(np.arange(12.0).reshape(3, 4), chunks=(2, 2))
+    e = ndpack.lazyexpr("argmax(a, axis=1) + a[:, 0]", operands={"a": a})
+    assert e.shape == (3,)
+    a.resize((5, 4))
+    a[3:] = [[9, 8, 70, 6], [1, 90, 2, 3]]
+    want = np.argmax(a[()], axis=1) + a[()][:, 0]
+    assert e.shape == (5,)
+    np.testing.assert_array_equal(e[()], want)

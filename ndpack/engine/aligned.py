@@ -174,25 +174,29 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target):
             kernel(values, part)
 
     pool, fetch = workers(nworkers), _Fetcher(ops, ref, stored)
-    pending = prefetch(fetch, 0)
-    with serial_numexpr():
-        for n in range(nchunks):
-            raw = pending.result()
-            if n + 1 < nchunks:
-                pending = prefetch(fetch, n + 1)
-            fills = [op.array.special_value(c) if st else None
-                     for op, c, st in zip(ops, raw, stored)]
-            if all(f is not None for f in fills):          # scalars only: a 0-d result
-                yield n, np.asarray(run(node, ops, fills)).astype(dtype)
-                continue
-            dst = target(n) if target is not None else None
-            dst = whole if dst is None else dst
-            jobs = [submit(pool, group, raw, fills, g,
-                                   dst[g.start * per_block:g.stop * per_block])
-                    for g in groups]
-            for job in jobs:
-                job.result()
-            yield n, dst
+    pending, jobs = prefetch(fetch, 0), []
+    try:
+        with serial_numexpr():
+            for n in range(nchunks):
+                raw = pending.result()
+                pending = prefetch(fetch, n + 1) if n + 1 < nchunks else None
+                fills = [op.array.special_value(c) if st else None
+                         for op, c, st in zip(ops, raw, stored)]
+                if all(f is not None for f in fills):          # scalars only: 0-d result
+                    yield n, np.asarray(run(node, ops, fills)).astype(dtype)
+                    continue
+                dst = target(n) if target is not None else None
+                dst = whole if dst is None else dst
+                jobs = [submit(pool, group, raw, fills, g,
+                               dst[g.start * per_block:g.stop * per_block])
+                        for g in groups]
+                for job in jobs:
+                    job.result()
+                yield n, dst
+    finally:                 # on an error or an early exit, nothing keeps running
+        for job in jobs + [pending]:
+            if job is not None:
+                job.exception()
 
 
 def compute_aligned(node: Node, ops: list, out: NDArray, tick=None) -> NDArray:

@@ -200,24 +200,31 @@ def region_values(node: Node, out_shape: tuple, region_list, dtype=None, target=
     it = iter(region_list)
     region = next(it, None)
     pending = prefetch(reader, region) if region is not None else None
-    while pending is not None:
-        values = pending.result()
-        current, region = region, next(it, None)
-        pending = prefetch(reader, region) if region is not None else None
-        shape = tuple(s.stop - s.start for s in current)
-        view = target(current) if target is not None else None
-        if view is not None and dtype == node.dtype and view.flags.c_contiguous \
-                and view.shape == shape:
-            res = run(node, ops, values, out=view)
-            if res is not view:
-                view[...] = res
-            yield current, view
-            continue
-        res = _fit(run(node, ops, values), shape, node.dtype, None)
-        res = res if res.dtype == dtype else res.astype(dtype)
-        if view is not None:
+    try:
+        while pending is not None:
+            values = pending.result()
+            current, region = region, next(it, None)
+            pending = prefetch(reader, region) if region is not None else None
+            yield current, _region_result(node, ops, values, current, dtype, target)
+    finally:
+        if pending is not None:          # no read keeps running after the caller left
+            pending.exception()
+
+
+def _region_result(node, ops, values, current, dtype, target):
+    shape = tuple(s.stop - s.start for s in current)
+    view = target(current) if target is not None else None
+    if view is not None and dtype == node.dtype and view.flags.c_contiguous \
+            and view.shape == shape:
+        res = run(node, ops, values, out=view)
+        if res is not view:
             view[...] = res
-        yield current, res
+        return view
+    res = _fit(run(node, ops, values), shape, node.dtype, None)
+    res = res if res.dtype == dtype else res.astype(dtype)
+    if view is not None:
+        view[...] = res
+    return res
 
 
 def plan_regions(node: Node, shape: tuple, itemsize: int, chunks=None) -> tuple:

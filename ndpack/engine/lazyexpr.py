@@ -31,7 +31,7 @@ from ndpack.engine.evaluate import plan_regions, region_values, regions
 from ndpack.engine.functions import FUNCTIONS
 from ndpack.engine.parse import parse
 from ndpack.engine.refresh import rebuild, signature
-from ndpack.engine.tree import Apply, Constant, Node, Operand, operands_of
+from ndpack.engine.tree import LINALG, Apply, Constant, Contract, Node, Operand, operands_of
 from ndpack.errors import ParameterError
 from ndpack.storage.constructors import fill_from
 from ndpack.storage.ndarray import NDArray, create
@@ -41,6 +41,8 @@ __all__ = ["LazyExpr", "lazyexpr", "evaluate"]
 
 
 def _node(x) -> Node:
+    if isinstance(x, _Cast):
+        return Operand(x)                 # its cast happens when it is read
     if isinstance(x, LazyExpr):
         return x.node
     if isinstance(x, Node):
@@ -350,9 +352,12 @@ def _ufunc(ufunc, method, inputs, kwargs):
     if method != "__call__" or kwargs:
         return NotImplemented
     name = _UFUNC_NAMES.get(ufunc.__name__, ufunc.__name__)
-    if name not in FUNCTIONS:
+    if name in LINALG and len(inputs) == 2:           # np.matmul, np.vecdot are ufuncs
+        expr = LazyExpr(Contract(name, tuple(_node(x) for x in inputs)))
+    elif name not in FUNCTIONS:
         return NotImplemented
-    expr = LazyExpr(Apply(name, tuple(_node(x) for x in inputs)))
+    else:
+        expr = LazyExpr(Apply(name, tuple(_node(x) for x in inputs)))
     if out is None:
         return expr
     if len(out) != 1:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from ndpack.engine import reductions
 from ndpack.engine.lazyexpr import LazyExpr, _node, _ufunc
-from ndpack.engine.tree import Apply
+from ndpack.engine.tree import Apply, Contract
 from ndpack.storage.ndarray import NDArray
 
 __all__ = ["install"]
@@ -68,6 +68,19 @@ def _reduction_method(name):
     return method
 
 
+def _product(op, reverse=False):
+    def method(self, other):
+        a, b = (_node(other), _node(self)) if reverse else (_node(self), _node(other))
+        return LazyExpr(Contract(op, (a, b)))
+    method.__name__ = op
+    return method
+
+
+def _array_function(self, func, types, args, kwargs):
+    from ndpack.engine.protocols import array_function
+    return array_function(func, types, args, kwargs)
+
+
 def install(cls) -> None:
     """Give `cls` the lazy operators (idempotent)."""
     for short, func in _BINARY.items():
@@ -79,7 +92,10 @@ def install(cls) -> None:
         setattr(cls, f"__{short}__", _unary(func))
     for name in reductions.__all__[3:]:
         setattr(cls, name, _reduction_method(name))
+    cls.__matmul__ = _product("matmul")
+    cls.__rmatmul__ = _product("matmul", reverse=True)
     cls.__array_ufunc__ = _array_ufunc
+    cls.__array_function__ = _array_function
     cls.__hash__ = object.__hash__      # __eq__ is elementwise now
 
 

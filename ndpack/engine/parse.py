@@ -33,7 +33,7 @@ import numbers
 import numpy as np
 
 from ndpack.engine.functions import BINARY_OPERATORS, FUNCTIONS, REDUCTIONS, UNARY_OPERATORS
-from ndpack.engine.tree import Apply, Constant, Node, Operand, Reduce
+from ndpack.engine.tree import LINALG, Apply, Constant, Contract, Node, Operand, Reduce
 from ndpack.engine.views import SliceView, TransposeView
 
 __all__ = ["parse", "MAX_LENGTH"]
@@ -93,7 +93,7 @@ class _Builder:
         if name in ("True", "False"):
             return Constant(name == "True")
         if name not in self.names:
-            if name in FUNCTIONS or name in REDUCTIONS:
+            if name in FUNCTIONS or name in REDUCTIONS or name in LINALG:
                 self.reject(node, "function used as a value")
             raise ValueError(f"unknown name {name!r} in expression {self.text!r}: pass it in "
                              "operands= / local_dict= or define it in the calling scope")
@@ -149,6 +149,8 @@ class _Builder:
         name = node.func.id
         if name in REDUCTIONS:
             return self._reduction(node, name, depth)
+        if name in LINALG:
+            return self._product(node, name, depth)
         if name not in FUNCTIONS:
             self.reject(node, "call of unknown function")
         func = FUNCTIONS[name]
@@ -189,6 +191,21 @@ class _Builder:
                 kwargs[kw.arg] = self._literal(kw.value)
         try:
             return Reduce(name, arg, **kwargs)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{exc} in {self._src(node)!r}") from None
+
+    def _product(self, node, name, depth):
+        if len(node.args) != 2 or any(isinstance(a, ast.Starred) for a in node.args):
+            raise ValueError(f"{name}() takes two arrays as positional arguments, in "
+                             f"{self._src(node)!r}")
+        args = tuple(self.visit(a, depth) for a in node.args)
+        kwargs = {}
+        for kw in node.keywords:
+            if kw.arg is None or kw.arg not in LINALG[name]:
+                self.reject(node, f"keyword {kw.arg!r} for {name}() in")
+            kwargs[kw.arg] = self._literal(kw.value)
+        try:
+            return Contract(name, args, kwargs)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{exc} in {self._src(node)!r}") from None
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from ndpack.engine.functions import BINARY_OPERATORS, UNARY_OPERATORS
 from ndpack.engine.parse import parse
-from ndpack.engine.tree import Apply, Constant, Node, Operand, Reduce
+from ndpack.engine.tree import Apply, Constant, Contract, Node, Operand, Reduce
 from ndpack.engine.views import SliceView, TransposeView
 from ndpack.errors import FormatError, ParameterError
 from ndpack.storage.constructors import uninit
@@ -88,6 +88,10 @@ def expression_text(node: Node, names: dict) -> str:
         parts += [f"{k}={_literal(v)}" for k, v in kw.items() if k != "keepdims" or v]
         if node.where is not None:
             parts.append(f"where={expression_text(node.where, names)}")
+        return f"{node.op}({', '.join(parts)})"
+    if isinstance(node, Contract):
+        parts = [expression_text(a, names) for a in node.args]
+        parts += [f"{k}={_literal(v)}" for k, v in node.kwargs.items()]
         return f"{node.op}({', '.join(parts)})"
     if isinstance(node, Apply):
         args = [expression_text(a, names) for a in node.args]
@@ -148,7 +152,7 @@ def _leaves(node: Node, out: list) -> list:
             _leaves(arr.node, out)
         elif all(a is not arr for a, _ in out):
             out.append((arr, node.name))
-    elif isinstance(node, (Apply, Reduce)):
+    elif isinstance(node, (Apply, Reduce, Contract)):
         for child in (node.args if isinstance(node, Apply) else node.children):
             _leaves(child, out)
     return out

@@ -7,7 +7,9 @@ NumPy functions that have a lazy or streaming counterpart dispatch to it:
 * reductions (``np.sum``, ``np.mean``, ``np.std``, ``np.max``, ``np.argmin``, ...)
   stream over the chunks (:mod:`ndpack.engine.reductions`);
 * ``np.cumulative_sum``/``np.cumulative_prod`` (and ``np.cumsum``/``np.cumprod``)
-  carry totals from chunk to chunk (:mod:`ndpack.engine.cumulative`).
+  carry totals from chunk to chunk (:mod:`ndpack.engine.cumulative`);
+* ``np.tensordot``, ``np.matmul``, ``np.vecdot``, ``np.outer`` become lazy products
+  computed tile by tile (:mod:`ndpack.engine.linalg`).
 
 Any other NumPy function gets the arrays converted with ``np.asarray`` (computed or
 decompressed whole), which is what NumPy does for objects without the protocol.
@@ -29,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ndpack.engine.functions import FUNCTIONS
-from ndpack.engine.tree import Apply
+from ndpack.engine.tree import LINALG, Apply, Contract
 
 __all__ = ["array_function"]
 
@@ -61,6 +63,8 @@ def array_function(func, types, args, kwargs):
             return getattr(cumulative, _CUMULATIVE[name])(x, axis=axis,
                                                           dtype=kwargs.get("dtype"))
         return getattr(cumulative, _CUMULATIVE[name])(x, *rest, **kwargs)
+    if name in LINALG and len(args) == 2 and set(kwargs) <= set(LINALG[name]):
+        return LazyExpr(Contract(name, tuple(_node(a) for a in args), kwargs))
     fn = FUNCTIONS.get(name)
     if fn is not None and len(args) in fn.nargs and set(kwargs) <= set(fn.keywords):
         return LazyExpr(Apply(name, tuple(_node(a) for a in args), kwargs))

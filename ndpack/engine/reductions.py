@@ -43,7 +43,7 @@ import numpy as np
 
 from ndpack.engine.evaluate import evaluate_region
 from ndpack.engine.tree import _NUMPY_REDUCTIONS as _NUMPY
-from ndpack.engine.tree import Apply, Constant, Node, Operand, Reduce, _numpy_call
+from ndpack.engine.tree import Apply, Constant, Contract, Node, Operand, Reduce, _numpy_call
 from ndpack.engine.views import SliceView, TransposeView
 from ndpack.engine.workers import submit, workers
 from ndpack.storage.ndarray import NDArray
@@ -559,6 +559,10 @@ def materialize(node: Node, memo: dict | None = None) -> Node:
         return memo[id(node)]
     if isinstance(node, Reduce):
         out = Operand(compute_reduction(node), repr(node))
+    elif isinstance(node, Contract):
+        from ndpack.engine.linalg import compute_contract
+        out = Operand(compute_contract(node, lambda a: _as_array(materialize(a, memo))),
+                      repr(node))
     elif isinstance(node, Apply):
         args = tuple(materialize(a, memo) for a in node.args)
         out = node if builtins.all(a is b for a, b in zip(args, node.args)) else \
@@ -570,6 +574,14 @@ def materialize(node: Node, memo: dict | None = None) -> Node:
         out = node
     memo[id(node)] = out
     return out
+
+
+def _as_array(node: Node):
+    """An array-like for a prepared node: an operand's array, or a lazy expression."""
+    from ndpack.engine.lazyexpr import LazyExpr
+    if isinstance(node, Operand):
+        return node.array
+    return LazyExpr(node)
 
 
 def _materialize_view(view, memo):

@@ -20,7 +20,7 @@ Examples
 
 from __future__ import annotations
 
-from ndpack.engine.tree import Apply, Constant, Node, Operand, Reduce
+from ndpack.engine.tree import Apply, Constant, Contract, Node, Operand, Reduce
 from ndpack.engine.views import SliceView, TransposeView
 
 __all__ = ["signature", "rebuild"]
@@ -39,7 +39,7 @@ def _leaf_shapes(node: Node, out: list) -> list:
     elif isinstance(node, Apply):
         for a in node.args:
             _leaf_shapes(a, out)
-    elif isinstance(node, Reduce):
+    elif isinstance(node, (Reduce, Contract)):
         for a in node.children:
             _leaf_shapes(a, out)
     return out
@@ -59,10 +59,12 @@ def rebuild(node: Node) -> Node:
     if isinstance(node, Apply):
         return Apply(node.func.name, tuple(rebuild(a) for a in node.args), node.kwargs)
     if isinstance(node, Reduce):
-        return Reduce(node.op, rebuild(node.arg), axis=None if node.flat else node.axis,
+        return Reduce(node.op, rebuild(node.arg), axis=node.numpy_kwargs()["axis"],
                       keepdims=node.keepdims, dtype=node.req_dtype, ddof=node.ddof,
                       where=None if node.where is None else rebuild(node.where),
                       initial=node.initial)
+    if isinstance(node, Contract):
+        return Contract(node.op, tuple(rebuild(a) for a in node.args), node.kwargs)
     raise TypeError(f"cannot rebuild {type(node).__name__} nodes")
 
 

@@ -26,7 +26,8 @@ import numpy as np
 
 from ndpack.engine.functions import REDUCTIONS, lookup
 
-__all__ = ["Node", "Operand", "Constant", "Apply", "Reduce", "operands_of"]
+__all__ = ["Node", "Operand", "Constant", "Apply", "Reduce", "Contract", "LINALG",
+           "operands_of"]
 
 
 class Node:
@@ -235,6 +236,56 @@ class Reduce(Node):
         if self.where is not None:
             kw["where"] = self.where
         inner = ", ".join([repr(self.arg)] + [f"{k}={v!r}" for k, v in kw.items()])
+        return f"{self.op}({inner})"
+
+
+LINALG = {"matmul": (), "tensordot": ("axes",), "vecdot": ("axis",), "outer": ()}
+
+
+class Contract(Node):
+    """A linear-algebra product of two nodes (``matmul``, ``tensordot``, ``vecdot``,
+    ``outer``): shape and dtype known without reading data; computed out of core by
+    :mod:`ndpack.engine.linalg` before the elementwise evaluation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a, b = Operand(np.zeros((3, 4, 5))), Operand(np.zeros((4, 5, 6), np.float32))
+    >>> c = Contract("tensordot", (a, b), {"axes": ((1, 2), (0, 1))})
+    >>> c.shape, c.dtype
+    ((3, 6), dtype('float64'))
+    """
+
+    __slots__ = ("op", "args", "kwargs", "shape", "dtype")
+
+    def __init__(self, op: str, args: tuple, kwargs: dict | None = None):
+        from ndpack.engine.linalg import result_shape
+        if op not in LINALG:
+            raise ValueError(f"unknown product {op!r}; known: {', '.join(LINALG)}")
+        if len(args) != 2:
+            raise ValueError(f"{op}() takes two arrays, got {len(args)}")
+        kwargs = dict(kwargs or {})
+        for k in kwargs:
+            if k not in LINALG[op]:
+                raise TypeError(f"{op}() got an unexpected keyword {k!r}")
+        self.op, self.args, self.kwargs = op, tuple(args), kwargs
+        self.shape = result_shape(op, args[0].shape, args[1].shape, kwargs)
+        stand = [np.ones((1,) * a.ndim, a.dtype) for a in args]
+        with np.errstate(all="ignore"):
+            if op == "vecdot":
+                self.dtype = np.sum(np.conj(stand[0]) * stand[1]).dtype
+            elif op == "matmul":
+                self.dtype = np.matmul(*[s if s.ndim else s.reshape(1) for s in stand]).dtype
+            else:
+                self.dtype = np.tensordot(stand[0], stand[1], axes=0).dtype
+
+    @property
+    def children(self) -> tuple:
+        return self.args
+
+    def __repr__(self):
+        inner = ", ".join([repr(a) for a in self.args] +
+                          [f"{k}={v!r}" for k, v in self.kwargs.items()])
         return f"{self.op}({inner})"
 
 
