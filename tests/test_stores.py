@@ -387,3 +387,56 @@ def test_values_and_items_types(tmp_path):
     assert kinds == {"/a": "NDArray", "/g": "TreeStore", "/g/b": "NDArray"}
     with ndpack.TreeStore(tmp_path / "t.b2z", mode="r") as ts:
         assert float(ts["/a"][()]) == 3.5
+
+
+@pytest.mark.parametrize("name", PATHS)
+def test_mmap_mode_and_open_store(tmp_path, name):
+    from ndpack.storage.stores import open_store
+    path = tmp_path / name
+    with ndpack.DictStore(path, mode="w") as ds:
+        ds["/a"] = A
+    with pytest.raises(ParameterError, match="mmap_mode"):
+        ndpack.DictStore(path, mode="a", mmap_mode="r")
+    with ndpack.DictStore(path, mode="r", mmap_mode="r") as ds:
+        a = ds["/a"]
+        assert a.schunk._frame.reader.mm is not None          # read through the map
+        np.testing.assert_array_equal(a[3:7, ::2], A[3:7, ::2])
+    store = open_store(path)
+    assert type(store) is ndpack.DictStore and store.mode == "r"
+    es_path = tmp_path / "e.b2e"
+    with ndpack.EmbedStore(es_path, mode="w") as es:
+        es["/x"] = np.arange(3)
+    assert type(open_store(es_path)) is ndpack.EmbedStore
+
+
+def test_many_replacements_keep_b2z_clean(tmp_path):
+    path = tmp_path / "r.b2z"
+    with ndpack.TreeStore(path, mode="w", threshold=100) as ts:
+        for i in range(5):
+            ts["/g/x"] = np.full(50, i)            # external (400 bytes)
+            ts["/g/small"] = np.full(3, i)         # embedded
+            ts["/g"].vlmeta["i"] = i
+    with zipfile.ZipFile(path) as zf:
+        names = zf.namelist()
+        assert sorted(names) == ["embed.b2e", "g/x.b2nd"] and zf.testzip() is None
+    with blosc2.TreeStore(str(path), mode="r") as ts:
+        assert ts["/g/x"][:].tolist() == [4] * 50 and ts["/g/small"][:].tolist() == [4] * 3
+        assert ts["/g"].vlmeta["i"] == 4
+
+
+def test_hostile_member_names_and_maps(tmp_path):
+    evil = tmp_path / "evil.b2z"
+    frame = ndpack.asarray(np.arange(3)).to_cframe()
+    with zipfile.ZipFile(evil, "w") as zf:
+        zf.writestr("../escape.b2nd", frame)
+    with pytest.raises(FormatError, match="safe relative path"):
+        ndpack.DictStore(evil, mode="r")
+    es = ndpack.EmbedStore()
+    es.schunk.vlmeta["estore_metadata"] = {"embed_map": {"/a": {"offset": "x"}},
+                                           "current_offset": 0}
+    with pytest.raises(FormatError, match="bad key map"):
+        ndpack.storage.embedstore.estore_from_cframe(es.to_cframe())
+    es.schunk.vlmeta["estore_metadata"] = {"embed_map": {"/a": {"offset": 0, "length": 99}},
+                                           "current_offset": 0}
+    with pytest.raises(FormatError, match="outside"):
+        ndpack.storage.embedstore.estore_from_cframe(es.to_cframe())["/a"]

@@ -147,6 +147,12 @@ class EmbedStore:
             raise FormatError(f"embedded store {self.urlpath or '<memory>'}: vlmeta "
                               f"{MAP_NAME!r} is not a key map")
         self._map = dict(md["embed_map"])
+        for k, ent in self._map.items():
+            if not (isinstance(k, str) and k.startswith("/") and isinstance(ent, dict)
+                    and isinstance(ent.get("offset"), int)
+                    and isinstance(ent.get("length"), int)):
+                raise FormatError(f"embedded store {self.urlpath or '<memory>'}: bad key map "
+                                  f"entry {k!r}: {ent!r}")
         self._end = int(md.get("current_offset", 0))
         if not 0 <= self._end <= self._schunk.nbytes:
             raise FormatError(f"embedded store {self.urlpath or '<memory>'}: current_offset "

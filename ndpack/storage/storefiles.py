@@ -121,6 +121,9 @@ class _Member:
 
 
 def _data_offset(fd: int, info: zipfile.ZipInfo, path: str, fsize: int) -> int:
+    if not 0 <= info.header_offset <= fsize - 30:
+        raise FormatError(f"{path!r}: member {info.filename!r} has its local header at byte "
+                          f"{info.header_offset}, outside the {fsize}-byte file")
     head = os.pread(fd, 30, info.header_offset)
     if len(head) != 30 or head[:4] != b"PK\x03\x04":
         raise FormatError(f"{path!r}: member {info.filename!r} has no local header at byte "
@@ -133,13 +136,21 @@ def _data_offset(fd: int, info: zipfile.ZipInfo, path: str, fsize: int) -> int:
     return off
 
 
+def _check_member(path: str, name: str, stem: str):
+    """A member name must be a relative path of plain names (no '..', '.', empty names,
+    no leading '/', no backslashes): conversions write members out as files."""
+    parts = stem.split("/")
+    if any(p in ("", ".", "..") or "\\" in p or "\x00" in p for p in parts):
+        raise FormatError(f"{path!r}: member name {name!r} is not a safe relative path")
+
+
 def read_members(path: str):
     """The members of a zip file: name -> :class:`_Member` (stored members only)."""
     try:
         zf = zipfile.ZipFile(path, "r")
-    except zipfile.BadZipFile as exc:
+    except (zipfile.BadZipFile, NotImplementedError, EOFError, ValueError) as exc:
         raise FormatError(f"{path!r} is not a readable .b2z zip file ({exc}); it may be "
-                          "truncated") from None
+                          "truncated or corrupt") from None
     out = {}
     with zf:
         fd = os.open(path, os.O_RDONLY)
@@ -174,6 +185,7 @@ class ZipFiles:
         for name in self.src:
             stem, _ = _split_suffix(name)
             if stem is not None:
+                _check_member(path, name, stem)
                 self.leaves[stem] = ("src", name)
         self._zf = None
         self._tmp = None

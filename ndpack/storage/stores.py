@@ -401,7 +401,8 @@ class DictStore:
 
 def open_store(localpath, mode: str = "r", **kwargs):
     """Open a ``.b2d``/``.b2z`` store as a TreeStore or DictStore, as its embedded store
-    says (``b2tree`` or ``b2dict`` metalayer), the way python-blosc2's ``open`` does.
+    says (``b2tree`` or ``b2dict`` metalayer), and a ``.b2e`` file as an EmbedStore, the
+    way python-blosc2's ``open`` does.
 
     Examples
     --------
@@ -414,6 +415,9 @@ def open_store(localpath, mode: str = "r", **kwargs):
     """
     from ndpack.storage.treestore import TreeStore  # treestore builds on this module
 
+    path = os.fspath(localpath)
+    if path.endswith(".b2e") and os.path.isfile(path):
+        return EmbedStore(path, mode=mode, **kwargs)
     store = DictStore(localpath, mode="r")
     kind = store.estore.kind
     store.close()
