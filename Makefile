@@ -50,6 +50,11 @@ bench:
 	$(PYTHON) benchmarks/bench_expr.py
 	$(PYTHON) benchmarks/bench_ndarray.py
 	$(PYTHON) benchmarks/bench_reductions.py
+	$(PYTHON) benchmarks/bench_linalg.py
+	$(PYTHON) benchmarks/bench_indexing.py
+	$(PYTHON) benchmarks/bench_shape.py
+	$(PYTHON) benchmarks/bench_dask.py
+	$(PYTHON) benchmarks/bench_stores.py
 
 bench-quick:
 	$(PYTHON) benchmarks/bench_codecs.py --quick
@@ -57,6 +62,11 @@ bench-quick:
 	$(PYTHON) benchmarks/bench_expr.py --quick
 	$(PYTHON) benchmarks/bench_ndarray.py --quick
 	$(PYTHON) benchmarks/bench_reductions.py --quick
+	$(PYTHON) benchmarks/bench_linalg.py --quick
+	$(PYTHON) benchmarks/bench_indexing.py --quick
+	$(PYTHON) benchmarks/bench_shape.py --quick
+	$(PYTHON) benchmarks/bench_dask.py --quick
+	$(PYTHON) benchmarks/bench_stores.py --quick
 
 # Install what is missing, build, and run the main job with a short report.
 demo:

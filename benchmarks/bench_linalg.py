@@ -1,0 +1,124 @@
+"""Blocked linear algebra: ndpack vs NumPy, python-blosc2 and dask.
+
+* tensordot of two (n, n, n) float64 arrays over ((0,1),(0,1)), ((1,2),(1,2)) and
+  ((2,0),(2,0)): ndpack on its own .b2nd files (LZ4 clevel 1), ndpack over h5py
+  operands, python-blosc2 on its files, dask over the h5py datasets; NumPy in memory
+  is the baseline.  Time and the peak resident-memory growth of each.
+* matmul of two (m, m) float64 arrays, compressed in memory (LZ4 clevel 1), vs NumPy and
+  python-blosc2.
+
+Ratios are speed relative to NumPy (NumPy time / time).  ``--quick``: n = 100, m = 1000.
+
+    python benchmarks/bench_linalg.py [--quick] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+
+import numpy as np
+
+import ndpack
+from timing import peak_rss_during, write_json
+
+try:
+    import blosc2
+except ImportError:
+    blosc2 = None
+
+AXES = [((0, 1), (0, 1)), ((1, 2), (1, 2)), ((2, 0), (2, 0))]
+
+
+def _measure(fn, reps):
+    best_t, rss = float("inf"), 0
+    for _ in range(reps):
+        t, r = peak_rss_during(fn)
+        best_t, rss = min(best_t, t), max(rss, r)
+    return best_t, rss
+
+
+def tensordots(n, reps, rows):
+    import h5py
+    try:
+        import dask
+        import dask.array as da
+    except ImportError:
+        da = None
+    rng = np.random.default_rng(0)
+    x, y = rng.random((n, n, n)), rng.random((n, n, n))
+    with tempfile.TemporaryDirectory() as tmp:
+        p = lambda name: os.path.join(tmp, name)          # noqa: E731
+        cp = {"codec": ndpack.Codec.LZ4, "clevel": 1}
+        a = ndpack.asarray(x, cparams=cp, urlpath=p("a.b2nd"), mode="w")
+        b = ndpack.asarray(y, cparams=cp, urlpath=p("b.b2nd"), mode="w")
+        h5 = h5py.File(p("ops.h5"), "w")
+        hx = h5.create_dataset("x", data=x, chunks=a.chunks)
+        hy = h5.create_dataset("y", data=y, chunks=b.chunks)
+        if blosc2 is not None:
+            cp2 = {"codec": blosc2.Codec.LZ4, "clevel": 1}
+            ba = blosc2.asarray(x, cparams=cp2, urlpath=p("ba.b2nd"), mode="w")
+            bb = blosc2.asarray(y, cparams=cp2, urlpath=p("bb.b2nd"), mode="w")
+        print(f"\n[tensordot] 2 x ({n},)*3 float64, chunks {a.chunks}; time ms / peak RSS "
+              f"growth MB; speed vs NumPy")
+        print(f"{'axes':<22}" + "".join(f"{h:>18}" for h in
+                                        ("numpy", "nd native", "nd h5py", "b2", "dask h5py")))
+        for axes in AXES:
+            want = np.tensordot(x, y, axes=axes)
+            res = {"numpy": _measure(lambda: np.tensordot(x, y, axes=axes), reps),
+                   "nd": _measure(lambda: ndpack.tensordot(a, b, axes=axes), reps),
+                   "nd_h5": _measure(lambda: ndpack.tensordot(hx, hy, axes=axes), reps)}
+            np.testing.assert_allclose(ndpack.tensordot(a, b, axes=axes)[()], want, rtol=1e-9)
+            if blosc2 is not None:
+                res["b2"] = _measure(lambda: blosc2.tensordot(ba, bb, axes=axes), reps)
+            if da is not None:
+                dx, dy = da.from_array(hx, chunks=a.chunks), da.from_array(hy, chunks=b.chunks)
+                with dask.config.set(scheduler="threads"):
+                    res["dask"] = _measure(lambda: da.tensordot(dx, dy, axes=axes).compute(),
+                                           reps)
+            t0 = res["numpy"][0]
+            cells = "".join((f"{res[k][0] * 1e3:.0f}/{res[k][1] / 2**20:.0f} "
+                             f"{t0 / res[k][0]:.2f}x").rjust(18) if k in res else f"{'-':>18}"
+                            for k in ("numpy", "nd", "nd_h5", "b2", "dask"))
+            print(f"{str(axes):<22}{cells}")
+            rows.append(dict(kind="tensordot", axes=str(axes),
+                             **{f"{k}_s": v[0] for k, v in res.items()},
+                             **{f"{k}_rss": v[1] for k, v in res.items()}))
+        h5.close()
+
+
+def matmuls(m, reps, rows):
+    rng = np.random.default_rng(1)
+    x, y = rng.random((m, m)), rng.random((m, m))
+    cp = {"codec": ndpack.Codec.LZ4, "clevel": 1}
+    a, b = ndpack.asarray(x, cparams=cp), ndpack.asarray(y, cparams=cp)
+    res = {"numpy": _measure(lambda: x @ y, reps), "nd": _measure(lambda: ndpack.matmul(a, b),
+                                                                  reps)}
+    np.testing.assert_allclose(ndpack.matmul(a, b)[()], x @ y, rtol=1e-9)
+    if blosc2 is not None:
+        cp2 = {"codec": blosc2.Codec.LZ4, "clevel": 1}
+        ba, bb = blosc2.asarray(x, cparams=cp2), blosc2.asarray(y, cparams=cp2)
+        res["b2"] = _measure(lambda: blosc2.matmul(ba, bb), reps)
+    t0 = res["numpy"][0]
+    print(f"\n[matmul] ({m}, {m}) float64, chunks {a.chunks}, LZ4 clevel 1")
+    for k, (t, r) in res.items():
+        print(f"  {k:<8}{t * 1e3:>9.0f} ms  {r / 2**20:>6.0f} MB  {t0 / t:>5.2f}x NumPy speed")
+    rows.append(dict(kind="matmul", m=m, **{f"{k}_s": v[0] for k, v in res.items()}))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    reps = 1 if args.quick else 3
+    rows: list = []
+    tensordots(100 if args.quick else 300, reps, rows)
+    matmuls(1000 if args.quick else 4000, reps, rows)
+    write_json(args.json, rows)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
