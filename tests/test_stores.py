@@ -440,3 +440,35 @@ def test_hostile_member_names_and_maps(tmp_path):
                                            "current_offset": 0}
     with pytest.raises(FormatError, match="outside"):
         ndpack.storage.embedstore.estore_from_cframe(es.to_cframe())["/a"]
+
+
+@pytest.mark.parametrize("name", PATHS)
+def test_file_backed_values_are_copied_as_frames(tmp_path, name):
+    src = ndpack.asarray(A, urlpath=tmp_path / "src.b2nd", mode="w", chunks=(10, 30))
+    src.vlmeta["note"] = "from disk"
+    src[0, 0] = -1.0
+    expected = src[:]
+    path = tmp_path / name
+    with ndpack.TreeStore(path, mode="w") as ts:
+        ts["/a"] = src
+        ts["/b"] = ndpack.open(tmp_path / "src.b2nd", mode="r")
+        ts["/a"] = ts["/a"]                      # a value read back from the store itself
+        ts.attrs["k"] = "v"
+    for lib in (ndpack, blosc2):
+        with lib.TreeStore(str(path), mode="r") as ts:
+            for k in ("/a", "/b"):
+                arr = ts[k]              # python-blosc2's vlmeta needs its array alive
+                np.testing.assert_array_equal(arr[:], expected)
+                assert arr.vlmeta["note"] == "from disk" and arr.chunks == (10, 30)
+            assert ts.vlmeta["k"] == "v"
+
+
+def test_unclosed_store_is_written_when_collected(tmp_path):
+    import gc
+    ts = ndpack.TreeStore(tmp_path / "gc.b2z", mode="w")
+    ts["/a"] = np.arange(3)
+    del ts
+    gc.collect()
+    with ndpack.TreeStore(tmp_path / "gc.b2z", mode="r") as ts:
+        assert ts["/a"][:].tolist() == [0, 1, 2]
+    assert os.listdir(tmp_path) == ["gc.b2z"]

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import os
 
-from ndpack.errors import ParameterError
+from ndpack.errors import FormatError, ParameterError
 from ndpack.storage.embedstore import (
     EmbedStore,
     check_store_key,
     estore_from_cframe,
     value_to_store,
 )
+from ndpack.storage.framefile import ContiguousFrame
 from ndpack.storage.schunk import open as open_frame
 from ndpack.storage.storefiles import DirFiles, ZipFiles
 
@@ -56,6 +57,32 @@ def check_path(key: str) -> str:
         if "\x00" in name:
             raise ParameterError(f"key {key!r} contains a NUL character")
     return key
+
+
+def _frame_source(store):
+    """``(pieces, size)``: the frame bytes of an NDArray or SChunk, streamed from its file
+    in 16 MiB pieces when it is a contiguous frame on disk (memory stays small), else
+    serialized at once."""
+    frame = getattr(store, "schunk", store)._frame
+    if isinstance(frame, ContiguousFrame) and getattr(frame, "fd", None) is not None:
+        fd = os.open(frame.path, os.O_RDONLY)       # opened now: the path may be replaced
+        start, size = frame.base, frame.frame_len
+
+        def pieces():
+            try:
+                pos = 0
+                while pos < size:
+                    piece = os.pread(fd, min(16 << 20, size - pos), start + pos)
+                    if not piece:
+                        raise FormatError(f"{frame.path!r}: frame truncated at byte "
+                                          f"{start + pos}")
+                    pos += len(piece)
+                    yield piece
+            finally:
+                os.close(fd)
+        return pieces(), size
+    data = store.to_cframe()
+    return [data], len(data)
 
 
 def _is_zip(path: str) -> bool:
@@ -194,8 +221,8 @@ class DictStore:
             return
         if key in self._estore:
             del self._estore[key]
-        data = store.to_cframe()
-        self._files.write_bytes(key[1:], store, [data], len(data))
+        pieces, size = _frame_source(store)
+        self._files.write_bytes(key[1:], store, pieces, size)
 
     def _del(self, key: str):
         self._check_writable()

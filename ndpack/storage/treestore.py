@@ -320,6 +320,11 @@ class TreeStore(DictStore):
         """The vlmeta of this view's root group (dict-like; ``vlmeta[:]`` gives a dict)."""
         return _GroupVlmeta(self, (self._prefix or "") + "/" + VLMETA)
 
+    @property
+    def attrs(self) -> _GroupVlmeta:
+        """Alias of :attr:`vlmeta` (python-blosc2's name)."""
+        return self.vlmeta
+
     def close(self) -> None:
         """Close the store (a subtree view leaves it open)."""
         if self._root is self:
