@@ -295,7 +295,7 @@ def test_reads_decode_only_touched_chunks_and_blocks(monkeypatch):
     assert spy.whole == [1]
     spy.blocks.clear()
     _eq(a[1:23:7, 4], ref[1:23:7, 4])              # rows 1 | 8, 15 | 22 of chunk rows 0 | 1 | 2
-    assert spy.blocks == [[0], [0, 6], [6]]
+    assert sorted(spy.blocks) == [[0], [0, 6], [6]]         # chunks decode in parallel
 
 
 def test_special_chunks_answer_without_decoding(monkeypatch):

@@ -50,14 +50,14 @@ import uuid
 
 import numpy as np
 
+from ndpack.engine.output import new_output
 from ndpack.engine.tree import Apply, Constant, Node, Operand, Reduce, operands_of
 from ndpack.engine.views import SliceView, TransposeView
 from ndpack.errors import ParameterError
 from ndpack.storage.constructors import ndarray_from_cframe
 from ndpack.storage.grid import compute_chunks_blocks
-from ndpack.storage.ndarray import NDArray, create, fill_from
+from ndpack.storage.ndarray import NDArray, fill_from
 from ndpack.storage.schunk import open as open_frame
-from ndpack.storage.schunk import remove_urlpath
 
 __all__ = [
     "StoredArray",
@@ -485,31 +485,6 @@ def _write(darr, out: NDArray, kw: dict) -> NDArray:
         feed.close()
 
 
-def _new_output(shape, dtype, urlpath, mode, write, **storage):
-    """Create the output (under a temporary name when on disk), fill it with
-    ``write(out)``, rename it when complete; a failure leaves nothing behind."""
-    if urlpath is None:
-        return write(create(shape, dtype, **storage))
-    final = os.fspath(urlpath)
-    if mode not in ("w", "a"):
-        raise ParameterError(f"mode must be 'w' or 'a' to write a result, not {mode!r}")
-    if mode == "a" and os.path.exists(final):
-        raise FileExistsError(f"{final!r} exists; use mode='w' to overwrite it")
-    head, tail = os.path.split(final)
-    target = os.path.join(head, f".{tail}.{uuid.uuid4().hex[:8]}.part")
-    try:
-        out = create(shape, dtype, urlpath=target, mode="w", **storage)
-        write(out)
-        out.schunk.close()
-        del out
-        remove_urlpath(final)
-        os.replace(target, final)
-    except BaseException:
-        remove_urlpath(target)
-        raise
-    return open_frame(final, mode="a")
-
-
 def from_dask(darr, urlpath=None, mode="w", scheduler="dask", **storage) -> NDArray:
     """Write a dask array into a new NDArray, chunk by chunk.
 
@@ -544,7 +519,7 @@ def from_dask(darr, urlpath=None, mode="w", scheduler="dask", **storage) -> NDAr
     _dask()
     kw = _scheduler_args(scheduler)
     shape = tuple(int(s) for s in darr.shape)
-    return _new_output(shape, np.dtype(darr.dtype), urlpath, mode,
+    return new_output(shape, np.dtype(darr.dtype), urlpath, mode,
                        lambda out: _write(darr, out, kw), **storage)
 
 
@@ -572,7 +547,7 @@ def compute_with_dask(expr, scheduler="dask", urlpath=None, mode="w", chunks=Non
     def write(out):
         darr = _engine_array(template, [], expr.shape, expr.dtype, out.chunks)
         return _write(darr, out, kw)
-    return _new_output(expr.shape, expr.dtype, urlpath, mode, write, chunks=chunks,
+    return new_output(expr.shape, expr.dtype, urlpath, mode, write, chunks=chunks,
                        blocks=blocks, **storage)
 
 

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import sys
-import uuid
 
 import ndindex
 import numpy as np
@@ -29,13 +27,13 @@ import numpy as np
 from ndpack.engine.aligned import aligned_operands, compute_aligned, layout_of, read_aligned
 from ndpack.engine.evaluate import plan_regions, region_values, regions
 from ndpack.engine.functions import FUNCTIONS
+from ndpack.engine.output import new_output
 from ndpack.engine.parse import parse
 from ndpack.engine.refresh import rebuild, signature
 from ndpack.engine.tree import LINALG, Apply, Constant, Contract, Node, Operand, operands_of
 from ndpack.errors import ParameterError
 from ndpack.storage.constructors import fill_from
-from ndpack.storage.ndarray import NDArray, create
-from ndpack.storage.schunk import open as open_frame, remove_urlpath
+from ndpack.storage.ndarray import NDArray
 
 __all__ = ["LazyExpr", "lazyexpr", "evaluate"]
 
@@ -197,30 +195,9 @@ class LazyExpr:
         node = _prepare(self.node)
         if chunks is None and blocks is None:
             chunks, blocks = layout_of(node, self.shape)
-        if urlpath is None:
-            out = create(self.shape, self.dtype, chunks=chunks, blocks=blocks,
-                         cparams=cparams, dparams=dparams, **kwargs)
-            return self._fill(node, out, progress)
-        final = os.fspath(urlpath)
-        if mode not in ("w", "a"):
-            raise ParameterError(f"mode must be 'w' or 'a' to write a result, not {mode!r}")
-        if mode == "a" and os.path.exists(final):
-            raise FileExistsError(f"{final!r} exists; use mode='w' to overwrite it")
-        # Compute under a temporary name; the result appears under `urlpath` complete.
-        target = _temp_name(final)
-        try:
-            out = create(self.shape, self.dtype, chunks=chunks, blocks=blocks,
-                         cparams=cparams, dparams=dparams, urlpath=target, mode="w", **kwargs)
-            self._fill(node, out, progress)
-            out.schunk.close()
-            del out
-            remove_urlpath(final)
-            os.replace(target, final)
-        except BaseException:
-            remove_urlpath(target)
-            raise
-        return open_frame(final, mode="a")
-
+        return new_output(self.shape, self.dtype, urlpath, mode,
+                          lambda out: self._fill(node, out, progress), chunks=chunks,
+                          blocks=blocks, cparams=cparams, dparams=dparams, **kwargs)
 
     def _fill(self, node, out: NDArray, progress=False) -> NDArray:
         """Every chunk of the new (empty) `out`, in order."""
@@ -336,11 +313,6 @@ def _relative(s, lo):
         if stop < 0:          # a negative step running to the box start
             stop = None
     return slice(start, stop, s.step)
-
-
-def _temp_name(final: str) -> str:
-    head, tail = os.path.split(final)
-    return os.path.join(head, f".{tail}.{uuid.uuid4().hex[:8]}.part")
 
 
 _UFUNC_NAMES = {"true_divide": "divide", "absolute": "abs"}

@@ -1,0 +1,57 @@
+"""Results that appear complete or not at all.
+
+:func:`new_output` creates the NDArray a computation fills; on disk it is written
+under a temporary name in the same folder and renamed over the target when complete,
+so a failure (an exception, Ctrl-C) leaves nothing half-written under the target name
+and an existing file of that name untouched.
+
+Examples
+--------
+>>> import numpy as np, os, tempfile
+>>> from ndpack.storage.ndarray import fill_from
+>>> path = os.path.join(tempfile.mkdtemp(), "r.b2nd")
+>>> r = new_output((4,), np.float64, path, "w",
+...                lambda out: fill_from(out, lambda region: np.arange(4.0)[region]))
+>>> r[()].tolist(), os.listdir(os.path.dirname(path))
+([0.0, 1.0, 2.0, 3.0], ['r.b2nd'])
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+from ndpack.errors import ParameterError
+from ndpack.storage.ndarray import NDArray, create
+from ndpack.storage.schunk import open as open_frame, remove_urlpath
+
+__all__ = ["new_output"]
+
+
+def new_output(shape, dtype, urlpath, mode, write, **storage) -> NDArray:
+    """Create the output (in memory when `urlpath` is None), fill it with
+    ``write(out)``, and on disk rename it over `urlpath` once complete.
+
+    `mode` 'w' replaces an existing file at the end; 'a' refuses to."""
+    if urlpath is None:
+        out = create(shape, dtype, **storage)
+        write(out)
+        return out
+    final = os.fspath(urlpath)
+    if mode not in ("w", "a"):
+        raise ParameterError(f"mode must be 'w' or 'a' to write a result, not {mode!r}")
+    if mode == "a" and os.path.exists(final):
+        raise FileExistsError(f"{final!r} exists; use mode='w' to overwrite it")
+    head, tail = os.path.split(final)
+    target = os.path.join(head, f".{tail}.{uuid.uuid4().hex[:8]}.part")
+    try:
+        out = create(shape, dtype, urlpath=target, mode="w", **storage)
+        write(out)
+        out.schunk.close()
+        del out
+        remove_urlpath(final)
+        os.replace(target, final)
+    except BaseException:
+        remove_urlpath(target)
+        raise
+    return open_frame(final, mode="a")
