@@ -151,6 +151,7 @@ class DictStore:
         self.mode, self.threshold = mode, threshold
         self.cparams, self.dparams, self._mmap_mode = cparams, dparams, mmap_mode
         self._cache: dict = {}
+        self._keycache: dict = {}          # sorted keys, tree structure; shared with views
         self._closed = False
         self._modified = mode == "w"
         self._files = (ZipFiles(path, mode, tmpdir) if _is_zip(path)
@@ -191,7 +192,11 @@ class DictStore:
 
     # --- primitive operations on full keys -----------------------------------------------
     def _all_keys(self) -> list:
-        return sorted({"/" + rel for rel in self._files.leaves} | set(self._estore.keys()))
+        keys = self._keycache.get("all")
+        if keys is None:
+            keys = sorted({"/" + rel for rel in self._files.leaves} | set(self._estore.keys()))
+            self._keycache["all"] = keys
+        return keys
 
     def _has(self, key: str) -> bool:
         return key[1:] in self._files.leaves or key in self._estore
@@ -213,6 +218,7 @@ class DictStore:
         store = value_to_store(value, self.cparams, self.dparams)   # NumPy is converted
         embed = self.threshold is None or store.nbytes < self.threshold
         self._cache.pop(key, None)
+        self._keycache.clear()
         self._modified = True
         if embed:
             if key[1:] in self._files.leaves:
@@ -227,6 +233,7 @@ class DictStore:
     def _del(self, key: str):
         self._check_writable()
         self._cache.pop(key, None)
+        self._keycache.clear()
         self._modified = True
         if key[1:] in self._files.leaves:
             self._files.remove(key[1:])
@@ -261,7 +268,7 @@ class DictStore:
     def keys(self) -> list:
         """All keys, sorted."""
         self._check_open()
-        return self._all_keys()
+        return list(self._all_keys())
 
     def values(self):
         for k in self.keys():

@@ -167,6 +167,9 @@ class TreeStore(DictStore):
 
     def _structure(self):
         """(leaves, groups) as sets of full keys; groups exclude the root."""
+        cached = self._keycache.get("struct")
+        if cached is not None:
+            return cached
         leaves, groups = set(), set()
         for k in self._all_keys():
             if _is_vlmeta_key(k):
@@ -176,6 +179,7 @@ class TreeStore(DictStore):
                 parts = k.split("/")[1:-1]
             for i in range(1, len(parts) + 1):
                 groups.add("/" + "/".join(parts[:i]))
+        self._keycache["struct"] = (leaves, groups)
         return leaves, groups
 
     def _under(self, full: str, keys) -> list:
