@@ -31,7 +31,8 @@ import math
 import numpy as np
 
 from ndpack.storage.grid import compute_chunks_blocks
-from ndpack.storage.ndarray import create, fill_from
+from ndpack.engine.output import new_output
+from ndpack.storage.ndarray import fill_from
 
 __all__ = ["tensordot", "matmul", "vecdot", "outer", "result_shape", "compute_contract",
            "TILE_BYTES"]
@@ -180,10 +181,9 @@ def _emit(shape, dtype, tile, chunks, blocks, out, storage):
     if chunks is not None and not shape:
         chunks = None
     chunks, blocks = compute_chunks_blocks(shape, chunks, blocks, dtype=dtype)
-    if storage.get("urlpath") is not None:
-        storage.setdefault("mode", "w")
-    res = create(shape, dtype, chunks=chunks, blocks=blocks, **storage)
-    return fill_from(res, tile)
+    urlpath, mode = storage.pop("urlpath", None), storage.pop("mode", "w")
+    return new_output(shape, dtype, urlpath, mode, lambda res: fill_from(res, tile),
+                      chunks=chunks, blocks=blocks, **storage)
 
 
 def _regions(shape, chunks):

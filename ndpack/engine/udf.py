@@ -38,7 +38,8 @@ import numpy as np
 from ndpack.errors import FormatError, ParameterError
 from ndpack.storage.constructors import uninit
 from ndpack.storage.grid import compute_chunks_blocks
-from ndpack.storage.ndarray import NDArray, create, fill_from
+from ndpack.engine.output import new_output
+from ndpack.storage.ndarray import NDArray, fill_from
 from ndpack.storage.schunk import remove_urlpath
 
 __all__ = ["LazyUDF", "lazyudf", "open_udf"]
@@ -119,12 +120,12 @@ class LazyUDF:
         """Every chunk into a new NDArray (in memory, or on disk with `urlpath`)."""
         kwargs.setdefault("chunks", self.chunks)
         kwargs.setdefault("blocks", self.blocks if kwargs["chunks"] == self.chunks else None)
-        if urlpath is not None:
-            kwargs.setdefault("mode", "w")
-        out = create(self.shape, self.dtype, urlpath=urlpath, **kwargs)
-        if out.chunks == self.chunks:
-            return fill_from(out, self._chunk)
-        return fill_from(out, lambda region: self[region])
+        mode = kwargs.pop("mode", "w")
+
+        def write(out):
+            return fill_from(out, self._chunk if out.chunks == self.chunks else
+                             lambda region: self[region])
+        return new_output(self.shape, self.dtype, urlpath, mode, write, **kwargs)
 
     def save(self, urlpath, **kwargs) -> None:
         """Save the function's source and the input paths (python-blosc2's layout);
