@@ -197,7 +197,7 @@ def main(argv=None) -> int:
             np.testing.assert_allclose(p.slice(keys[:1]), arrays[keys[0]][_mid(
                 arrays[keys[0]].shape)].sum())
         lst = best_times([lambda p=p: p.list() for p in peers], reps * 3, budget=10)
-        full = best_times([lambda p=p: p.read(keys) for p in peers], reps, budget=40)
+        full = best_times([lambda p=p: p.read(keys) for p in peers], 3, budget=40)
         sl = best_times([lambda p=p: p.slice(keys) for p in peers], reps * 3, budget=15)
         sizes = [_size(p.path) for p in peers]
     finally:

@@ -472,3 +472,19 @@ def test_unclosed_store_is_written_when_collected(tmp_path):
     with ndpack.TreeStore(tmp_path / "gc.b2z", mode="r") as ts:
         assert ts["/a"][:].tolist() == [0, 1, 2]
     assert os.listdir(tmp_path) == ["gc.b2z"]
+
+
+def test_embed_member_that_is_not_an_embedded_store(tmp_path):
+    path = tmp_path / "odd.b2z"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("embed.b2e", ndpack.asarray(np.arange(3)).to_cframe())
+    with pytest.raises(FormatError, match="not a super-chunk"):
+        ndpack.DictStore(path, mode="r")
+    with zipfile.ZipFile(path, "w") as zf:       # the frame runs past its member
+        frame = ndpack.asarray(np.arange(300)).to_cframe()
+        zf.writestr("a.b2nd", frame[:-40])
+        zf.writestr("b.b2nd", frame)
+    with ndpack.DictStore(path, mode="r") as ds:
+        assert ds["/b"][:].tolist() == list(range(300))
+        with pytest.raises(FormatError):
+            ds["/a"]

@@ -128,6 +128,9 @@ class EmbedStore:
         self._cparams, self._dparams = cparams, dparams
         self.urlpath = None if urlpath is None else os.fspath(urlpath)
         if _schunk is not None:
+            if not isinstance(_schunk, SChunk):
+                raise FormatError("the embedded store is an NDArray frame, not a super-chunk "
+                                  "of bytes")
             self._schunk = _schunk
         elif self.urlpath is not None and (mode == "r" or (mode == "a" and
                                                             os.path.exists(self.urlpath))):

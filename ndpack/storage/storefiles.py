@@ -197,6 +197,11 @@ class ZipFiles:
 
     def open_leaf(self, rel: str, mode: str, mmap_mode=None):
         m, path = self._member(rel)
+        return self.open_member(path, m, mmap_mode)
+
+    @staticmethod
+    def open_member(path: str, m: _Member, mmap_mode=None):
+        """The frame of member `m`, opened in place (read-only)."""
         obj = open_frame(path, mode="r", offset=m.data_offset, mmap_mode=mmap_mode)
         flen = obj.schunk._frame.frame_len if hasattr(obj, "schunk") else obj._frame.frame_len
         if flen > m.size:

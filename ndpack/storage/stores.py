@@ -35,7 +35,6 @@ from ndpack.storage.embedstore import (
     value_to_store,
 )
 from ndpack.storage.framefile import ContiguousFrame
-from ndpack.storage.schunk import open as open_frame
 from ndpack.storage.storefiles import DirFiles, ZipFiles
 
 __all__ = ["DictStore", "check_path", "open_store"]
@@ -170,10 +169,8 @@ class DictStore:
             return EmbedStore(mode="a" if self.mode != "r" else "r", **kw)
         path, m = found
         if self.mode == "r":
-            return EmbedStore(mode="r", _schunk=open_frame(path, mode="r",
-                                                           offset=m.data_offset,
-                                                           mmap_mode=self._mmap_mode))
-        es = EmbedStore(mode="r", _schunk=open_frame(path, mode="r", offset=m.data_offset))
+            return EmbedStore(mode="r", _schunk=ZipFiles.open_member(path, m, self._mmap_mode))
+        es = EmbedStore(mode="r", _schunk=ZipFiles.open_member(path, m))
         return estore_from_cframe(es.to_cframe(), mode="a")   # small by design: in memory
 
     # --- checks --------------------------------------------------------------------------
