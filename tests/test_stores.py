@@ -488,3 +488,12 @@ def test_embed_member_that_is_not_an_embedded_store(tmp_path):
         assert ds["/b"][:].tolist() == list(range(300))
         with pytest.raises(FormatError):
             ds["/a"]
+
+
+@pytest.mark.parametrize("name", PATHS)
+def test_append_mode_creates_a_missing_store(tmp_path, name):
+    ndpack.TreeStore(tmp_path / name, mode="a").close()
+    with ndpack.TreeStore(tmp_path / name, mode="r") as ts:
+        assert ts.keys() == []
+    with blosc2.TreeStore(str(tmp_path / name), mode="r") as ts:
+        assert list(ts.keys()) == []

@@ -152,7 +152,7 @@ class DictStore:
         self._cache: dict = {}
         self._keycache: dict = {}          # sorted keys, tree structure; shared with views
         self._closed = False
-        self._modified = mode == "w"
+        self._modified = mode == "w" or not os.path.exists(path)   # a new store is written
         self._files = (ZipFiles(path, mode, tmpdir) if _is_zip(path)
                        else DirFiles(path, mode))
         self._estore = self._open_estore()
