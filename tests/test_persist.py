@@ -193,3 +193,15 @@ def test_save_open_resize_cycles(tmp_path, ndim):
         if step == 0 and ndim == 2:
             theirs = blosc2.open(str(tmp_path / "e.b2nd"), deserialize="full")
             np.testing.assert_allclose(theirs[()], want, rtol=1e-12)
+
+
+def test_open_recognizes_stores(tmp_path):
+    with ndpack.TreeStore(tmp_path / "t.b2z", mode="w") as ts:
+        ts["/g/a"] = np.arange(5)
+    with ndpack.DictStore(tmp_path / "s.b2d", mode="w") as ds:
+        ds["/x"] = np.arange(3.0)
+    t = ndpack.open(tmp_path / "t.b2z")
+    assert isinstance(t, ndpack.TreeStore) and t["/g/a"][()].tolist() == list(range(5))
+    assert isinstance(ndpack.open(tmp_path / "s.b2d"), ndpack.DictStore)
+    theirs = blosc2.open(str(tmp_path / "t.b2z"))
+    assert type(theirs).__name__ == "TreeStore"

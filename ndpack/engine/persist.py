@@ -200,12 +200,17 @@ def save_expr(expr, urlpath, **kwargs) -> None:
 
 def open(urlpath, mode: str = "r", offset: int = 0, trust_code: bool = False,  # noqa: A001
          **kwargs):
-    """Open a file: an NDArray, an SChunk, or a saved expression (a LazyExpr).
+    """Open a file: an NDArray, an SChunk, a saved expression (a LazyExpr), or a store
+    (``.b2z``/``.b2d``: TreeStore or DictStore; ``.b2e``: EmbedStore).
 
-    python-blosc2's ``open``, plus saved expressions (its current ``b2o`` carriers and
-    the legacy ``LazyArray`` layout).  Opening a saved expression never runs code; a
+    python-blosc2's ``open``, including saved expressions (its current ``b2o`` carriers
+    and the legacy ``LazyArray`` layout) and stores.  Opening a saved expression never runs code; a
     saved user function (which would) needs ``trust_code=True``.
     """
+    path = os.fspath(urlpath)
+    if _is_store(path):
+        from ndpack.storage.stores import open_store
+        return open_store(path, mode=mode, **kwargs)
     obj = open_storage(urlpath, mode=mode, offset=offset, **kwargs)
     if not isinstance(obj, NDArray):
         return obj
@@ -233,6 +238,15 @@ def open(urlpath, mode: str = "r", offset: int = 0, trust_code: bool = False,  #
         return _rebuild(urlpath, legacy.get("expression"), legacy.get("operands", {}),
                         trust_code)
     return obj
+
+
+def _is_store(path: str) -> bool:
+    """A DictStore/TreeStore (``.b2z``, ``.b2d``, a folder with ``embed.b2e``) or an
+    EmbedStore (``.b2e``), as python-blosc2's ``open`` recognizes them."""
+    if path.endswith((".b2z", ".b2e")) and os.path.isfile(path):
+        return True
+    return os.path.isdir(path) and (path.rstrip("/").endswith(".b2d") or
+                                    os.path.isfile(os.path.join(path, "embed.b2e")))
 
 
 def _operand(urlpath, name, rel, trust_code):
