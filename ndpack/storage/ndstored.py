@@ -1,0 +1,160 @@
+"""Whole chunks in stored order: what engines that work chunk by chunk need.
+
+A mixin of :class:`ndpack.storage.ndarray.NDArray` (kept apart so each module reads in
+one sitting).  A chunk decoded "in stored order" is flat: its blocks one after another,
+each block in C order, padding included.  Arrays with the same shape, chunks and blocks
+store elements in the same order, so elementwise work can run on these buffers as
+they are.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ndpack.chunks import compress2, decompress2, decompress_blocks, special_chunk
+from ndpack.codecs import SpecialValue
+from ndpack.errors import FormatError, ParameterError
+from ndpack.storage.frame import chunk_nbytes_of
+from ndpack.storage.grid import prod
+from ndpack.storage.ndread import _from_blocked
+
+__all__ = ["NDStored"]
+
+
+class NDStored:
+    """Stored-order chunk access of NDArray (a mixin: it uses the array's layout)."""
+
+    def read_chunk(self, nchunk: int, buf: bytearray | None = None):
+        """The compressed chunk `nchunk` as a bytes-like object, without copies where
+        possible: a view of the stored bytes for in-memory arrays, a view of `buf`
+        for contiguous files when `buf` is big enough (read into it: reused buffers
+        avoid page faults), else new bytes.  Valid until `buf` is reused.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ndpack.storage.constructors import asarray
+        >>> a = asarray(np.arange(1000.0), chunks=(500,))
+        >>> bytes(a.read_chunk(1, bytearray(1 << 16))) == a.get_chunk(1)
+        True
+        """
+        return self._schunk._frame.get(nchunk, buf)
+
+    @property
+    def stored_elements(self) -> int:
+        """Elements of one decoded chunk: the extended chunk shape's size (padding
+        included)."""
+        return prod(self._ext_chunks)
+
+    def decode_stored(self, chunk, out=None, blocks=None, nthreads=None) -> np.ndarray:
+        """Decode compressed `chunk` of this array in its stored order.
+
+        The result is flat: the chunk's blocks one after another, each block in C
+        order, padding included (:attr:`stored_elements` items).  Two arrays with the
+        same shape, chunks and blocks store elements in the same order, so elementwise
+        work can run on these buffers directly.  A special chunk (zeros, NaN, a
+        repeated value) gives a 0-d array instead, without decoding anything.
+
+        Parameters
+        ----------
+        chunk : bytes-like
+            A chunk of this array (from :meth:`get_chunk`).
+        out : numpy.ndarray, optional
+            A flat C-contiguous array of this dtype and :attr:`stored_elements` items
+            (or as many as `blocks` hold) to decode into (reused buffers avoid page
+            faults).
+        blocks : range, optional
+            Decode only these blocks (numbers in stored order, step 1): the elements
+            ``blocks.start * b`` to ``blocks.stop * b`` of the stored order, ``b`` the
+            items of one block.
+        nthreads : int, optional
+            Threads of the C core for this call (default: ``dparams.nthreads``); 1 when
+            the caller runs several decodes in parallel.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ndpack.storage.constructors import asarray
+        >>> a = asarray(np.arange(6.0).reshape(2, 3), chunks=(2, 3), blocks=(1, 3))
+        >>> a.decode_stored(a.get_chunk(0)).tolist()
+        [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+        """
+        fill = self._special_fill(chunk)
+        if fill is not None:
+            return fill
+        nbytes = chunk_nbytes_of(chunk)
+        if nbytes != self._chunk_nbytes:
+            raise FormatError(f"chunk holds {nbytes} bytes; chunks of this array hold "
+                              f"{self._chunk_nbytes}")
+        size = self.stored_elements
+        if blocks is not None:
+            if blocks.step != 1 or not 0 <= blocks.start <= blocks.stop <= len(self._block_ids):
+                raise ParameterError(f"blocks must be a step-1 range within "
+                                     f"range({len(self._block_ids)}), not {blocks}")
+            size = len(blocks) * prod(self._blocks)
+        if out is None:
+            out = np.empty(size, self._dtype)
+        elif out.dtype != self._dtype or out.size != size or not out.flags.c_contiguous:
+            raise ParameterError(f"out must be a C-contiguous {self._dtype} array of "
+                                 f"{size} items")
+        if nthreads is None:
+            nthreads = self._schunk.dparams.nthreads
+        if blocks is None or len(blocks) == len(self._block_ids):
+            decompress2(chunk, dst=out, nthreads=nthreads)
+        else:
+            decompress_blocks(chunk, blocks, nthreads=nthreads, dst=out)
+        return out
+
+    def encode_stored(self, values) -> bytes:
+        """A chunk from values in stored order (see :meth:`decode_stored`); a 0-d
+        value gives a special chunk (no data stored)."""
+        values = np.asarray(values)
+        if values.ndim == 0 and self._dtype.itemsize > 255:    # too big for a header
+            values = np.full(self.stored_elements, values, self._dtype)
+        if values.ndim == 0:
+            v = values.astype(self._dtype)
+            if not v.any():
+                special, raw = SpecialValue.ZERO, None
+            else:
+                special, raw = SpecialValue.VALUE, v.tobytes()
+            return special_chunk(special, self._chunk_nbytes, self._typesize,
+                                 self._blocksize, value=raw)
+        if values.dtype != self._dtype or values.size != self.stored_elements:
+            raise ParameterError(f"values must be {self.stored_elements} items of "
+                                 f"{self._dtype}, not {values.size} of {values.dtype}")
+        return compress2(np.ascontiguousarray(values).reshape(-1).view(np.uint8),
+                         cparams=self._schunk._cparams)
+
+    @property
+    def stored_c_order(self) -> bool:
+        """Whether stored order is the C order of the extended chunk (blocks span the
+        trailing dimensions of the chunk)."""
+        return self._corder
+
+    def special_value(self, chunk):
+        """The scalar (0-d array) a special chunk of this array stands for (zeros, NaN,
+        a repeated value), or None for a chunk holding data."""
+        return self._special_fill(chunk)
+
+    def stored_as_chunk(self, values) -> np.ndarray:
+        """Flat values in stored order (see :meth:`decode_stored`) as an array of the
+        extended chunk shape, in C order (a view when the blocks allow it)."""
+        if self._corder:
+            return values.reshape(self._ext_chunks)
+        return _from_blocked(values, values.dtype, self._bgrid, self._blocks)
+
+    def chunk_region(self, nchunk: int) -> tuple:
+        """The region of the array (a tuple of slices) chunk `nchunk` holds."""
+        return self._chunk_region(np.unravel_index(nchunk, self._grid))
+
+    def write_stored(self, nchunk: int, values) -> None:
+        """Store chunk `nchunk` from values in stored order (see :meth:`decode_stored`):
+        chunks are written in order, ``nchunk == schunk.nchunks`` appends one."""
+        self._schunk._check_writable()
+        chunk = self.encode_stored(values)          # our own chunk: no validation copy
+        frame = self._schunk._frame
+        if nchunk == frame.nchunks and nchunk < self._nchunks:
+            frame.append(chunk)
+        else:
+            frame.update(nchunk, chunk)
+
