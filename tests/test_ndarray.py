@@ -427,3 +427,23 @@ def test_more_than_2_31_elements():
     assert b.size > 2**31
     assert b[49_998:, 49_998:].tolist() == [[0, 0], [0, 7]]
     assert int(ndpack.sum(b)) == 10 and int(ndpack.argmax(b)) == 49_999 * 50_000 + 49_999
+
+
+def test_metalayer_disagreeing_with_the_superchunk(tmp_path):
+    """A b2nd metalayer that does not fit the super-chunk is a FormatError on open."""
+    from ndpack.storage.grid import encode_b2nd
+    a = ndpack.asarray(np.arange(30.0), chunks=(10,), blocks=(5,), urlpath=tmp_path / "x.b2nd",
+                       mode="w")
+    fake = encode_b2nd((10,), (10,), (5,), np.dtype("f8"))     # one chunk, 3 stored
+    assert len(fake) == len(a.schunk.meta.get_raw("b2nd"))
+    a.schunk.meta._writer("b2nd", fake)                         # a corrupt file, made here
+    a.schunk.close()
+    with pytest.raises(ndpack.FormatError, match="1 chunks, the super-chunk holds 3"):
+        ndpack.open(tmp_path / "x.b2nd")
+    b = ndpack.asarray(np.arange(30.0), chunks=(10,), blocks=(5,), urlpath=tmp_path / "y.b2nd",
+                       mode="w")
+    fake = encode_b2nd((15,), (5,), (5,), np.dtype("f8"))      # 40-byte chunks, 80 stored
+    b.schunk.meta._writer("b2nd", fake)
+    b.schunk.close()
+    with pytest.raises(ndpack.FormatError, match="bytes"):
+        ndpack.open(tmp_path / "y.b2nd")
