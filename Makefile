@@ -5,7 +5,7 @@ SYS_PKGS := pkg-config libzstd-dev liblz4-dev zlib1g-dev
 VECTORS ?= $(abspath ../shared/spec/vectors)
 PYTEST_ARGS ?=
 
-.PHONY: install sysdeps test ctest asan fuzz bench bench-quick demo clean
+.PHONY: install sysdeps test ctest asan fuzz bench bench-quick bench-report demo docs notebooks clean
 
 # Install missing system packages (apt-get when root, else print the command),
 # then the package in editable mode with its test dependencies.
@@ -44,29 +44,25 @@ fuzz:
 	ninja -C build/asan fuzz_chunk
 	NDPACK_VECTORS=$(VECTORS) ./build/asan/fuzz_chunk --iterations 1000000
 
+# Every benchmarks/bench_*.py against its peers, ratios printed; bench-report also
+# writes benchmarks/results/report.md and PNG plots (BENCH_ARGS= for full sizes).
 bench:
-	$(PYTHON) benchmarks/bench_codecs.py
-	$(PYTHON) benchmarks/bench_schunk.py
-	$(PYTHON) benchmarks/bench_expr.py
-	$(PYTHON) benchmarks/bench_ndarray.py
-	$(PYTHON) benchmarks/bench_reductions.py
-	$(PYTHON) benchmarks/bench_linalg.py
-	$(PYTHON) benchmarks/bench_indexing.py
-	$(PYTHON) benchmarks/bench_shape.py
-	$(PYTHON) benchmarks/bench_dask.py
-	$(PYTHON) benchmarks/bench_stores.py
+	$(PYTHON) benchmarks/run_all.py
 
 bench-quick:
-	$(PYTHON) benchmarks/bench_codecs.py --quick
-	$(PYTHON) benchmarks/bench_schunk.py --quick
-	$(PYTHON) benchmarks/bench_expr.py --quick
-	$(PYTHON) benchmarks/bench_ndarray.py --quick
-	$(PYTHON) benchmarks/bench_reductions.py --quick
-	$(PYTHON) benchmarks/bench_linalg.py --quick
-	$(PYTHON) benchmarks/bench_indexing.py --quick
-	$(PYTHON) benchmarks/bench_shape.py --quick
-	$(PYTHON) benchmarks/bench_dask.py --quick
-	$(PYTHON) benchmarks/bench_stores.py --quick
+	$(PYTHON) benchmarks/run_all.py --quick
+
+BENCH_ARGS ?= --quick
+bench-report:
+	$(PYTHON) benchmarks/run_all.py $(BENCH_ARGS)
+
+# Documentation site (mkdocs-material + mkdocstrings); warnings are errors.
+docs:
+	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict -d build/site
+
+# Every notebook of notebooks/, executed with nbclient (also part of `make test`).
+notebooks:
+	$(PYTHON) -m pytest -q tests/test_notebooks.py
 
 # Install what is missing, build, and run the main job with a short report.
 demo:
