@@ -39,8 +39,8 @@ import numpy as np
 
 from ndpack.engine.evaluate import Kernel, operand_key, run
 from ndpack.engine.tree import Node, operands_of
-from ndpack.engine.workers import (on_engine_thread, prefetch, serial_numexpr, submit,
-                                   workers, writer)
+from ndpack.engine.workers import (buffers, on_engine_thread, prefetch, serial_numexpr,
+                                   submit, workers, writer)
 from ndpack.storage.ndarray import NDArray
 
 __all__ = ["layout_of", "aligned_operands", "compute_aligned", "read_aligned", "GROUP_BYTES"]
@@ -96,6 +96,9 @@ def _broadcasts(small: tuple, shape: tuple) -> bool:
 # ---------------------------------------------------------------------------------------
 # the chunk loop
 
+_EMPTY = bytearray()
+
+
 class _Fetcher:
     """What chunk `n` needs, read ahead: the compressed chunks of the stored operands,
     read into two rotating sets of reused buffers (the chunk being decoded and the one
@@ -104,7 +107,7 @@ class _Fetcher:
 
     def __init__(self, ops: list, ref: NDArray, stored: list):
         self.ops, self.ref, self.stored = ops, ref, stored
-        self.slots = tuple([bytearray() if st else None for st in stored] for _ in range(2))
+        self.slots = tuple([_EMPTY if st else None for st in stored] for _ in range(2))
         self.turn = 0
         # only contiguous files read into the buffers (others return their own bytes)
         self.grow = [st and op.array.urlpath is not None and op.array.schunk.contiguous
@@ -122,9 +125,19 @@ class _Fetcher:
                 continue
             chunk = op.array.read_chunk(n, slot[i])
             if self.grow[i] and len(chunk) > len(slot[i]):
-                slot[i] = bytearray(len(chunk) + len(chunk) // 8)   # bigger next time
+                if slot[i] is not _EMPTY:
+                    buffers.give(slot[i])
+                slot[i] = buffers.take(len(chunk) + len(chunk) // 8)  # bigger next time
             out.append(chunk)
         return out
+
+    def close(self) -> None:
+        """Give the buffers back (call when no chunk read from them is in use)."""
+        for slot in self.slots:
+            for i, b in enumerate(slot):
+                if b is not None and b is not _EMPTY and self.stored[i]:
+                    buffers.give(b)
+                slot[i] = None
 
     def _broadcast(self, i, op, n, slot) -> np.ndarray:
         if slot[i] is None:
@@ -154,7 +167,8 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target):
     kernel = Kernel(node, ops)
     cast = dtype != node.dtype
     local = threading.local()
-    whole = np.empty(size, dtype)
+    whole_raw = buffers.take(size * dtype.itemsize)
+    whole = whole_raw[:size * dtype.itemsize].view(dtype)
     nworkers = max(1, ref.schunk.dparams.nthreads)
 
     def group(raw, fills, g, part):
@@ -197,6 +211,8 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target):
         for job in jobs + [pending]:
             if job is not None:
                 job.exception()
+        fetch.close()
+        buffers.give(whole_raw)
 
 
 def compute_aligned(node: Node, ops: list, out: NDArray, tick=None) -> NDArray:

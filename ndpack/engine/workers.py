@@ -29,7 +29,7 @@ import threading
 import numexpr
 
 __all__ = ["prefetch", "on_engine_thread", "workers", "writer", "submit", "run_all",
-           "serial_numexpr"]
+           "serial_numexpr", "buffers"]
 
 _POOLS: dict = {}
 _LOCK = threading.Lock()
@@ -131,3 +131,36 @@ def serial_numexpr():
             _NUMEXPR["users"] -= 1
             if _NUMEXPR["users"] == 0:
                 numexpr.set_num_threads(_NUMEXPR["before"])
+
+
+class _BufferPool:
+    """Large byte buffers kept between computations: a fresh multi-MB buffer costs page
+    faults (and zero-filling, for bytearray) on every use, a kept one does not.
+
+    :meth:`take` hands out a buffer of at least `nbytes` (exclusive to the caller until
+    :meth:`give` returns it); at most `cap` bytes stay idle, the largest kept first.
+    """
+
+    def __init__(self, cap: int):
+        self.cap, self.free, self.lock = cap, [], threading.Lock()
+
+    def take(self, nbytes: int):
+        import numpy as np
+        with self.lock:
+            fits = [i for i, b in enumerate(self.free) if b.nbytes >= nbytes]
+            if fits:                      # the smallest that fits (arrays: no list.remove)
+                return self.free.pop(min(fits, key=lambda i: self.free[i].nbytes))
+        return np.empty(max(int(nbytes), 1), np.uint8)
+
+    def give(self, buf) -> None:
+        with self.lock:
+            if os.getpid() != getattr(self, "pid", os.getpid()):
+                self.free = []
+            self.pid = os.getpid()
+            self.free.append(buf)
+            self.free.sort(key=lambda b: -b.nbytes)
+            while sum(b.nbytes for b in self.free) > self.cap:
+                self.free.pop()                  # the smallest goes first
+
+
+buffers = _BufferPool(cap=512 * 2**20)
