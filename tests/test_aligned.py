@@ -284,3 +284,16 @@ def test_aligned_into_h5py_and_zarr(tmp_path, count_aligned):
     ndpack.evaluate("a * b - cos(c)", local_dict=ops, out=z)
     np.testing.assert_allclose(z[()], want, rtol=1e-14)
     assert len(count_aligned) == 3 * 5
+
+
+def test_buffer_pool_reuses_and_caps():
+    from ndpack.engine.workers import _BufferPool
+    pool = _BufferPool(cap=10_000)
+    a = pool.take(4000)
+    pool.give(a)
+    assert pool.take(3000) is a                   # the smallest that fits, reused
+    b, c = pool.take(6000), pool.take(5000)
+    assert b is not a and c is not a
+    for buf in (a, b, c):
+        pool.give(buf)
+    assert sum(x.nbytes for x in pool.free) <= 10_000 and pool.free[0] is b
