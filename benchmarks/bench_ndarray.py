@@ -181,7 +181,7 @@ def run_slices(quick: bool, reps: int) -> list[dict]:
             tmp = tempfile.mkdtemp(prefix="bench_ndarray")
             try:
                 peers = build_peers(x, chunks, blocks, cpname, tmp,
-                                    others=quick or cpname == "lz4")
+                                    others=cpname == "lz4")
                 names = list(peers)
                 print(f"\nlayout {lname}: chunks {chunks} blocks {blocks}, cparams {cpname}"
                       f" (cratio nd {peers['nd-mem'].cratio:.2f})")
@@ -313,7 +313,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write the rows to this file")
     ap.add_argument("--part", choices=["all", "slice", "full"], default="all")
     args = ap.parse_args(argv)
-    reps = 7 if args.quick else 5
+    reps = 2 if args.quick else 5
     print(f"ndpack {ndpack.__version__} (isa {ndpack._core.isa()}, nthreads "
           f"{ndpack.DParams().nthreads}); python-blosc2 "
           f"{blosc2.__version__ if blosc2 else 'missing'} (nthreads "
