@@ -37,7 +37,8 @@ from ndpack.storage.ndarray import fill_from
 __all__ = ["tensordot", "matmul", "vecdot", "outer", "result_shape", "compute_contract",
            "TILE_BYTES"]
 
-TILE_BYTES = 32 * 2**20        # target bytes of one operand tile along contracted axes
+TILE_BYTES = 32 * 2**20        # at most this many bytes in one operand tile
+OUT_TILE_BYTES = 16 * 2**20    # output tiles of 4-16 MiB
 
 
 def _shape_dtype(x):
@@ -86,16 +87,22 @@ def _steps(n: int, c: int) -> list:
     return [slice(s, min(s + c, n)) for s in range(0, n, c)]
 
 
-def _contract_steps(sizes, chunk1, chunk2, itemsize, budget):
+def _contract_steps(sizes, chunk1, chunk2, itemsize, budget, axes=None, grains=None):
     """Block length per contracted axis: a multiple of both operands' chunks where
     possible (each chunk read whole), shrunk until one tile fits `budget` bytes."""
     steps = []
     for n, c1, c2 in zip(sizes, chunk1, chunk2):
         c = math.lcm(c1, c2)
         steps.append(min(n, c if c <= n else max(c1, c2)))
-    while math.prod(steps) * itemsize > budget and max(steps) > 1:
-        k = steps.index(max(steps))
-        steps[k] = max(1, steps[k] // 2)
+    # shrink the outermost contracted axis first (in the first operand's storage
+    # order): the blocks of the inner axes stay whole, so each is decoded once
+    order = sorted(range(len(steps)), key=lambda k: axes[k]) if axes else range(len(steps))
+    grain = list(grains) if grains else [1] * len(steps)
+    for k in order:
+        while math.prod(steps) * itemsize > budget and steps[k] > 1:
+            half = -(-steps[k] // 2)
+            g = grain[k] if grain[k] < steps[k] else 1    # whole blocks where possible
+            steps[k] = max(1, half - half % g) if half >= g else half
     return steps
 
 
@@ -130,13 +137,22 @@ def tensordot(x1, x2, axes=2, chunks=None, blocks=None, out=None, **storage):
     dtype = np.tensordot(np.ones((1,) * len(s1), d1), np.ones((1,) * len(s2), d2),
                          axes=(ax1, ax2)).dtype
     c1, c2 = _chunks_of(x1, s1), _chunks_of(x2, s2)
+    out_chunks = _out_chunks(out_shape, free1, free2, c1, c2, dtype, chunks)
+    # an operand tile is (its part of the output tile) x (a block of contracted axes):
+    # the block is sized so that both tiles stay under TILE_BYTES
+    n1 = math.prod(out_chunks[:len(free1)])
+    n2 = math.prod(out_chunks[len(free1):])
+    budget = max(1, TILE_BYTES // max(d1.itemsize, d2.itemsize) // max(n1, n2, 1))
+    b1 = getattr(x1, "blocks", None)
+    grains = [int(b1[a]) for a in ax1] if isinstance(b1, tuple) and len(b1) == len(s1) \
+        else None
     ksteps = _contract_steps([s1[a] for a in ax1], [c1[a] for a in ax1], [c2[b] for b in ax2],
-                             max(d1.itemsize, d2.itemsize), TILE_BYTES)
+                             1, budget, ax1, grains)
     kblocks = list(itertools.product(*[_steps(s1[a], k) for a, k in zip(ax1, ksteps)]))
 
     def tile(region):
         r1, r2 = region[:len(free1)], region[len(free1):]
-        acc = np.zeros(tuple(r.stop - r.start for r in region), dtype)
+        acc = None
         for kb in kblocks:
             key1 = [None] * len(s1)
             key2 = [None] * len(s2)
@@ -149,11 +165,16 @@ def tensordot(x1, x2, axes=2, chunks=None, blocks=None, out=None, **storage):
                 key2[b] = k
             t1 = np.asarray(x1[tuple(key1)]) if s1 else np.asarray(x1[()])
             t2 = np.asarray(x2[tuple(key2)]) if s2 else np.asarray(x2[()])
-            acc += np.tensordot(t1, t2, axes=(ax1, ax2))
+            part = np.tensordot(t1, t2, axes=(ax1, ax2))
+            if acc is None:
+                acc = part if part.dtype == dtype else part.astype(dtype)
+            else:
+                acc += part
+        if acc is None:                           # no contracted elements
+            return np.zeros(tuple(r.stop - r.start for r in region), dtype)
         return acc
 
-    return _emit(out_shape, dtype, tile, _out_chunks(out_shape, free1, free2, c1, c2, dtype,
-                                                     chunks), blocks, out, storage)
+    return _emit(out_shape, dtype, tile, out_chunks, blocks, out, storage)
 
 
 def _out_chunks(out_shape, free1, free2, c1, c2, dtype, chunks):
@@ -162,9 +183,13 @@ def _out_chunks(out_shape, free1, free2, c1, c2, dtype, chunks):
         return tuple(chunks)
     if not out_shape:
         return ()
-    tiles = [c1[d] for d in free1] + [c2[d] for d in free2]
-    # grow small tiles towards ~16 MiB so BLAS calls are not too small
-    while math.prod(tiles) * dtype.itemsize < 2**24 and \
+    tiles = [min(c, n) for c, n in zip([c1[d] for d in free1] + [c2[d] for d in free2],
+                                       out_shape)]
+    # tiles of about 4-16 MiB: BLAS calls not too small, memory a few tiles
+    while math.prod(tiles) * dtype.itemsize > OUT_TILE_BYTES and max(tiles) > 1:
+        k = tiles.index(max(tiles))
+        tiles[k] = -(-tiles[k] // 2)
+    while math.prod(tiles) * dtype.itemsize * 4 <= OUT_TILE_BYTES and \
             any(t < n for t, n in zip(tiles, out_shape)):
         k = min((t / n, i) for i, (t, n) in enumerate(zip(tiles, out_shape)) if t < n)[1]
         tiles[k] = min(out_shape[k], tiles[k] * 2)
