@@ -98,11 +98,18 @@ def _contract_steps(sizes, chunk1, chunk2, itemsize, budget, axes=None, grains=N
     # order): the blocks of the inner axes stay whole, so each is decoded once
     order = sorted(range(len(steps)), key=lambda k: axes[k]) if axes else range(len(steps))
     grain = list(grains) if grains else [1] * len(steps)
-    for k in order:
-        while math.prod(steps) * itemsize > budget and steps[k] > 1:
-            half = -(-steps[k] // 2)
-            g = grain[k] if grain[k] < steps[k] else 1    # whole blocks where possible
-            steps[k] = max(1, half - half % g) if half >= g else half
+    for strict in (True, False):
+        # first keep whole storage blocks (up to 4x the budget), then cut them if needed
+        limit = 4 * budget if strict else budget
+        for k in order:
+            while math.prod(steps) * itemsize > (budget if strict else limit) and steps[k] > 1:
+                half = -(-steps[k] // 2)
+                g = grain[k] if grain[k] < steps[k] else steps[k]
+                if strict and half < g:
+                    break                                  # would cut a block
+                steps[k] = max(1, half - half % g) if strict else half
+        if math.prod(steps) * itemsize <= limit:
+            break
     return steps
 
 
