@@ -199,6 +199,12 @@ def region_values(node: Node, out_shape: tuple, region_list, dtype=None, target=
     reader = _Reader(ops, len(out_shape), nthreads)
     it = iter(region_list)
     region = next(it, None)
+    second = next(it, None)
+    if second is None:                       # one region: nothing to overlap with
+        if region is not None:
+            yield region, _region_result(node, ops, reader(region), region, dtype, target)
+        return
+    it = itertools.chain([second], it)
     pending = prefetch(reader, region) if region is not None else None
     try:
         while pending is not None:

@@ -65,11 +65,15 @@ class LazyExpr:
     def __init__(self, node: Node):
         self._node = node
         self._sig = signature(node)
+        # NumPy operands keep their shape: only trees over other arrays can go stale
+        self._static = all(isinstance(op.array, np.ndarray) for op in operands_of(node))
 
     @property
     def node(self) -> Node:
         """The tree, rebuilt first when an operand changed shape since it was built
         (an expression never keeps a stale shape; see :mod:`ndpack.engine.refresh`)."""
+        if self._static:
+            return self._node
         sig = signature(self._node)
         if sig != self._sig:
             self._node, self._sig = rebuild(self._node), sig
@@ -273,6 +277,8 @@ def key_box(key, shape: tuple) -> tuple:
     """``(box, rest)`` for a basic index `key` on `shape`: the smallest box of step-1
     slices holding every selected element, and the key that picks them from the box
     (so ``full[key] == full[box][rest]``)."""
+    if key == () or key is Ellipsis:              # the whole expression: no ndindex work
+        return tuple(slice(0, n) for n in shape), ()
     idx = ndindex.ndindex(key).expand(shape)
     box, rest, d = [], [], 0
     for i in idx.args:
