@@ -92,7 +92,24 @@ def check_store_key(key) -> str:
     return key
 
 
-class EmbedStore:
+class StoreMapping:
+    """``values``, ``items`` and ``get`` of the stores, from their ``keys``,
+    ``__getitem__`` and ``__contains__``."""
+
+    def values(self):
+        for k in self.keys():
+            yield self[k]
+
+    def items(self):
+        for k in self.keys():
+            yield k, self[k]
+
+    def get(self, key, default=None):
+        """The value at `key`, or `default` when there is none."""
+        return self[key] if key in self else default
+
+
+class EmbedStore(StoreMapping):
     """A dict-like store of small arrays, all serialized into one super-chunk.
 
     Parameters
@@ -219,17 +236,6 @@ class EmbedStore:
 
     def keys(self):
         return list(self._map)
-
-    def values(self):
-        for k in self.keys():
-            yield self[k]
-
-    def items(self):
-        for k in self.keys():
-            yield k, self[k]
-
-    def get(self, key, default=None):
-        return self[key] if key in self._map else default
 
     def nbytes_of(self, key) -> int:
         """Bytes of the serialized frame of `key`."""

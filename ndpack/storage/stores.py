@@ -30,6 +30,7 @@ import os
 from ndpack.errors import FormatError, ParameterError
 from ndpack.storage.embedstore import (
     EmbedStore,
+    StoreMapping,
     check_store_key,
     estore_from_cframe,
     value_to_store,
@@ -90,7 +91,7 @@ def _is_zip(path: str) -> bool:
     return path.endswith(".b2z") or os.path.isfile(path)
 
 
-class DictStore:
+class DictStore(StoreMapping):
     """A dict of compressed arrays kept in a ``.b2d`` directory or a ``.b2z`` zip file.
 
     Parameters
@@ -266,20 +267,6 @@ class DictStore:
         """All keys, sorted."""
         self._check_open()
         return list(self._all_keys())
-
-    def values(self):
-        for k in self.keys():
-            yield self[k]
-
-    def items(self):
-        for k in self.keys():
-            yield k, self[k]
-
-    def get(self, key, default=None):
-        """The value at `key`, or `default` when there is none."""
-        if key in self:
-            return self[key]
-        return default
 
     @property
     def estore(self) -> EmbedStore:

@@ -243,14 +243,6 @@ class TreeStore(DictStore):
         leaves, groups = self._structure()
         return [self._rel(k) for k in self._under(self._prefix or "/", leaves | groups)]
 
-    def values(self):
-        for k in self.keys():
-            yield self[k]
-
-    def items(self):
-        for k in self.keys():
-            yield k, self[k]
-
     # --- tree ----------------------------------------------------------------------------
     def _view(self, full: str) -> TreeStore:
         if full == (self._prefix or "/"):
