@@ -31,26 +31,14 @@ import argparse
 import sys
 
 import numpy as np
-from timing import best_times, write_json
+from timing import best_times, write_json, optional
 
 import ndpack
 
-try:
-    import blosc2
-except ImportError:
-    blosc2 = None
-try:
-    import zarr
-except ImportError:
-    zarr = None
-try:
-    import h5py
-except ImportError:
-    h5py = None
-try:
-    import hdf5plugin
-except ImportError:
-    hdf5plugin = None
+blosc2 = optional("blosc2")
+zarr = optional("zarr")
+h5py = optional("h5py")
+hdf5plugin = optional("hdf5plugin")
 
 CHUNKS, BLOCKS = (500, 1000), (50, 100)
 

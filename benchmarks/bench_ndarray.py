@@ -42,24 +42,12 @@ import time
 import numpy as np
 
 import ndpack
-from timing import write_json
+from timing import write_json, optional
 
-try:
-    import blosc2
-except ImportError:  # the peer is a test/bench dependency
-    blosc2 = None
-try:
-    import zarr
-except ImportError:
-    zarr = None
-try:
-    import h5py
-except ImportError:
-    h5py = None
-try:
-    import hdf5plugin
-except ImportError:
-    hdf5plugin = None
+blosc2 = optional("blosc2")
+zarr = optional("zarr")
+h5py = optional("h5py")
+hdf5plugin = optional("hdf5plugin")
 
 
 def best_times(fns, reps: int, budget: float = 3.0) -> list[float]:

@@ -69,3 +69,12 @@ def peak_rss_during(fn) -> tuple[float, int]:
         done.set()
         t.join()
     return dt, max(peak[0], rss()) - base
+
+
+def optional(name: str):
+    """The module `name` when it is installed (a peer of the benchmarks), else None."""
+    import importlib
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
