@@ -70,8 +70,10 @@ static void test_vectors(const char *dir) {
   while ((e = readdir(d)) != NULL) {
     if (!strstr(e->d_name, ".cdata")) continue;
     snprintf(path, sizeof path, "%s/chunks/%s", dir, e->d_name);
-    long len;
+    long len = 0;
     uint8_t *c = read_file(path, &len);
+    CHECK(c != NULL, "%s: cannot read", path);
+    if (c == NULL) continue;
     ndp_chunk_info ci;
     ndp_error err = {0, {0}};
     int rc = ndp_chunk_parse(c, (int32_t)len, &ci, &err);
