@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ndpack.errors import FormatError, ParameterError
-from ndpack.storage import asarray, compute_chunks_blocks
+from ndpack.storage import asarray, compute_chunks_blocks, grid
 from ndpack.storage.grid import (
     compact_index,
     decode_b2nd,
@@ -47,7 +47,7 @@ def test_compute_chunks_blocks_matches_python_blosc2():
             expected = blosc2.compute_chunks_blocks(shape, dtype=np.dtype(dt), **kw)
         except (ValueError, RuntimeError):  # python-blosc2 refuses blocks > 512 MB
             continue
-        got = compute_chunks_blocks(shape, dtype=dt, **kw)
+        got = compute_chunks_blocks(shape, dtype=dt, policy="blosc2", **kw)
         assert got == tuple(map(tuple, expected)), (shape, dt, kw)
         checked += 1
     assert checked > 350
@@ -57,6 +57,41 @@ def test_compute_chunks_blocks_matches_python_blosc2():
 def test_compute_chunks_blocks_edge_shapes(shape):
     expected = blosc2.compute_chunks_blocks(shape, dtype=np.dtype("f8"))
     assert compute_chunks_blocks(shape) == tuple(map(tuple, expected))
+    assert compute_chunks_blocks(shape, policy="blosc2") == tuple(map(tuple, expected))
+
+
+def test_ndpack_policy_caps_chunk_bytes():
+    rng = random.Random(99)
+    cap = grid.chunk_cap()
+    for _ in range(300):
+        shape, dt, kw = _random_case(rng)
+        if "chunks" in kw:
+            continue
+        chunks, blocks = compute_chunks_blocks(shape, dtype=dt, **kw)
+        ref_chunks, ref_blocks = compute_chunks_blocks(shape, dtype=dt, policy="blosc2", **kw)
+        assert blocks == ref_blocks                      # blocks are python-blosc2's
+        nbytes = np.prod(chunks, dtype=np.int64) * np.dtype(dt).itemsize
+        bbytes = np.prod(blocks, dtype=np.int64) * np.dtype(dt).itemsize
+        # capped (a chunk is never smaller than one block), never above python-blosc2's
+        assert nbytes <= max(cap, bbytes) or chunks == ref_chunks, (shape, dt, chunks)
+        assert all(c <= r for c, r in zip(chunks, ref_chunks)), (shape, chunks, ref_chunks)
+        assert all(c % b == 0 or c == s for c, b, s in zip(chunks, blocks, shape))
+
+
+def test_chunk_cap_from_environment(monkeypatch):
+    monkeypatch.setenv("NDPACK_CHUNK_BYTES", "4M")
+    assert grid.chunk_cap() == 4 * 2**20
+    chunks, _ = compute_chunks_blocks((4000, 4000), dtype="f8")
+    assert 2**20 <= np.prod(chunks) * 8 <= 4 * 2**20
+    monkeypatch.setenv("NDPACK_CHUNK_BYTES", "64m")
+    assert compute_chunks_blocks((4000, 4000), dtype="f8")[0] == (2000, 4000)
+    for bad in ("lots", "1K", "9G"):
+        monkeypatch.setenv("NDPACK_CHUNK_BYTES", bad)
+        with pytest.raises(ParameterError, match="NDPACK_CHUNK_BYTES"):
+            grid.chunk_cap()
+    monkeypatch.delenv("NDPACK_CHUNK_BYTES")
+    with pytest.raises(ParameterError, match="policy"):
+        compute_chunks_blocks((10,), policy="zarr")
 
 
 def test_compute_chunks_blocks_bad_input():

@@ -3,9 +3,9 @@
 An array of ``shape`` is cut into a C-order grid of chunks of ``chunks`` items;
 every chunk is cut into a C-order grid of blocks of ``blocks`` items, padded to
 ``extchunkshape`` (a multiple of the block shape).  This module holds that
-arithmetic, the ``b2nd`` metalayer (§5.1), python-blosc2's default chunk and
-block shapes (§5.3), and the mapping of an index key to the chunks and blocks
-it touches.
+arithmetic, the ``b2nd`` metalayer (§5.1), the default chunk and block shapes
+(python-blosc2's §5.3 algorithm, with ndpack's cap on chunk bytes), and the mapping
+of an index key to the chunks and blocks it touches.
 
 Examples
 --------
@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import functools
 import operator
+import os
 import platform
 import struct
 
@@ -34,6 +35,7 @@ from ndpack.errors import FormatError, ParameterError
 __all__ = [
     "MAX_DIM",
     "cache_sizes",
+    "chunk_cap",
     "check_layout",
     "compute_chunks_blocks",
     "decode_b2nd",
@@ -48,6 +50,8 @@ __all__ = [
 MAX_DIM = 16
 KIB, MIB = 1024, 1024 * 1024
 MAX_CHUNK_BYTES = 2 ** 31 - 33
+# ndpack's default cap on the bytes of a default chunk (benchmarks/bench_defaults.py)
+DEFAULT_CHUNK_CAP = 16 * MIB
 
 
 def prod(seq) -> int:
@@ -293,8 +297,42 @@ def _partition(nitems: int, maxshape, minpart=None) -> list:
     return res
 
 
-def compute_chunks_blocks(shape, chunks=None, blocks=None, dtype=np.float64, **kwargs):
-    """python-blosc2's default chunk and block shapes for an array (FORMAT.md §5.3).
+def chunk_cap() -> int:
+    """The most bytes a default chunk gets: ``NDPACK_CHUNK_BYTES`` (bytes, or with a
+    ``K``/``M``/``G`` suffix) when set, else 16 MiB.
+
+    python-blosc2 sizes chunks from a quarter of the L3 cache; this VM reports an
+    L3 of 480 MB (the host's), which gives ~100 MB chunks: a few of them in flight
+    already cost hundreds of MB.  The cap was chosen by the sweep of
+    ``benchmarks/bench_defaults.py`` (expressions, reductions, slices, full reads,
+    cumulative sums and peak memory over caps of 4-128 MiB; docs/ndarray.md).
+
+    Examples
+    --------
+    >>> chunk_cap() >= 1 << 20
+    True
+    """
+    text = os.environ.get("NDPACK_CHUNK_BYTES", "").strip().upper()
+    if not text:
+        return DEFAULT_CHUNK_CAP
+    mult = {"K": KIB, "M": MIB, "G": 1024 * MIB}.get(text[-1:], 1)
+    try:
+        value = int(float(text.rstrip("KMGB") or "x") * mult)
+    except ValueError:
+        raise ParameterError(f"NDPACK_CHUNK_BYTES={text!r}: give bytes, e.g. 16M") from None
+    if not 64 * KIB <= value <= MAX_CHUNK_BYTES:
+        raise ParameterError(f"NDPACK_CHUNK_BYTES={text!r}: must be between 64K and 2G")
+    return value
+
+
+def compute_chunks_blocks(shape, chunks=None, blocks=None, dtype=np.float64, *,
+                          policy="ndpack", **kwargs):
+    """Default chunk and block shapes for an array (FORMAT.md §5.3).
+
+    Blocks are python-blosc2's (sized from the L1/L2 caches).  Chunks follow
+    python-blosc2's algorithm (a quarter of the L3 cache, at least 4 MiB, shaped by
+    partitioning the trailing dimensions first), capped at :func:`chunk_cap` bytes
+    unless ``policy="blosc2"``, which gives exactly python-blosc2's shapes.
 
     Parameters
     ----------
@@ -302,6 +340,8 @@ def compute_chunks_blocks(shape, chunks=None, blocks=None, dtype=np.float64, **k
     chunks, blocks : tuple of int, optional
         Given values are kept (and checked); missing ones are computed.
     dtype : dtype-like
+    policy : {"ndpack", "blosc2"}
+        ``"blosc2"``: no cap (python-blosc2's ``compute_chunks_blocks``).
 
     Returns
     -------
@@ -314,6 +354,8 @@ def compute_chunks_blocks(shape, chunks=None, blocks=None, dtype=np.float64, **k
     >>> compute_chunks_blocks((10, 10), chunks=(5, 10), blocks=(5, 5))
     ((5, 10), (5, 5))
     """
+    if policy not in ("ndpack", "blosc2"):
+        raise ParameterError(f"policy must be 'ndpack' or 'blosc2', not {policy!r}")
     shape = _as_shape(shape, "shape")
     nd = len(shape)
     itemsize = max(np.dtype(dtype).itemsize, 1)
@@ -338,19 +380,26 @@ def compute_chunks_blocks(shape, chunks=None, blocks=None, dtype=np.float64, **k
     blocks = tuple(_partition(nitems, chunks if chunks is not None else shape))
     if chunks is None:
         bsz = prod(blocks) * itemsize
-        cs = 32 * bsz if 32 * bsz < 64 * MIB else bsz
-        if l3 > l2:
-            cs = l3
-        cs //= 4
-        if l2 > cs:
-            cs = max(l2 // 4, cs)
-        cs = min(max(cs, 4 * MIB), MAX_CHUNK_BYTES)
+        cs = _chunk_bytes(bsz, l2, l3)
+        if policy == "ndpack":
+            cs = min(cs, chunk_cap())
         cs = max(cs, bsz)
         cs -= cs % bsz
         part = _partition(cs // itemsize, shape, minpart=blocks)
         chunks = tuple(min(shape[d], -(-part[d] // blocks[d]) * blocks[d]) for d in range(nd))
     check_layout(shape, chunks, blocks)
     return tuple(chunks), tuple(blocks)
+
+
+def _chunk_bytes(bsz: int, l2: int, l3: int) -> int:
+    """python-blosc2's chunk bytes for blocks of `bsz` bytes (before rounding)."""
+    cs = 32 * bsz if 32 * bsz < 64 * MIB else bsz
+    if l3 > l2:
+        cs = l3
+    cs //= 4
+    if l2 > cs:
+        cs = max(l2 // 4, cs)
+    return min(max(cs, 4 * MIB), MAX_CHUNK_BYTES)
 
 
 def _as_shape(value, name: str) -> tuple:
