@@ -35,6 +35,7 @@ True
 from __future__ import annotations
 
 import builtins
+import collections
 import itertools
 import math
 import threading
@@ -302,7 +303,13 @@ def _source(arg: Node, flat: bool = False, min_rows: int = 1):
 
 
 def _plain_reader(a):
+    from ndpack.codecs import get_nthreads
+    from ndpack.engine.direct import read_new, reader
+    fast = reader(a)                   # h5py, zarr: chunks read on our own threads
+
     def read(region):
+        if fast is not None and region:
+            return False, [(region, lambda: (read_new(fast, a, region, get_nthreads()), False))]
         return False, [(region, lambda: (np.asarray(a[region] if region else a[()]), False))]
     return read
 
@@ -482,9 +489,7 @@ def compute_reduction(red: Reduce) -> np.ndarray:
         # partials that cross threads must not be views of a worker's reused buffer
         return _own(partial_of(sub, thunk))
 
-    window = []
-
-    def flush_window(fold):
+    def flush_window(window, fold):
         if len(window) > 1 and where is None:
             pool = workers(nthreads)
             for f in [submit(pool, owned_partial, sub, th) for sub, th in window]:
@@ -504,49 +509,70 @@ def compute_reduction(red: Reduce) -> np.ndarray:
     # all parts feed the tile's one fold; when it is kept, part i of every region of
     # the tile feeds fold i, and the folds' results are stacked along it.
     split = 0 not in raxes
-    with np.errstate(all="ignore"):
-        for ostart in itertools.product(*[starts[d] for d in kept]):
-            folds = []
-            for rstart in itertools.product(*[starts[d] for d in rdims]):
-                pos = dict(zip(kept, ostart))
-                pos.update(zip(rdims, rstart))
-                region = tuple(slice(pos[d], builtins.min(pos[d] + grid[d], shape[d]))
-                               for d in range(len(shape)))
-                parallel, parts = read(region)
-                if not folds:
-                    folds = [_Fold(reducer) for _ in (parts if split else [0])]
-                if parallel == "regions":
-                    # whole chunks decoded by one worker each: a window of them at once
-                    window.append(parts[0])
-                    if len(window) >= nthreads:
-                        flush_window(folds[0])
-                    continue
-                parallel = parallel and where is None and nthreads > 1
-                if split:
-                    if parallel:
-                        pool = workers(nthreads)
-                        partials = [f.result() for f in
-                                    [submit(pool, owned_partial, sub, th) for sub, th in parts]]
-                    else:
-                        partials = [partial_of(sub, th) for sub, th in parts]
-                    for fold, p in zip(folds, partials):
-                        fold.push(p)
-                elif parallel:
-                    # contiguous runs of parts, one per worker, each folded there
-                    k = -(-len(parts) // nthreads)
-                    runs = [parts[i:i + k] for i in range(0, len(parts), k)]
+
+    def do_tile(ostart):
+        """``(tile, value)``: the reduction of every region of one output tile."""
+        folds, window, pos = [], [], dict(zip(kept, ostart))
+        for rstart in itertools.product(*[starts[d] for d in rdims]):
+            pos.update(zip(rdims, rstart))
+            region = tuple(slice(pos[d], builtins.min(pos[d] + grid[d], shape[d]))
+                           for d in range(len(shape)))
+            parallel, parts = read(region)
+            if not folds:
+                folds = [_Fold(reducer) for _ in (parts if split else [0])]
+            if parallel == "regions":
+                # whole chunks decoded by one worker each: a window of them at once
+                window.append(parts[0])
+                if len(window) >= nthreads:
+                    flush_window(window, folds[0])
+                continue
+            parallel = parallel and where is None and nthreads > 1
+            if split:
+                if parallel:
                     pool = workers(nthreads)
-                    for f in [submit(pool, fold_parts, run) for run in runs]:
-                        folds[0].push(f.result())
+                    partials = [f.result() for f in
+                                [submit(pool, owned_partial, sub, th) for sub, th in parts]]
                 else:
-                    for sub, thunk in parts:
-                        folds[0].push(partial_of(sub, thunk))
-            flush_window(folds[0])
-            tile = tuple(slice(0, 1) if d in raxes else
-                         slice(pos[d], builtins.min(pos[d] + grid[d], shape[d]))
-                         for d in range(len(shape)))
-            results = [reducer.final(f.result()) for f in folds]
-            acc[tile] = results[0] if len(results) == 1 else np.concatenate(results, axis=0)
+                    partials = [partial_of(sub, th) for sub, th in parts]
+                for fold, p in zip(folds, partials):
+                    fold.push(p)
+            elif parallel:
+                # contiguous runs of parts, one per worker, each folded there
+                k = -(-len(parts) // nthreads)
+                runs = [parts[i:i + k] for i in range(0, len(parts), k)]
+                pool = workers(nthreads)
+                for f in [submit(pool, fold_parts, run) for run in runs]:
+                    folds[0].push(f.result())
+            else:
+                for sub, thunk in parts:
+                    folds[0].push(partial_of(sub, thunk))
+        flush_window(window, folds[0])
+        tile = tuple(slice(0, 1) if d in raxes else
+                     slice(pos[d], builtins.min(pos[d] + grid[d], shape[d]))
+                     for d in range(len(shape)))
+        results = [_own(reducer.final(f.result())) for f in folds]
+        return tile, results[0] if len(results) == 1 else np.concatenate(results, axis=0)
+
+    tiles = itertools.product(*[starts[d] for d in kept])
+    ntiles = math.prod(len(starts[d]) for d in kept)
+    per_tile = math.prod(len(starts[d]) for d in rdims)
+    with np.errstate(all="ignore"):
+        if nthreads > 1 and where is None and ntiles > 1 and per_tile < 2 * nthreads:
+            # few regions per tile (e.g. whole chunks reduced along trailing axes):
+            # the tiles are the parallel work, one per worker, in order
+            pool, pending = workers(nthreads), collections.deque()
+            for ostart in tiles:
+                pending.append(submit(pool, do_tile, ostart))
+                if len(pending) > nthreads:
+                    tile, value = pending.popleft().result()
+                    acc[tile] = value
+            while pending:
+                tile, value = pending.popleft().result()
+                acc[tile] = value
+        else:
+            for ostart in tiles:
+                tile, value = do_tile(ostart)
+                acc[tile] = value
     return acc.reshape(red.shape)
 
 
