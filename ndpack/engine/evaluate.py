@@ -17,6 +17,8 @@ import numexpr
 import numpy as np
 from numexpr.necompiler import getType
 
+from ndpack.codecs import get_nthreads
+from ndpack.engine import direct
 from ndpack.engine.tree import Apply, Constant, Node, Operand, operands_of
 from ndpack.engine.workers import prefetch, run_all
 from ndpack.storage.ndarray import NDArray
@@ -112,6 +114,10 @@ def _read_operands(ops: list, region: tuple, out_ndim: int) -> list:
     values = []
     for op in ops:
         key = operand_key(op.shape, region, out_ndim)
+        read = direct.reader(op.array) if op.shape else None
+        if read is not None:                   # h5py, zarr: chunks on our threads
+            values.append(direct.read_new(read, op.array, key, get_nthreads()))
+            continue
         values.append(np.asarray(op.array[key]) if op.shape else np.asarray(op.array[()]))
     return values
 
@@ -124,11 +130,14 @@ class _Reader:
     into the buffers (they decode their chunks in parallel themselves).  Other arrays
     (h5py, zarr, ...) are read a piece per chunk of their own storage along the first
     dimension, the pieces on reader threads in parallel (h5py straight into the
-    buffer with ``read_direct``).
+    buffer with ``read_direct``), or through a direct reader (h5py and zarr layouts
+    that :mod:`ndpack.engine.direct` reads and decodes itself, GIL released).
     """
 
     def __init__(self, ops: list, out_ndim: int, nthreads: int):
         self.ops, self.ndim, self.nthreads = ops, out_ndim, nthreads
+        self.direct = [None if isinstance(op.array, (np.ndarray, NDArray)) or not op.shape
+                       else direct.reader(op.array) for op in ops]
         self.slots, self.turn = ([None] * len(ops), [None] * len(ops)), 0
 
     def __call__(self, region: tuple) -> list:
@@ -153,7 +162,8 @@ class _Reader:
             if isinstance(arr, NDArray):
                 calls.append(functools.partial(arr.read_into, key, buf))
             else:
-                calls += [functools.partial(_read_piece, arr, piece, buf[rel])
+                read = self.direct[i] or functools.partial(_read_piece, arr)
+                calls += [functools.partial(read, piece, buf[rel])
                           for piece, rel in _pieces(arr, key)]
         run_all(calls, self.nthreads)
         return values

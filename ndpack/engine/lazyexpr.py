@@ -25,6 +25,7 @@ import ndindex
 import numpy as np
 
 from ndpack.engine.aligned import aligned_operands, compute_aligned, layout_of, read_aligned
+from ndpack.engine.direct import writing
 from ndpack.engine.evaluate import plan_regions, region_values, regions
 from ndpack.engine.functions import FUNCTIONS
 from ndpack.engine.output import new_output
@@ -415,6 +416,12 @@ def evaluate(expression, local_dict=None, global_dict=None, out=None, scheduler=
         raise ValueError(f"out has shape {tuple(out.shape)}, the expression {expr.shape}")
     if isinstance(out, np.ndarray) and not out.flags.writeable:
         raise ValueError("out is a read-only NumPy array; pass a writable one")
+    with writing(out):            # an operand that is `out` is not read directly
+        return _evaluate_into(expr, out)
+
+
+def _evaluate_into(expr, out):
+    """The body of :func:`evaluate` once `out` is checked."""
     node = _prepare(expr.node)
     if isinstance(out, np.ndarray) and _read_fast(node, out):
         return out

@@ -1,0 +1,501 @@
+"""Direct readers: h5py and zarr operands read and decoded on our own threads.
+
+``obj[region]`` is slow for the two most common foreign arrays: h5py holds the GIL
+while HDF5 reads, and zarr v3 decodes every chunk in its one event-loop thread.  For
+the simple storage layouts a *direct reader* finds each chunk in the file itself and
+reads it with ``os.preadv`` (h5py) or from its chunk file (zarr), decoding with
+codecs that release the GIL (our C core for Blosc chunks, numcodecs' zstd, zlib), so
+several chunks are read at once on the engine's reader threads.
+
+:func:`reader` returns a reader, or None when the array is not one it is sure to read
+right -- the caller then keeps ``obj[region]``:
+
+* **h5py**: a Dataset of a file opened with the default ``sec2`` driver (no user
+  block, no SWMR), chunked with no filter or deflate alone, or contiguous; a numeric
+  type whose file layout is NumPy's (byte order included); a defined fill value
+  (unallocated chunks read as it).  A file open for writing is flushed first.
+* **zarr** (formats 2 and 3): an array of a ``LocalStore``, regular chunk grid, C
+  order, no filters and no sharding, with no compressor or one of zstd, Blosc,
+  gzip or zlib; missing chunk files read as the fill value.
+
+An array that :func:`writing` marks as the output being written is never read
+directly.  A chunk whose bytes do not decode to the expected size is read through
+``obj[key]`` instead: never silently wrong data.  ``READS`` counts the chunks read
+directly, by kind.
+
+Examples
+--------
+>>> import os, tempfile, numpy as np, h5py
+>>> path = os.path.join(tempfile.mkdtemp(), "x.h5")
+>>> with h5py.File(path, "w") as f:
+...     _ = f.create_dataset("x", data=np.arange(20.0).reshape(4, 5), chunks=(3, 2))
+>>> f = h5py.File(path, "r")
+>>> read = reader(f["x"])
+>>> dst = np.empty((2, 3))
+>>> read((slice(1, 3), slice(2, 5)), dst)
+>>> dst.tolist()
+[[7.0, 8.0, 9.0], [12.0, 13.0, 14.0]]
+>>> f.close()
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import itertools
+import math
+import os
+import sys
+import threading
+import weakref
+import zlib
+
+import numpy as np
+
+from ndpack.chunks import chunk_info, decompress2
+from ndpack.engine.workers import run_all
+
+__all__ = ["reader", "read_new", "writing", "READS"]
+
+READS: collections.Counter = collections.Counter()   # chunks read directly, by kind
+_GROUP_BYTES = 1 << 20         # chunks handed to one reader thread at a time, at least
+_VIRTUAL_BYTES = 4 << 20       # pieces of a contiguous HDF5 dataset read at once
+_OUTPUTS: list = []            # arrays being written (never read directly)
+_LOCK = threading.Lock()
+_LOCAL = threading.local()
+
+
+class _Fallback(Exception):
+    """A chunk the direct reader will not vouch for: read it through ``obj[key]``."""
+
+
+# ---------------------------------------------------------------------------------------
+# entry points
+
+def reader(arr):
+    """A direct reader of the foreign array `arr`, or None when none applies.
+
+    The reader is called as ``read(key, dst, nthreads=1)``: `key` a tuple of step-1
+    slices (one per dimension), `dst` an array of the key's shape (any dtype NumPy
+    can assign to); chunks are read on up to `nthreads` reader threads.  Make one
+    per evaluation: it reflects the file as it is when made (a writable h5py file is
+    flushed then).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> reader(np.arange(3)) is None
+    True
+    """
+    if isinstance(arr, np.ndarray) or _is_output(arr):
+        return None
+    make = None
+    mod = type(arr).__module__ or ""
+    if mod.startswith("h5py") and "h5py" in sys.modules:
+        make = _H5Reader.make
+    elif mod.startswith("zarr") and "zarr" in sys.modules:
+        make = _ZarrReader.make
+    if make is None:
+        return None
+    try:
+        return make(arr)
+    except Exception:            # anything unexpected in the metadata: the general path
+        return None
+
+
+def read_new(read, arr, key: tuple, nthreads: int = 1) -> np.ndarray:
+    """``arr[key]`` (step-1 slices) through the direct reader `read` into a new array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> read_new(lambda key, dst, nthreads=1: dst.fill(1), np.zeros(4), (slice(1, 3),))
+    array([1., 1.])
+    """
+    dst = np.empty(tuple(s.stop - s.start for s in key), arr.dtype)
+    read(key, dst, nthreads)
+    return dst
+
+
+@contextlib.contextmanager
+def writing(out):
+    """Mark `out` as the output being written for the duration: :func:`reader` gives
+    no direct reader of it (its chunks change while the expression runs).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> with writing(np.zeros(2)):
+    ...     pass
+    """
+    with _LOCK:
+        _OUTPUTS.append(out)
+    try:
+        yield out
+    finally:
+        with _LOCK:
+            _OUTPUTS.remove(out) if any(o is out for o in _OUTPUTS) else None
+
+
+def _is_output(arr) -> bool:
+    with _LOCK:
+        outs = list(_OUTPUTS)
+    ident = _identity(arr)
+    return any(o is arr or (ident is not None and _identity(o) == ident) for o in outs)
+
+
+def _identity(arr):
+    """What names the stored array behind `arr` (two handles of one dataset match)."""
+    try:
+        mod = type(arr).__module__ or ""
+        if mod.startswith("h5py") and hasattr(arr, "id") and hasattr(arr, "file"):
+            import h5py
+            info = h5py.h5o.get_info(arr.id)
+            return ("h5", os.path.realpath(arr.file.filename), info.fileno, info.addr)
+        if mod.startswith("zarr") and hasattr(arr, "store_path"):
+            return ("zarr", str(arr.store_path))
+    except Exception:
+        pass
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# the chunk grid, shared by both kinds
+
+class _GridReader:
+    """Reads step-1 regions of an array stored as a regular grid of chunks, each chunk
+    decoded into `dst` directly when it lands whole in a contiguous part of `dst`."""
+
+    kind = ""
+
+    def __init__(self, arr, chunks: tuple, raw: np.dtype, fill):
+        self.arr, self.shape, self.chunks = arr, tuple(arr.shape), tuple(chunks)
+        self.raw, self.fill = np.dtype(raw), fill
+
+    def __call__(self, key: tuple, dst: np.ndarray, nthreads: int = 1) -> None:
+        if not _plain_key(key, self.shape) or dst.shape != tuple(s.stop - s.start
+                                                                 for s in key):
+            dst[...] = self.arr[key]
+            return
+        jobs = list(self._jobs(key, dst))
+        calls, group, size = [], [], 0
+        chunk_bytes = math.prod(self.chunks) * self.raw.itemsize
+        for job in jobs:                  # groups of >= 1 MiB per reader thread
+            group.append(job)
+            size += chunk_bytes
+            if size >= _GROUP_BYTES:
+                calls.append(_Batch(self, group))
+                group, size = [], 0
+        if group:
+            calls.append(_Batch(self, group))
+        run_all(calls, nthreads)
+
+    def _jobs(self, key, dst):
+        ranges = [range(s.start // c, (s.stop - 1) // c + 1) for s, c in zip(key, self.chunks)]
+        for coords in itertools.product(*ranges):
+            local, rel = [], []
+            for s, c, i in zip(key, self.chunks, coords):
+                lo, hi = max(s.start, i * c), min(s.stop, (i + 1) * c)
+                local.append(slice(lo - i * c, hi - i * c))
+                rel.append(slice(lo - s.start, hi - s.start))
+            yield coords, tuple(local), dst[tuple(rel)]
+
+    def load(self, coords, local, dstv) -> None:
+        """Chunk `coords`, box `local` of it, into `dstv`."""
+        raise NotImplementedError
+
+    def straight(self, stored: tuple, local: tuple, dstv: np.ndarray) -> bool:
+        """Whether the whole chunk goes as is into `dstv` (same dtype, contiguous)."""
+        return (dstv.dtype == self.raw and dstv.flags.c_contiguous
+                and all(s.start == 0 and s.stop == n for s, n in zip(local, stored)))
+
+
+class _Batch:
+    """Some chunks of one region, read by one thread (a fallback per chunk)."""
+
+    def __init__(self, owner: _GridReader, jobs: list):
+        self.owner, self.jobs = owner, jobs
+
+    def __call__(self):
+        owner = self.owner
+        for coords, local, dstv in self.jobs:
+            try:
+                owner.load(coords, local, dstv)
+            except _Fallback:
+                origin = [i * c for i, c in zip(coords, owner.chunks)]
+                dstv[...] = owner.arr[tuple(slice(o + s.start, o + s.stop)
+                                            for o, s in zip(origin, local))]
+                continue
+            READS[owner.kind] += 1
+
+
+def _plain_key(key, shape) -> bool:
+    return (isinstance(key, tuple) and len(key) == len(shape) and all(
+        isinstance(s, slice) and s.step in (None, 1) and isinstance(s.start, (int, np.integer))
+        and isinstance(s.stop, (int, np.integer)) and 0 <= s.start < s.stop <= n
+        for s, n in zip(key, shape)))
+
+
+def _scratch(name: str, nbytes: int) -> np.ndarray:
+    """A byte buffer of this thread, at least `nbytes` long, reused from call to call."""
+    bufs = getattr(_LOCAL, "bufs", None)
+    if bufs is None:
+        bufs = _LOCAL.bufs = {}
+    buf = bufs.get(name)
+    if buf is None or buf.nbytes < nbytes:
+        buf = bufs[name] = np.empty(max(nbytes, 1), np.uint8)
+    return buf[:nbytes]
+
+
+def _bytes_of(a: np.ndarray) -> memoryview:
+    return memoryview(a.reshape(-1).view(np.uint8))
+
+
+def _pread(fd: int, into: memoryview, offset: int) -> None:
+    got = 0
+    while got < len(into):
+        n = os.preadv(fd, [into[got:]], offset + got)
+        if n <= 0:
+            raise _Fallback("the file ends before the chunk does")
+        got += n
+
+
+def _numeric(dtype: np.dtype) -> bool:
+    return dtype.kind in "iufc" and dtype.fields is None and dtype.subdtype is None \
+        and not dtype.metadata
+
+
+# ---------------------------------------------------------------------------------------
+# h5py
+
+class _H5Reader(_GridReader):
+    """Chunks of an HDF5 dataset read with ``os.preadv`` from our own descriptor."""
+
+    kind = "h5py"
+
+    @classmethod
+    def make(cls, dset):
+        import h5py
+        if not isinstance(dset, h5py.Dataset) or not dset.shape or 0 in dset.shape:
+            return None
+        f = dset.file
+        if f.driver != "sec2" or f.userblock_size or getattr(f, "swmr_mode", False) \
+                or dset.is_virtual or dset.external:
+            return None
+        dtype = np.dtype(dset.dtype)
+        if not _numeric(dtype) or dset.id.get_type() != h5py.h5t.py_create(dtype):
+            return None                  # the file's bytes are not NumPy's layout
+        dcpl = dset.id.get_create_plist()
+        if dcpl.fill_value_defined() == h5py.h5d.FILL_VALUE_UNDEFINED:
+            return None
+        layout = dcpl.get_layout()
+        filters = [dcpl.get_filter(i)[0] for i in range(dcpl.get_nfilters())]
+        if layout == h5py.h5d.CHUNKED:
+            if filters not in ([], [h5py.h5z.FILTER_DEFLATE]):
+                return None
+        elif layout != h5py.h5d.CONTIGUOUS or filters:
+            return None
+        if f.mode != "r":
+            f.flush()                    # what h5py cached is on disk before we read
+        return cls(dset, layout == h5py.h5d.CHUNKED, bool(filters))
+
+    def __init__(self, dset, chunked: bool, deflate: bool):
+        shape, dtype = tuple(dset.shape), np.dtype(dset.dtype)
+        if chunked:
+            chunks = tuple(dset.chunks)
+        else:                            # contiguous: pieces of whole trailing rows
+            chunks = _virtual_chunks(shape, dtype.itemsize)
+            self.base = dset.id.get_offset()
+        super().__init__(dset, chunks, dtype, dset.fillvalue)
+        self.chunked, self.deflate, self.info = chunked, deflate, {}
+        self.fd = os.open(dset.file.filename, os.O_RDONLY)
+        weakref.finalize(self, os.close, self.fd)
+        mine, theirs = os.fstat(self.fd), os.fstat(dset.file.id.get_vfd_handle())
+        if (mine.st_dev, mine.st_ino) != (theirs.st_dev, theirs.st_ino):
+            raise OSError("the file's name leads to another file")
+
+    def _locate(self, coords):
+        """``(offset or None, stored bytes, filter mask, stored shape)`` of a chunk."""
+        origin = tuple(i * c for i, c in zip(coords, self.chunks))
+        if not self.chunked:
+            stored = tuple(min(c, n - o) for c, n, o in zip(self.chunks, self.shape, origin))
+            if self.base is None:
+                return None, 0, 0, stored
+            flat = int(np.ravel_multi_index(origin, self.shape))
+            return self.base + flat * self.raw.itemsize, math.prod(stored) * self.raw.itemsize, \
+                0, stored
+        got = self.info.get(coords)
+        if got is None:
+            got = self.info[coords] = self.arr.id.get_chunk_info_by_coord(origin)
+        return got.byte_offset, got.size, got.filter_mask, self.chunks
+
+    def load(self, coords, local, dstv) -> None:
+        offset, size, mask, stored = self._locate(coords)
+        if offset is None:
+            dstv[...] = self.fill
+            return
+        nbytes = math.prod(stored) * self.raw.itemsize
+        if self.deflate and not mask & 1:
+            src = _scratch("packed", size)
+            _pread(self.fd, memoryview(src), offset)
+            data = zlib.decompress(src, 15, nbytes)
+            if len(data) != nbytes:
+                raise _Fallback("the chunk inflates to the wrong size")
+            dstv[...] = np.frombuffer(data, self.raw).reshape(stored)[local]
+            return
+        if size != nbytes:
+            raise _Fallback("an unfiltered chunk of an unexpected size")
+        self._rows(offset, stored, local, dstv)
+
+    def _rows(self, offset, stored, local, dstv) -> None:
+        """The rows of the chunk's first dimension longer than 1 that `local` needs:
+        straight into `dstv` when they are exactly its bytes, else via a buffer."""
+        p = next((d for d, n in enumerate(stored) if n > 1), len(stored) - 1)
+        row = math.prod(stored[p + 1:]) * self.raw.itemsize
+        rows = local[p]
+        start, n = offset + rows.start * row, (rows.stop - rows.start) * row
+        whole = all(s.start == 0 and s.stop == m for s, m in zip(local[p + 1:], stored[p + 1:]))
+        if whole and dstv.dtype == self.raw and dstv.flags.c_contiguous:
+            _pread(self.fd, _bytes_of(dstv), start)
+            return
+        buf = _scratch("rows", n)
+        _pread(self.fd, memoryview(buf), start)
+        view = buf.view(self.raw).reshape((1,) * p + (rows.stop - rows.start,) + stored[p + 1:])
+        dstv[...] = view[(slice(None),) * (p + 1) + tuple(local[p + 1:])]
+
+
+def _virtual_chunks(shape: tuple, itemsize: int) -> tuple:
+    """Pieces of a C-ordered array that are each one run of bytes of about 4 MiB."""
+    budget = max(1, _VIRTUAL_BYTES // itemsize)
+    for d in range(len(shape)):
+        inner = math.prod(shape[d + 1:])
+        if inner <= budget:
+            return (1,) * d + (max(1, min(shape[d], budget // inner)),) + tuple(shape[d + 1:])
+    return (1,) * len(shape)
+
+
+# ---------------------------------------------------------------------------------------
+# zarr
+
+class _ZarrReader(_GridReader):
+    """Chunk files of a zarr array on a local store, decoded on the calling thread."""
+
+    kind = "zarr"
+
+    @classmethod
+    def make(cls, arr):
+        import zarr
+        from zarr.storage import LocalStore
+        if not isinstance(arr, zarr.Array) or not arr.shape or 0 in arr.shape \
+                or not isinstance(arr.store, LocalStore):
+            return None
+        meta = arr.metadata
+        if meta.zarr_format == 2:
+            found = _v2_layout(meta)
+        elif meta.zarr_format == 3:
+            found = _v3_layout(meta, zarr)
+        else:
+            return None
+        if found is None:
+            return None
+        codec, raw = found
+        if not _numeric(raw) or raw.newbyteorder("=") != np.dtype(arr.dtype).newbyteorder("="):
+            return None
+        if arr.fill_value is None:
+            return None
+        return cls(arr, codec, raw)
+
+    def __init__(self, arr, codec: str, raw: np.dtype):
+        super().__init__(arr, tuple(arr.chunks), raw, np.asarray(arr.fill_value, raw))
+        self.codec = codec
+        self.root = os.path.join(str(arr.store.root), arr.path)
+        self.key = arr.metadata.encode_chunk_key
+        if codec == "zstd":
+            import numcodecs
+            self.zstd = numcodecs.Zstd()
+
+    def load(self, coords, local, dstv) -> None:
+        try:
+            fd = os.open(os.path.join(self.root, self.key(coords)), os.O_RDONLY)
+        except FileNotFoundError:
+            dstv[...] = self.fill
+            return
+        try:
+            size = os.fstat(fd).st_size
+            src = _scratch("packed", size)
+            _pread(fd, memoryview(src), 0)
+        finally:
+            os.close(fd)
+        nbytes = math.prod(self.chunks) * self.raw.itemsize
+        straight = self.straight(self.chunks, local, dstv)
+        into = dstv if straight else _scratch("chunk", nbytes).view(self.raw)
+        self._decode(src, _bytes_of(into), nbytes)
+        if not straight:
+            dstv[...] = into.reshape(self.chunks)[local]
+
+    def _decode(self, src: np.ndarray, into: memoryview, nbytes: int) -> None:
+        if self.codec == "none":
+            if len(src) != nbytes:
+                raise _Fallback("a raw chunk of the wrong size")
+            into[:] = memoryview(src)
+        elif self.codec == "blosc":
+            if chunk_info(src)["nbytes"] != nbytes:
+                raise _Fallback("a Blosc chunk of the wrong size")
+            decompress2(src, into, nthreads=1)
+        elif self.codec == "zstd":
+            if _zstd_content_size(src) != nbytes:
+                raise _Fallback("a zstd frame of another size (or none said)")
+            self.zstd.decode(src, out=into)
+        else:
+            data = zlib.decompress(src, 31 if self.codec == "gzip" else 15, nbytes)
+            if len(data) != nbytes:
+                raise _Fallback("a deflate stream of the wrong size")
+            into[:] = data
+
+
+def _v2_layout(meta):
+    """``(codec, raw dtype)`` of a zarr v2 array we can read, else None."""
+    import numcodecs
+    if meta.filters or meta.order != "C":
+        return None
+    comp = meta.compressor
+    kinds = {numcodecs.Zstd: "zstd", numcodecs.Blosc: "blosc", numcodecs.GZip: "gzip",
+             numcodecs.Zlib: "zlib"}
+    codec = "none" if comp is None else kinds.get(type(comp))
+    if codec is None:
+        return None
+    return codec, np.dtype(meta.dtype.to_native_dtype())
+
+
+def _v3_layout(meta, zarr):
+    """``(codec, raw dtype)`` of a zarr v3 array we can read, else None."""
+    from zarr.core.chunk_grids import RegularChunkGrid
+    codecs = tuple(meta.codecs)
+    if meta.storage_transformers or not isinstance(meta.chunk_grid, RegularChunkGrid) \
+            or not codecs or type(codecs[0]) is not zarr.codecs.BytesCodec or len(codecs) > 2:
+        return None
+    kinds = {zarr.codecs.ZstdCodec: "zstd", zarr.codecs.BloscCodec: "blosc",
+             zarr.codecs.GzipCodec: "gzip"}
+    codec = "none" if len(codecs) == 1 else kinds.get(type(codecs[1]))
+    if codec is None:
+        return None
+    endian = codecs[0].endian
+    raw = np.dtype(meta.data_type.to_native_dtype())
+    if endian is not None and raw.itemsize > 1:
+        raw = raw.newbyteorder("<" if getattr(endian, "value", endian) == "little" else ">")
+    return codec, raw
+
+
+def _zstd_content_size(src) -> int | None:
+    """The content size written in the header of the zstd frame `src` (RFC 8878
+    section 3.1.1.1), or None when absent or not a frame."""
+    if len(src) < 6 or bytes(src[:4]) != b"\x28\xb5\x2f\xfd":
+        return None
+    fhd = int(src[4])
+    single, dict_flag, fcs_flag = (fhd >> 5) & 1, fhd & 3, fhd >> 6
+    pos = 5 + (0 if single else 1) + (0, 1, 2, 4)[dict_flag]
+    width = (1 if single else 0, 2, 4, 8)[fcs_flag]
+    if width == 0 or len(src) < pos + width:
+        return None
+    value = int.from_bytes(bytes(src[pos:pos + width]), "little")
+    return value + 256 if width == 2 else value
