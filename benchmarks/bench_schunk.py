@@ -89,11 +89,24 @@ def arrays(nbytes: int) -> dict[str, np.ndarray]:
             "randbytes": rng.integers(0, 256, n * 8, dtype=np.uint8).view(np.float64)}
 
 
+def compress_floor(x: np.ndarray, **cparams) -> float:
+    """Best time to compress `x` in memory (64 MiB pieces, 2 C threads, no I/O): no
+    save with these cparams can be faster."""
+    from ndpack.chunks import compress2, make_cparams
+    cp = make_cparams(typesize=x.dtype.itemsize, nthreads=2, **cparams)
+    flat = x.reshape(-1).view(np.uint8)
+    step = 64 * 2**20
+    return best(lambda: [compress2(flat[i:i + step], cparams=cp)
+                         for i in range(0, flat.size, step)])
+
+
 def bench_save_load(tmp: str, nbytes: int) -> None:
     print(f"\nsave/load of {nbytes / 1e6:.0f} MB float64 (best of 3; times in ms; "
-          f"ratios = peer time / ndpack time, > 1: ndpack faster)")
+          f"ratios = peer time / ndpack time, > 1: ndpack faster; floor = compressing in "
+          f"memory, no I/O, default cparams and LZ4 clevel 1)")
     print(f"{'input':<10}{'nd save':>9}{'np.save':>9}{'b2 save':>9}{'nd load':>9}{'np.load':>9}"
-          f"{'b2 load':>9}{'cratio':>8}  save vs np / b2   load vs np / b2")
+          f"{'b2 load':>9}{'cratio':>8}{'floor':>7}{'lz4-1':>7}  save vs np / b2   "
+          f"load vs np / b2")
     for name, x in arrays(nbytes).items():
         p_nd, p_np, p_b2 = (os.path.join(tmp, f"a.{ext}") for ext in ("b2frame", "npy", "b2f2"))
         t = dict(zip(["nd_save", "np_save"],
@@ -108,9 +121,12 @@ def bench_save_load(tmp: str, nbytes: int) -> None:
         else:
             t["b2_save"] = t["b2_load"] = float("nan")
         cratio = x.nbytes / os.path.getsize(p_nd)
+        t["floor"] = compress_floor(x)
+        t["lz4"] = compress_floor(x, codec=ndpack.Codec.LZ4, clevel=1)
         ms = {k: 1e3 * v for k, v in t.items()}
         print(f"{name:<10}{ms['nd_save']:>9.0f}{ms['np_save']:>9.0f}{ms['b2_save']:>9.0f}"
               f"{ms['nd_load']:>9.0f}{ms['np_load']:>9.0f}{ms['b2_load']:>9.0f}{cratio:>8.2f}"
+              f"{ms['floor']:>7.0f}{ms['lz4']:>7.0f}"
               f"  {t['np_save'] / t['nd_save']:>5.2f} / {t['b2_save'] / t['nd_save']:<5.2f}"
               f"    {t['np_load'] / t['nd_load']:>5.2f} / {t['b2_load'] / t['nd_load']:<5.2f}")
         for p in (p_nd, p_np, p_b2):
