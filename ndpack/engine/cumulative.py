@@ -28,6 +28,7 @@ import math
 
 import numpy as np
 
+from ndpack.engine.output import result_storage
 from ndpack.engine.workers import submit, workers, writer
 from ndpack.storage.ndarray import NDArray, create, fill_from
 
@@ -114,7 +115,7 @@ def _cumulative(name, ufunc, x, axis, dtype, include_initial, out, urlpath, kwar
     if "chunks" not in kwargs and "blocks" not in kwargs and isinstance(x, NDArray) \
             and x.shape == out_shape:
         kwargs["chunks"], kwargs["blocks"] = x.chunks, x.blocks
-    res = create(out_shape, rdtype, urlpath=urlpath, **kwargs)
+    res = create(out_shape, rdtype, urlpath=urlpath, **result_storage(kwargs))
     if _aligned(x, res):
         return _cumulate_aligned(x, res, ufunc, axis, carry)
     return fill_from(res, producer)

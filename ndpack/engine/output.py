@@ -1,4 +1,10 @@
-"""Results that appear complete or not at all.
+"""Results that appear complete or not at all, compressed fast by default.
+
+Computed results (``compute()``, ``evaluate`` into a new array, products, cumulative
+sums, user functions) use :data:`RESULT_CPARAMS` unless the caller passes
+``cparams=``: ZSTD clevel 1 with shuffle.  python-blosc2's ``CParams()`` default
+(ZSTD clevel 5) wrote results 2.6x slower here for the same ratio (1.26 vs 1.25 on
+``sum(a, axis=0) + b * sin(c)``); ``CParams()`` itself keeps python-blosc2's defaults.
 
 :func:`new_output` creates the NDArray a computation fills; on disk it is written
 under a temporary name in the same folder and renamed over the target when complete,
@@ -21,11 +27,22 @@ from __future__ import annotations
 import os
 import uuid
 
+from ndpack.codecs import Codec, Filter
 from ndpack.errors import ParameterError
 from ndpack.storage.ndarray import NDArray, create
 from ndpack.storage.schunk import open as open_frame, remove_urlpath
 
-__all__ = ["new_output"]
+__all__ = ["new_output", "result_storage", "RESULT_CPARAMS"]
+
+RESULT_CPARAMS = {"codec": Codec.ZSTD, "clevel": 1,
+                  "filters": [Filter.NOFILTER] * 5 + [Filter.SHUFFLE], "filters_meta": [0] * 6}
+
+
+def result_storage(storage: dict) -> dict:
+    """`storage` with the results' default cparams when none are given."""
+    if storage.get("cparams") is None:
+        storage = dict(storage, cparams=dict(RESULT_CPARAMS))
+    return storage
 
 
 def new_output(shape, dtype, urlpath, mode, write, **storage) -> NDArray:
@@ -33,6 +50,7 @@ def new_output(shape, dtype, urlpath, mode, write, **storage) -> NDArray:
     ``write(out)``, and on disk rename it over `urlpath` once complete.
 
     `mode` 'w' replaces an existing file at the end; 'a' refuses to."""
+    storage = result_storage(storage)
     if urlpath is None:
         out = create(shape, dtype, **storage)
         write(out)

@@ -489,16 +489,6 @@ def compute_reduction(red: Reduce) -> np.ndarray:
         # partials that cross threads must not be views of a worker's reused buffer
         return _own(partial_of(sub, thunk))
 
-    def flush_window(window, fold):
-        if len(window) > 1 and where is None:
-            pool = workers(nthreads)
-            for f in [submit(pool, owned_partial, sub, th) for sub, th in window]:
-                fold.push(f.result())
-        else:
-            for sub, th in window:
-                fold.push(partial_of(sub, th))
-        window.clear()
-
     def fold_parts(parts):
         fold = _Fold(reducer)
         for sub, thunk in parts:
@@ -511,8 +501,20 @@ def compute_reduction(red: Reduce) -> np.ndarray:
     split = 0 not in raxes
 
     def do_tile(ostart):
-        """``(tile, value)``: the reduction of every region of one output tile."""
-        folds, window, pos = [], [], dict(zip(kept, ostart))
+        """``(tile, value)``: the reduction of every region of one output tile.
+
+        Whole chunks ("regions") and runs of parts of a region whose leading axis is
+        reduced stream through the workers across regions (at most 2 per worker in
+        flight, folded in order, so no worker waits at a chunk's end); parts that
+        feed separate folds (leading axis kept) are gathered region by region."""
+        folds, pos = [], dict(zip(kept, ostart))
+        pool = workers(nthreads) if nthreads > 1 and where is None else None
+        inflight = collections.deque()
+
+        def drain(limit):
+            while len(inflight) > limit:
+                folds[0].push(inflight.popleft().result())
+
         for rstart in itertools.product(*[starts[d] for d in rdims]):
             pos.update(zip(rdims, rstart))
             region = tuple(slice(pos[d], builtins.min(pos[d] + grid[d], shape[d]))
@@ -520,33 +522,31 @@ def compute_reduction(red: Reduce) -> np.ndarray:
             parallel, parts = read(region)
             if not folds:
                 folds = [_Fold(reducer) for _ in (parts if split else [0])]
-            if parallel == "regions":
-                # whole chunks decoded by one worker each: a window of them at once
-                window.append(parts[0])
-                if len(window) >= nthreads:
-                    flush_window(window, folds[0])
+            if parallel == "regions" or (parallel and not split):
+                if pool is None:
+                    for sub, thunk in parts:
+                        folds[0].push(partial_of(sub, thunk))
+                elif parallel == "regions":      # a whole chunk: one worker decodes it
+                    inflight.append(submit(pool, owned_partial, *parts[0]))
+                else:                            # contiguous runs, folded on the workers
+                    k = -(-len(parts) // nthreads)
+                    inflight.extend(submit(pool, fold_parts, parts[i:i + k])
+                                    for i in range(0, len(parts), k))
+                drain(2 * nthreads)
                 continue
-            parallel = parallel and where is None and nthreads > 1
-            if split:
-                if parallel:
-                    pool = workers(nthreads)
-                    partials = [f.result() for f in
-                                [submit(pool, owned_partial, sub, th) for sub, th in parts]]
-                else:
-                    partials = [partial_of(sub, th) for sub, th in parts]
+            drain(0)
+            if split and parallel and pool is not None:
+                partials = [f.result() for f in
+                            [submit(pool, owned_partial, sub, th) for sub, th in parts]]
                 for fold, p in zip(folds, partials):
                     fold.push(p)
-            elif parallel:
-                # contiguous runs of parts, one per worker, each folded there
-                k = -(-len(parts) // nthreads)
-                runs = [parts[i:i + k] for i in range(0, len(parts), k)]
-                pool = workers(nthreads)
-                for f in [submit(pool, fold_parts, run) for run in runs]:
-                    folds[0].push(f.result())
+            elif split:
+                for fold, (sub, thunk) in zip(folds, parts):
+                    fold.push(partial_of(sub, thunk))
             else:
                 for sub, thunk in parts:
                     folds[0].push(partial_of(sub, thunk))
-        flush_window(window, folds[0])
+        drain(0)
         tile = tuple(slice(0, 1) if d in raxes else
                      slice(pos[d], builtins.min(pos[d] + grid[d], shape[d]))
                      for d in range(len(shape)))
