@@ -251,3 +251,17 @@ def test_argmin_with_axis_follows_a_resize():
     want = np.argmax(a[()], axis=1) + a[()][:, 0]
     assert e.shape == (5,)
     np.testing.assert_array_equal(e[()], want)
+
+
+def test_computed_results_default_to_fast_cparams(tmp_path):
+    import blosc2
+    a = ndpack.asarray(np.linspace(0, 1, 10_000).reshape(100, 100), chunks=(50, 50))
+    assert a.cparams.clevel == 5                          # user arrays: CParams() defaults
+    r = (a * 2 + 1).compute(urlpath=str(tmp_path / "r.b2nd"))
+    c = ndpack.cumulative_sum(a, axis=1)
+    for res in (r, c):
+        assert (res.cparams.codec, res.cparams.clevel) == (ndpack.Codec.ZSTD, 1)
+        assert res.cparams.filters[-1] == ndpack.Filter.SHUFFLE
+    np.testing.assert_array_equal(blosc2.open(str(tmp_path / "r.b2nd"))[:], a[:] * 2 + 1)
+    given = (a * 2).compute(cparams={"codec": ndpack.Codec.LZ4, "clevel": 3})
+    assert (given.cparams.codec, given.cparams.clevel) == (ndpack.Codec.LZ4, 3)
