@@ -12,6 +12,11 @@ import ndpack
 from ndpack.engine import linalg
 
 
+def _scale(x, y):
+    """The rounding scale of ``x @ y`` summed in another order: ``max(|x| @ |y|)``."""
+    return float((np.abs(x) @ np.abs(y)).max(initial=0))
+
+
 def nd(x, chunks):
     return ndpack.asarray(x, chunks=tuple(max(1, min(c, s)) for c, s in zip(chunks, x.shape)))
 
@@ -106,7 +111,7 @@ def test_tiles_stay_bounded(monkeypatch):
             reads.append(self.data[key].size)
             return self.data[key]
     got = ndpack.matmul(Rec(x), Rec(y), chunks=(16, 16))
-    np.testing.assert_allclose(got[()], x @ y, rtol=1e-12)
+    np.testing.assert_allclose(got[()], x @ y, rtol=1e-12, atol=1e-12 * _scale(x, y))
     assert max(reads) <= 16 * 64
 
 
@@ -122,3 +127,158 @@ def test_errors():
         ndpack.lazyexpr("tensordot(a, a, foo=1)", operands={"a": a})
     with pytest.raises(ValueError, match="outer"):
         ndpack.outer(a, a)
+
+
+# --- the blocked kernel and its plans ---------------------------------------------------
+
+AXES_3D = [((0, 1), (0, 1)), ((1, 2), (1, 2)), ((2, 0), (2, 0)), ((0, 2), (2, 0)),
+           ((1,), (2,)), ((2, 1, 0), (0, 2, 1))]
+
+
+@given(s=st.tuples(st.integers(1, 6), st.integers(1, 6), st.integers(1, 6)),
+       axes=st.sampled_from(AXES_3D), first=st.booleans(), view=st.booleans())
+@settings(deadline=None, max_examples=60)
+def test_contract_into_matches_tensordot(s, axes, first, view):
+    """Every axis pattern (matrix views, loops over leading axes, the copying fallback),
+    writing or accumulating, on contiguous tiles and on strided views."""
+    rng = np.random.default_rng(sum(s))
+    x = rng.normal(size=s)
+    perm = [0, 1, 2]
+    for a, b in zip(*axes):
+        perm[b] = s[a]
+    y = rng.normal(size=tuple(perm))
+    if view:                                 # strided tiles, as sliced from a whole tile
+        x = np.concatenate([x, x], axis=0)[::2]
+        y = np.concatenate([y, y], axis=-1)[..., ::2]
+    want = np.tensordot(x, y, axes=axes)
+    acc = np.full(want.shape, 0.0 if first else 1.0)
+    linalg._contract_into(acc, x, y, list(axes[0]), list(axes[1]), first, {})
+    np.testing.assert_allclose(acc, want + (0.0 if first else 1.0), rtol=1e-12, atol=1e-12)
+
+
+def test_contract_into_empty_and_scalar():
+    acc = np.ones((2, 3))
+    linalg._contract_into(acc, np.ones((2, 0)), np.ones((0, 3)), [1], [0], True, {})
+    assert (acc == 0).all()
+    acc = np.ones((2, 3))
+    linalg._contract_into(acc, np.ones((2, 0)), np.ones((0, 3)), [1], [0], False, {})
+    assert (acc == 1).all()
+    acc = np.empty(())
+    linalg._contract_into(acc, np.arange(4.0), np.arange(4.0), [0], [0], True, {})
+    assert acc == 14.0
+
+
+def test_fit_keeps_blocks_then_cuts():
+    # 300 x 300 contracted elements of 4800 bytes each (two 300-row tiles of float64)
+    per = 2 * 300 * 8
+    assert linalg._fit([300, 300], [1, 75], [20, 300], [0, 1], per, 64 * 2**20, True) \
+        == [40, 300]                                  # whole chunks along the outer axis
+    assert linalg._fit([300, 300], [75, 300], [300, 300], [0, 1], per, 64 * 2**20,
+                       True) is None                  # one block row does not fit
+    assert linalg._fit([300, 300], [75, 300], [300, 300], [0, 1], per, 128 * 2**20,
+                       True) == [75, 300]
+    assert linalg._fit([300, 300], [75, 300], [300, 300], [0, 1], per, 64 * 2**20,
+                       False) == [46, 300]
+
+
+class Recorder:
+    """An array-like that records the keys it is read with (and has a block layout)."""
+
+    def __init__(self, data, chunks, blocks=None):
+        self.data, self.shape, self.dtype = data, data.shape, data.dtype
+        self.chunks = chunks
+        if blocks is not None:
+            self.blocks = blocks
+        self.keys = []
+
+    def __getitem__(self, key):
+        self.keys.append(key)
+        return self.data[key]
+
+
+@pytest.mark.parametrize("axes", [((0, 1), (0, 1)), ((1, 2), (1, 2)), ((2, 0), (2, 0))])
+def test_steps_keep_whole_blocks_and_prefetch(monkeypatch, axes):
+    """With small budgets the contraction streams in many steps read ahead on the
+    prefetch thread; every read covers whole blocks along the contracted axes and each
+    stored block is read once."""
+    rng = np.random.default_rng(6)
+    x, y = rng.normal(size=(24, 20, 18)), rng.normal(size=(24, 20, 18))
+    a, b = Recorder(x, (6, 20, 18), (2, 5, 18)), Recorder(y, (6, 20, 18), (2, 5, 18))
+    monkeypatch.setattr(linalg, "TILE_BYTES", 20 * 18 * 8 * 18)
+    monkeypatch.setattr(linalg, "LIVE_BYTES", 4 * 20 * 18 * 8 * 18)
+    calls = []
+    real = linalg.workers.prefetch
+    monkeypatch.setattr(linalg.workers, "prefetch",
+                        lambda fn, *args: calls.append(1) or real(fn, *args))
+    got = ndpack.tensordot(a, b, axes=axes)
+    np.testing.assert_allclose(got[()], np.tensordot(x, y, axes=axes), rtol=1e-12,
+                               atol=1e-12)
+    assert len(calls) > 1
+    for rec in (a, b):
+        assert len(rec.keys) > 1
+        count = np.zeros(rec.shape, int)
+        for key in rec.keys:
+            count[key] += 1
+            for ax, k in zip(axes[0], [key[d] for d in axes[0]]):
+                bl = rec.blocks[ax]
+                assert k.start % bl == 0 and (k.stop % bl == 0 or k.stop == rec.shape[ax])
+        assert (count == 1).all()
+
+
+def test_sequential_steps_when_two_do_not_fit(monkeypatch):
+    """Blocks too big for two steps in LIVE_BYTES: one step at a time, blocks whole."""
+    rng = np.random.default_rng(7)
+    x, y = rng.normal(size=(10, 12, 16)), rng.normal(size=(9, 12, 16))
+    a, b = Recorder(x, (5, 12, 16), (1, 4, 16)), Recorder(y, (3, 12, 16), (1, 4, 16))
+    monkeypatch.setattr(linalg, "TILE_BYTES", 10 * 4 * 16 * 8)
+    monkeypatch.setattr(linalg, "LIVE_BYTES", (10 + 9) * 4 * 16 * 8 + 64)
+    monkeypatch.setattr(linalg.workers, "prefetch", None)      # never called
+    got = ndpack.tensordot(a, b, axes=((1, 2), (1, 2)))
+    np.testing.assert_allclose(got[()], np.tensordot(x, y, ((1, 2), (1, 2))), rtol=1e-12)
+    assert len(a.keys) == 3 and all(k[1].stop - k[1].start == 4 for k in a.keys)
+
+
+def test_small_operands_read_once():
+    """Operands that fit are read whole, once, and multiplied by one product."""
+    rng = np.random.default_rng(8)
+    x, y = rng.normal(size=(30, 40)), rng.normal(size=(40, 50))
+    a, b = Recorder(x, (7, 9)), Recorder(y, (11, 13))
+    got = ndpack.matmul(a, b)
+    np.testing.assert_allclose(got[()], x @ y, rtol=1e-12, atol=1e-12 * _scale(x, y))
+    assert len(a.keys) == 1 and len(b.keys) == 1
+
+
+@pytest.mark.parametrize("dtype", ["f8", "f4", "c16", "i8", "i4"])
+@pytest.mark.parametrize("axes", [((0, 1), (0, 1)), ((1, 2), (1, 2)), ((2, 0), (2, 0))])
+def test_tensordot_ndarrays_odd_shapes(monkeypatch, dtype, axes):
+    """NDArrays with chunks and blocks that do not divide the shape, several dtypes,
+    streamed in many steps (small budgets) through read_into and reused buffers."""
+    rng = np.random.default_rng(9)
+    x = (rng.normal(size=(13, 11, 9)) * 10).astype(dtype)
+    y = (rng.normal(size=(13, 11, 9)) * 10).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        x, y = x + 1j * x[::-1], y - 2j * y[:, ::-1]
+    a = ndpack.asarray(x, chunks=(5, 4, 9), blocks=(2, 3, 4))
+    b = ndpack.asarray(y, chunks=(4, 11, 5), blocks=(3, 5, 2))
+    monkeypatch.setattr(linalg, "TILE_BYTES", 11 * 9 * 16 * 4)
+    monkeypatch.setattr(linalg, "LIVE_BYTES", 4 * 11 * 9 * 16 * 4)
+    want = np.tensordot(x, y, axes=axes)
+    got = ndpack.tensordot(a, b, axes=axes)
+    assert got.dtype == want.dtype
+    eps = 1e-5 if dtype == "f4" else 1e-12
+    scale = float(np.tensordot(np.abs(x).astype("f8"), np.abs(y).astype("f8"), axes).max())
+    np.testing.assert_allclose(got[()], want, rtol=eps, atol=eps * scale)
+    out = np.zeros(want.shape, want.dtype)
+    assert ndpack.tensordot(a, b, axes=axes, out=out) is out
+    np.testing.assert_allclose(out, want, rtol=eps, atol=eps * scale)
+
+
+def test_result_inherits_cparams():
+    x = np.arange(64.0).reshape(8, 8)
+    a = ndpack.asarray(x, cparams={"codec": ndpack.Codec.LZ4, "clevel": 1})
+    r = ndpack.matmul(a, a)
+    assert (r.cparams.codec, r.cparams.clevel) == (ndpack.Codec.LZ4, 1)
+    r = ndpack.matmul(a, a, cparams={"codec": ndpack.Codec.ZSTD, "clevel": 3})
+    assert (r.cparams.codec, r.cparams.clevel) == (ndpack.Codec.ZSTD, 3)
+    r = ndpack.matmul(a, x.astype("f4") + 1j)          # another dtype: the defaults
+    assert r.dtype == np.complex128 and r.cparams.codec == ndpack.asarray(x).cparams.codec

@@ -1,16 +1,30 @@
 """Linear algebra out of core: blocked ``tensordot``, ``matmul``, ``vecdot``, ``outer``.
 
-The output is produced one chunk (tile) at a time.  For an output tile, the
-contraction runs over blocks of the contracted axes: the matching tiles of both
-operands are read (NDArrays decode only the chunks and blocks they touch; any array
-with ``shape``, ``dtype`` and ``__getitem__`` works: h5py, zarr, NumPy), multiplied
-with NumPy's BLAS-backed ``tensordot``/``matmul``, and accumulated.  Memory stays at a
-few tiles whatever the operands' sizes; the result is an NDArray (in memory, or on
-disk with ``urlpath=``) or is written into ``out=``.
+The output is produced one tile at a time (a tile is a chunk of the result).  For an
+output tile, the contraction runs over steps of the contracted axes: the matching
+tiles of both operands are read (NDArrays decode only the blocks they touch, into
+reused buffers; any array with ``shape``, ``dtype`` and ``__getitem__`` works: h5py,
+zarr, NumPy), multiplied by BLAS, and accumulated.  Memory stays at a few tiles
+whatever the operands' sizes; the result is an NDArray (in memory, or on disk with
+``urlpath=``; it inherits the first operand's ``cparams`` unless given) or is written
+into ``out=``.
 
-Tiles follow the operands' own chunks along the contracted axes (each chunk read once
-per output tile) and the output's chunks elsewhere.  BLAS threads do the inner
-products; nothing else runs in parallel meanwhile (one level of parallelism).
+How the work is cut (more in docs/linalg.md):
+
+* **Steps keep whole storage blocks.**  A step along a contracted axis is a multiple
+  of both operands' blocks (chunks for foreign arrays), so each stored block is
+  decoded once per output tile; steps follow the streamed operand's storage order.
+* **Operands that fit are read once per output tile.**  An operand whose part for the
+  output tile (all contracted elements) fits in :data:`TILE_BYTES` is read whole and
+  sliced in memory; only the other one streams.  Two small operands: one BLAS call.
+* **No transposing copies.**  Each step is one matrix product of views (``A @ B``,
+  either transposed); when the axes do not merge into matrices the leading axis is
+  looped over (a sum of smaller products), and only as a last resort does
+  ``np.tensordot`` copy.  Products after a tile's first go through one reused
+  scratch buffer (``np.matmul(..., out=)``) before being added.
+* **Prefetch.**  When two steps fit in :data:`LIVE_BYTES`, the next step's tiles are
+  read on the engine's prefetch thread (decoding releases the GIL) while BLAS
+  multiplies the current ones.
 
 Examples
 --------
@@ -30,15 +44,18 @@ import math
 
 import numpy as np
 
-from ndpack.storage.grid import compute_chunks_blocks
+from ndpack.codecs import CParams
+from ndpack.engine import workers
 from ndpack.engine.output import new_output
+from ndpack.storage.grid import compute_chunks_blocks
 from ndpack.storage.ndarray import fill_from
 
 __all__ = ["tensordot", "matmul", "vecdot", "outer", "result_shape", "compute_contract",
-           "TILE_BYTES"]
+           "TILE_BYTES", "LIVE_BYTES"]
 
-TILE_BYTES = 32 * 2**20        # at most this many bytes in one operand tile
-OUT_TILE_BYTES = 16 * 2**20    # output tiles of 4-16 MiB
+TILE_BYTES = 64 * 2**20        # at most this many bytes in one operand read
+LIVE_BYTES = 128 * 2**20       # operand tiles held at once (the current and next step)
+OUT_TILE_BYTES = 32 * 2**20    # output tiles of 16-32 MiB
 
 
 def _shape_dtype(x):
@@ -113,6 +130,224 @@ def _contract_steps(sizes, chunk1, chunk2, itemsize, budget, axes=None, grains=N
     return steps
 
 
+def _grain_of(x, shape) -> tuple:
+    """The unit of decoding along each axis: an NDArray's blocks, a foreign array's
+    chunks, 1 for in-memory arrays (any cut is free)."""
+    for attr in ("blocks", "chunks"):
+        g = getattr(x, attr, None)
+        if g is not None and not isinstance(g, str) and len(tuple(g)) == len(shape) and \
+                all(isinstance(v, (int, np.integer)) and v > 0 for v in g):
+            return tuple(max(1, min(int(v), n)) for v, n in zip(g, shape))
+    return (1,) * len(shape)
+
+
+class _Operand:
+    """One operand of a product: its layout, and reads of its tiles.
+
+    NDArrays are read with ``read_into`` into buffers of the engine's pool (fresh
+    multi-MB buffers cost page faults on every step); other arrays with ``[key]``.
+    """
+
+    def __init__(self, x, shape, dtype):
+        self.x, self.shape, self.dtype = x, shape, dtype
+        self.chunks = _chunks_of(x, shape)
+        self.grain = _grain_of(x, shape)
+        self.direct = bool(shape) and callable(getattr(x, "read_into", None))
+
+    def read(self, key) -> tuple:
+        """``(tile, buffer)``: the C-ordered values of ``x[key]`` (a tuple of step-1
+        slices) and the pool buffer holding them (None when not pooled)."""
+        if not self.shape:
+            return np.asarray(self.x[()]), None
+        if not self.direct:
+            return np.asarray(self.x[key]), None
+        shape = tuple(k.stop - k.start for k in key)
+        nbytes = math.prod(shape) * self.dtype.itemsize
+        buf = workers.buffers.take(nbytes)
+        tile = buf[:nbytes].view(self.dtype).reshape(shape)
+        self.x.read_into(key, tile)
+        return tile, buf
+
+
+def _release(bufs) -> None:
+    for b in bufs:
+        if b is not None:
+            workers.buffers.give(b)
+
+
+# ---------------------------------------------------------------------------------------
+# the kernel: one step of a contraction as matrix products of views
+
+
+def _matrix(t: np.ndarray, rows, cols):
+    """`t` as a 2-D view (the axes `rows` merged, by the axes `cols` merged), or None
+    when that needs a copy."""
+    rows, cols = list(rows), list(cols)
+    m = t.transpose(rows + cols).view()
+    try:
+        m.shape = (math.prod(t.shape[a] for a in rows), math.prod(t.shape[a] for a in cols))
+    except AttributeError:                      # the axes do not merge without a copy
+        return None
+    return m
+
+
+def _as_gemm(t1, t2, c1, c2):
+    """``(A, B)`` with ``A @ B`` the contraction of `t1` and `t2` over the paired axes
+    `c1`, `c2` (free axes in order), all views; None when no order of the contracted
+    axes gives views of both."""
+    f1 = [d for d in range(t1.ndim) if d not in c1]
+    f2 = [d for d in range(t2.ndim) if d not in c2]
+    pairs = list(zip(c1, c2))
+    for order in (sorted(pairs), sorted(pairs, key=lambda p: p[1])):
+        a = _matrix(t1, f1, [p[0] for p in order])
+        b = _matrix(t2, [p[1] for p in order], f2) if a is not None else None
+        if b is not None:
+            return a, b
+    return None
+
+
+def _gemm_into(out, a, b, first: bool, scratch: dict) -> None:
+    """``out = a @ b`` (`first`) or ``out += a @ b`` through a reused scratch buffer."""
+    if first:
+        np.matmul(a, b, out=out)
+        return
+    key = (out.shape, out.dtype)
+    tmp = scratch.get(key)
+    if tmp is None:
+        scratch.clear()                          # one buffer: the tile shape rarely varies
+        tmp = scratch[key] = np.empty(out.shape, out.dtype)
+    np.matmul(a, b, out=tmp)
+    out += tmp
+
+
+def _sub_problem(t1, t2, c1, c2, side: int, i: int):
+    """Index 0 of `t1` (side 1) or `t2` (side 2) fixed at `i`: ``(t1, t2, c1, c2, acc
+    axis or None)``; the acc axis is the output axis that the index fixes (a free axis),
+    None when it is a contracted axis (a term of the sum)."""
+    if side == 2:
+        s2, s1, k2, k1, ax = _sub_problem(t2, t1, c2, c1, 1, i)
+        return s1, s2, k1, k2, ax
+    if 0 not in c1:                              # a free axis: the output's first
+        return t1[i], t2, [c - 1 for c in c1], list(c2), 0
+    p = c1.index(0)
+    q = c2[p]
+    t2i = t2[(slice(None),) * q + (i,)]
+    return (t1[i], t2i, [c - 1 for j, c in enumerate(c1) if j != p],
+            [c - (c > q) for j, c in enumerate(c2) if j != p], None)
+
+
+def _loop_side(t1, t2, c1, c2):
+    """Which operand's leading axis to loop over so that each term is one matrix
+    product of views (1 or 2), or None."""
+    for side, t in ((1, t1), (2, t2)):
+        if t.ndim and t.shape[0]:
+            s1, s2, k1, k2, _ = _sub_problem(t1, t2, c1, c2, side, 0)
+            if _as_gemm(s1, s2, k1, k2) is not None:
+                return side
+    return None
+
+
+def _contract_into(acc, t1, t2, c1, c2, first: bool, scratch: dict) -> None:
+    """Write (`first`) or add the contraction of `t1` and `t2` over the paired axes
+    `c1`, `c2` into `acc` (free axes of `t1`, then of `t2`).
+
+    Examples
+    --------
+    >>> x, y = np.arange(24.0).reshape(2, 3, 4), np.arange(24.0).reshape(4, 2, 3)
+    >>> acc = np.empty((3, 3))
+    >>> _contract_into(acc, x, y, [0, 2], [1, 0], True, {})
+    >>> bool(np.allclose(acc, np.tensordot(x, y, ([0, 2], [1, 0]))))
+    True
+    """
+    if acc.size == 0:
+        return
+    if t1.size == 0 or t2.size == 0:             # nothing to sum
+        if first:
+            acc[...] = 0
+        return
+    mats = _as_gemm(t1, t2, c1, c2)
+    out = _matrix(acc, range(t1.ndim - len(c1)), range(t1.ndim - len(c1), acc.ndim)) \
+        if mats is not None else None
+    if out is not None:
+        _gemm_into(out, mats[0], mats[1], first, scratch)
+        return
+    side = _loop_side(t1, t2, c1, c2)
+    if side is None:                             # the axes are too mixed: copy
+        part = np.tensordot(t1, t2, axes=(c1, c2))
+        if first:
+            acc[...] = part
+        else:
+            acc += part
+        return
+    n = (t1 if side == 1 else t2).shape[0]
+    for i in range(n):
+        s1, s2, k1, k2, ax = _sub_problem(t1, t2, c1, c2, side, i)
+        if ax is None:                           # a term of the sum
+            _contract_into(acc, s1, s2, k1, k2, first and i == 0, scratch)
+        else:
+            at = ax if side == 1 else t1.ndim - len(c1)
+            _contract_into(acc[(slice(None),) * at + (i,)], s1, s2, k1, k2, first, scratch)
+
+
+# ---------------------------------------------------------------------------------------
+# planning: contracted steps
+
+
+def _fit(sizes, grain, chunk, order, per: int, limit: int, keep: bool):
+    """Steps along the contracted axes so that ``prod(steps) * per <= limit``: the axes
+    in `order` (outermost in storage first) are cut, to multiples of the chunks when
+    possible, else of the grain (`keep`: never below it, else down to 1).  None when
+    that does not fit."""
+    steps = list(sizes)
+    for p in order:
+        rest = per * math.prod(s for q, s in enumerate(steps) if q != p)
+        allowed = limit // rest if rest else steps[p]
+        if allowed >= steps[p]:
+            break
+        low = grain[p] if keep else 1
+        if allowed < low:
+            steps[p] = low
+            continue
+        unit = chunk[p] if allowed >= chunk[p] else (grain[p] if allowed >= grain[p] else 1)
+        steps[p] = allowed - allowed % unit
+        break
+    return steps if math.prod(steps) * per <= limit else None
+
+
+def _plan(op1, op2, ax1, ax2, n1: int, n2: int) -> dict:
+    """How an output tile of ``n1 x n2`` elements (parts of operand 1 and 2) is computed:
+    ``steps`` (per contracted axis), which operands are read whole (all contracted
+    elements, once per tile), and whether the next step is prefetched."""
+    sizes = [op1.shape[a] for a in ax1]
+    ktot = math.prod(sizes)
+    i1, i2 = op1.dtype.itemsize, op2.dtype.itemsize
+    whole1 = n1 * ktot * i1 <= TILE_BYTES
+    whole2 = n2 * ktot * i2 <= TILE_BYTES
+    fixed = whole1 * n1 * ktot * i1 + whole2 * n2 * ktot * i2
+    per = (not whole1) * n1 * i1 + (not whole2) * n2 * i2
+    plan = {"steps": sizes, "whole": (whole1, whole2), "ahead": False}
+    if not per or not sizes:
+        return plan
+    grain = [min(n, math.lcm(op1.grain[a], op2.grain[b])) for n, a, b in zip(sizes, ax1, ax2)]
+    chunk = [min(n, math.lcm(op1.chunks[a], op2.chunks[b], g))
+             for n, a, b, g in zip(sizes, ax1, ax2, grain)]
+    # cut the streamed operand's outermost axes first (each stored block whole)
+    storage = ax2 if whole1 else ax1
+    order = sorted(range(len(sizes)), key=lambda p: storage[p])
+    tile = TILE_BYTES // max((not whole1) * i1 * n1, (not whole2) * i2 * n2) * per
+    room = max(LIVE_BYTES - fixed, per)
+    for limit, keep, ahead in ((min(tile, room // 2), True, True),
+                               (min(tile, room), True, False),
+                               (min(tile, room // 2), False, True)):
+        steps = _fit(sizes, grain, chunk, order, per, max(limit, per), keep)
+        if steps is not None:
+            n = math.prod(-(-s // k) for s, k in zip(sizes, steps))
+            plan.update(steps=steps, ahead=ahead and n > 1, order=order)
+            return plan
+    plan.update(steps=[1] * len(sizes), ahead=True, order=order)
+    return plan
+
+
 def tensordot(x1, x2, axes=2, chunks=None, blocks=None, out=None, **storage):
     """``np.tensordot(x1, x2, axes)`` computed tile by tile (see the module docstring).
 
@@ -123,13 +358,23 @@ def tensordot(x1, x2, axes=2, chunks=None, blocks=None, out=None, **storage):
     axes : int or (sequence, sequence)
         As in NumPy.
     chunks, blocks, **storage
-        Storage of the resulting NDArray (``urlpath=``, ``cparams=``, ...).
+        Storage of the resulting NDArray (``urlpath=``, ``cparams=``, ...); the
+        cparams default to those of the first NDArray operand of the result's dtype.
     out : array-like, optional
         Write the result there instead (NumPy, NDArray, h5py, zarr: ``__setitem__``).
 
     Returns
     -------
     NDArray, or `out`.
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> x = np.arange(60.0).reshape(3, 4, 5)
+    >>> a = ndpack.asarray(x, chunks=(2, 2, 5), blocks=(1, 2, 5))
+    >>> r = ndpack.tensordot(a, a, axes=((2, 0), (2, 0)))
+    >>> bool(np.allclose(r[()], np.tensordot(x, x, axes=((2, 0), (2, 0)))))
+    True
     """
     x1, s1, d1 = _shape_dtype(x1)
     x2, s2, d2 = _shape_dtype(x2)
@@ -143,45 +388,111 @@ def tensordot(x1, x2, axes=2, chunks=None, blocks=None, out=None, **storage):
     out_shape = tuple(s1[d] for d in free1) + tuple(s2[d] for d in free2)
     dtype = np.tensordot(np.ones((1,) * len(s1), d1), np.ones((1,) * len(s2), d2),
                          axes=(ax1, ax2)).dtype
-    c1, c2 = _chunks_of(x1, s1), _chunks_of(x2, s2)
-    out_chunks = _out_chunks(out_shape, free1, free2, c1, c2, dtype, chunks)
-    # an operand tile is (its part of the output tile) x (a block of contracted axes):
-    # the block is sized so that both tiles stay under TILE_BYTES
+    op1, op2 = _Operand(x1, s1, d1), _Operand(x2, s2, d2)
+    out_chunks = _out_chunks(out_shape, free1, free2, op1.chunks, op2.chunks, dtype, chunks)
     n1 = math.prod(out_chunks[:len(free1)])
     n2 = math.prod(out_chunks[len(free1):])
-    budget = max(1, TILE_BYTES // max(d1.itemsize, d2.itemsize) // max(n1, n2, 1))
-    b1 = getattr(x1, "blocks", None)
-    grains = [int(b1[a]) for a in ax1] if isinstance(b1, tuple) and len(b1) == len(s1) \
-        else None
-    ksteps = _contract_steps([s1[a] for a in ax1], [c1[a] for a in ax1], [c2[b] for b in ax2],
-                             1, budget, ax1, grains)
-    kblocks = list(itertools.product(*[_steps(s1[a], k) for a, k in zip(ax1, ksteps)]))
+    plan = _plan(op1, op2, ax1, ax2, n1, n2)
+    if out is None and "cparams" not in storage:
+        storage["cparams"] = _inherited_cparams((x1, x2), dtype)
+    tile = _Tiler(op1, op2, ax1, ax2, free1, free2, dtype, plan)
+    return _emit(out_shape, dtype, tile, out_chunks, blocks, out, storage)
 
-    def tile(region):
-        r1, r2 = region[:len(free1)], region[len(free1):]
-        acc = None
-        for kb in kblocks:
-            key1 = [None] * len(s1)
-            key2 = [None] * len(s2)
-            for d, r in zip(free1, r1):
-                key1[d] = r
-            for d, r in zip(free2, r2):
-                key2[d] = r
-            for a, b, k in zip(ax1, ax2, kb):
-                key1[a] = k
-                key2[b] = k
-            t1 = np.asarray(x1[tuple(key1)]) if s1 else np.asarray(x1[()])
-            t2 = np.asarray(x2[tuple(key2)]) if s2 else np.asarray(x2[()])
-            part = np.tensordot(t1, t2, axes=(ax1, ax2))
-            if acc is None:
-                acc = part if part.dtype == dtype else part.astype(dtype)
+
+def _inherited_cparams(operands, dtype):
+    """The cparams of the first NDArray operand of `dtype` (None: the defaults)."""
+    for x in operands:
+        cp = getattr(x, "cparams", None)
+        if isinstance(cp, CParams) and np.dtype(getattr(x, "dtype", None)) == dtype:
+            return cp
+    return None
+
+
+class _Tiler:
+    """``tile(region)``: the values of one output tile (valid until the next call)."""
+
+    def __init__(self, op1, op2, ax1, ax2, free1, free2, dtype, plan):
+        self.ops, self.ax, self.free = (op1, op2), (ax1, ax2), (free1, free2)
+        self.dtype, self.plan, self.scratch, self.acc = dtype, plan, {}, None
+        sizes = [op1.shape[a] for a in ax1]
+        order = plan.get("order", range(len(sizes)))
+        per_axis = [_steps(n, k) for n, k in zip(sizes, plan["steps"])]
+        # the steps in the streamed operand's storage order (outermost axis slowest)
+        self.kblocks = []
+        for combo in itertools.product(*[per_axis[p] for p in order]):
+            kb = [None] * len(sizes)
+            for p, s in zip(order, combo):
+                kb[p] = s
+            self.kblocks.append(tuple(kb))
+
+    def _key(self, side: int, region, kb) -> tuple:
+        op, ax, free = self.ops[side], self.ax[side], self.free[side]
+        part = region[:len(self.free[0])] if side == 0 else region[len(self.free[0]):]
+        key = [None] * len(op.shape)
+        for d, r in zip(free, part):
+            key[d] = r
+        for a, k in zip(ax, kb):
+            key[a] = k
+        return tuple(key)
+
+    def _load(self, region, kb, wholes) -> tuple:
+        """The tiles of both operands for step `kb`: views of the whole ones, else
+        read; and the pool buffers to give back after the step."""
+        tiles, bufs = [], []
+        for side in (0, 1):
+            if wholes[side] is not None:
+                t = wholes[side]
+                idx = [slice(None)] * t.ndim
+                for a, k in zip(self.ax[side], kb):
+                    idx[a] = k
+                tiles.append(t[tuple(idx)])
             else:
-                acc += part
-        if acc is None:                           # no contracted elements
-            return np.zeros(tuple(r.stop - r.start for r in region), dtype)
+                t, b = self.ops[side].read(self._key(side, region, kb))
+                tiles.append(t)
+                bufs.append(b)
+        return tiles, bufs
+
+    def __call__(self, region) -> np.ndarray:
+        shape = tuple(r.stop - r.start for r in region)
+        if self.acc is None or self.acc.shape != shape:
+            self.acc = None
+            self.acc = np.empty(shape, self.dtype)
+        acc = self.acc
+        full = tuple(slice(0, self.ops[0].shape[a]) for a in self.ax[0])
+        whole_bufs, wholes = [], [None, None]
+        for side in (0, 1):
+            if self.plan["whole"][side]:
+                wholes[side], b = self.ops[side].read(self._key(side, region, full))
+                whole_bufs.append(b)
+        try:
+            self._run(region, acc, wholes)
+        finally:
+            _release(whole_bufs)
         return acc
 
-    return _emit(out_shape, dtype, tile, out_chunks, blocks, out, storage)
+    def _run(self, region, acc, wholes) -> None:
+        kbs = self.kblocks
+        if not kbs or not acc.size:
+            acc[...] = 0
+            return
+        ahead = self.plan["ahead"]
+        nxt = workers.prefetch(self._load, region, kbs[0], wholes) if ahead else None
+        try:
+            for i, kb in enumerate(kbs):
+                if ahead:
+                    tiles, bufs = nxt.result()
+                    nxt = workers.prefetch(self._load, region, kbs[i + 1], wholes) \
+                        if i + 1 < len(kbs) else None
+                else:
+                    tiles, bufs = self._load(region, kb, wholes)
+                try:
+                    _contract_into(acc, tiles[0], tiles[1], self.ax[0], self.ax[1], i == 0,
+                                   self.scratch)
+                finally:
+                    _release(bufs)
+        finally:
+            if nxt is not None:                  # an error: let the pending read finish
+                _release(nxt.result()[1])
 
 
 def _out_chunks(out_shape, free1, free2, c1, c2, dtype, chunks):
@@ -196,7 +507,7 @@ def _out_chunks(out_shape, free1, free2, c1, c2, dtype, chunks):
     while math.prod(tiles) * dtype.itemsize > OUT_TILE_BYTES and max(tiles) > 1:
         k = tiles.index(max(tiles))
         tiles[k] = -(-tiles[k] // 2)
-    while math.prod(tiles) * dtype.itemsize * 4 <= OUT_TILE_BYTES and \
+    while math.prod(tiles) * dtype.itemsize * 2 <= OUT_TILE_BYTES and \
             any(t < n for t, n in zip(tiles, out_shape)):
         k = min((t / n, i) for i, (t, n) in enumerate(zip(tiles, out_shape)) if t < n)[1]
         tiles[k] = min(out_shape[k], tiles[k] * 2)
