@@ -279,8 +279,8 @@ def test_reads_run_on_several_threads(operands, monkeypatch):
     ops, a, _ = operands
     monkeypatch.setattr(direct, "_GROUP_BYTES", 1)             # a call per chunk
     seen = []
-    real = direct.run_all
-    monkeypatch.setattr(direct, "run_all", lambda calls, n: seen.append((len(calls), n))
+    real = direct.run_leaves
+    monkeypatch.setattr(direct, "run_leaves", lambda calls, n: seen.append((len(calls), n))
                         or real(calls, n))
     dst = np.empty(SHAPE)
     direct.reader(ops["za"])(tuple(slice(0, s) for s in SHAPE), dst, nthreads=2)
@@ -329,3 +329,20 @@ def test_zstd_header_parsing():
         frame = numcodecs.Zstd().encode(np.zeros(n, np.uint8))
         assert direct._zstd_content_size(np.frombuffer(frame, np.uint8)) == n
     assert direct._zstd_content_size(np.zeros(10, np.uint8)) is None
+
+
+def test_evaluation_reads_chunks_on_leaf_threads(operands, monkeypatch):
+    import threading
+    ops, a, b = operands
+    names = set()
+    real = direct._ZarrReader.load
+
+    def load(self, *args):
+        names.add(threading.current_thread().name)
+        return real(self, *args)
+    monkeypatch.setattr(direct._ZarrReader, "load", load)
+    import importlib
+    evaluate = importlib.import_module("ndpack.engine.evaluate")
+    monkeypatch.setattr(evaluate, "_REGION_BYTES", 8 * 20 * 23)      # two regions
+    np.testing.assert_array_equal(ndpack.evaluate("za + zb", local_dict=ops), a + b)
+    assert any(n.startswith("ndpack-leaf") for n in names), names

@@ -53,7 +53,7 @@ import zlib
 import numpy as np
 
 from ndpack.chunks import chunk_info, decompress2
-from ndpack.engine.workers import run_all
+from ndpack.engine.workers import run_leaves
 
 __all__ = ["reader", "read_new", "writing", "READS"]
 
@@ -188,7 +188,7 @@ class _GridReader:
                 group, size = [], 0
         if group:
             calls.append(_Batch(self, group))
-        run_all(calls, nthreads)
+        run_leaves(calls, nthreads)
 
     def _jobs(self, key, dst):
         ranges = [range(s.start // c, (s.stop - 1) // c + 1) for s, c in zip(key, self.chunks)]

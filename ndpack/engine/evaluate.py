@@ -20,7 +20,7 @@ from numexpr.necompiler import getType
 from ndpack.codecs import get_nthreads
 from ndpack.engine import direct
 from ndpack.engine.tree import Apply, Constant, Node, Operand, operands_of
-from ndpack.engine.workers import prefetch, run_all
+from ndpack.engine.workers import prefetch, run_all, run_leaves
 from ndpack.storage.ndarray import NDArray
 
 __all__ = ["evaluate_region", "region_values", "plan_regions", "run", "Kernel", "regions",
@@ -143,7 +143,7 @@ class _Reader:
     def __call__(self, region: tuple) -> list:
         slot = self.slots[self.turn]
         self.turn ^= 1
-        values, calls = [], []
+        values, calls, leaves = [], [], []
         for i, op in enumerate(self.ops):
             arr = op.array
             key = operand_key(op.shape, region, self.ndim)
@@ -161,10 +161,13 @@ class _Reader:
             values.append(buf)
             if isinstance(arr, NDArray):
                 calls.append(functools.partial(arr.read_into, key, buf))
+            elif self.direct[i] is not None:        # pieces of its own chunks
+                leaves += [functools.partial(self.direct[i], piece, buf[rel])
+                           for piece, rel in _pieces(self.direct[i], key)]
             else:
-                read = self.direct[i] or functools.partial(_read_piece, arr)
-                calls += [functools.partial(read, piece, buf[rel])
+                calls += [functools.partial(_read_piece, arr, piece, buf[rel])
                           for piece, rel in _pieces(arr, key)]
+        run_leaves(leaves, self.nthreads)
         run_all(calls, self.nthreads)
         return values
 

@@ -9,6 +9,8 @@
   piece with one C thread and single-threaded numexpr: one level of parallelism.
 * **Reader threads** (:func:`run_all`) read pieces of foreign operands (h5py, zarr,
   ...) in parallel, a piece per chunk of the operand's own storage.
+* **Leaf threads** (:func:`run_leaves`) run direct chunk reads (``direct.py``), which
+  never wait on anything: any thread, the prefetch thread included, may wait on them.
 * :func:`serial_numexpr` holds numexpr at one thread while workers run, and gives back
   the caller's setting when the last concurrent user leaves.
 
@@ -29,7 +31,7 @@ import threading
 import numexpr
 
 __all__ = ["prefetch", "on_engine_thread", "workers", "writer", "submit", "run_all",
-           "serial_numexpr", "buffers"]
+           "run_leaves", "serial_numexpr", "buffers"]
 
 _POOLS: dict = {}
 _LOCK = threading.Lock()
@@ -107,6 +109,23 @@ def run_all(calls: list, n: int) -> list:
     pool = _executor("read", n)
     futures = [pool.submit(_on_engine_thread, c) for c in calls]
     return [f.result() for f in futures]
+
+
+def run_leaves(calls: list, n: int) -> list:
+    """Run the zero-argument callables `calls` on `n` leaf threads and return their
+    results in order.  Leaves never wait on the engine (direct chunk reads: no pool,
+    no nested evaluation), so any thread may wait on them without a deadlock; they
+    run serially when there is one call, one thread, or when called from a leaf."""
+    if len(calls) < 2 or n < 2 or getattr(_STATE, "leaf", False):
+        return [c() for c in calls]
+    pool = _executor("leaf", n)
+    futures = [pool.submit(_on_leaf_thread, c) for c in calls]
+    return [f.result() for f in futures]
+
+
+def _on_leaf_thread(fn):
+    _STATE.engine = _STATE.leaf = True
+    return fn()
 
 
 def submit(pool: concurrent.futures.ThreadPoolExecutor, fn, *args):
