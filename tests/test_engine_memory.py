@@ -33,3 +33,37 @@ def test_peak_rss_over_3gb_of_operands(tmp_path):
     assert out.returncode == 0, out.stderr
     before_mb, peak_mb = map(int, out.stdout.split())
     assert peak_mb < 500, f"peak RSS {peak_mb} MB over 3 GB of operands (before: {before_mb} MB)"
+
+
+def test_reductions_over_3gb_on_disk_stay_under_300mb(tmp_path):
+    script = textwrap.dedent(f"""
+        import numpy as np, ndpack
+
+        def hwm_mb():
+            for line in open("/proc/self/status"):
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) // 1024
+        shape = (25_000, 15_000)                  # 3.0 GB of float64, default chunks
+        a = ndpack.linspace(0, 1, 375_000_000, shape=shape, urlpath=r"{tmp_path}/a.b2nd",
+                            mode="w", cparams={{"codec": ndpack.Codec.LZ4, "clevel": 1}})
+        del a
+        a = ndpack.open(r"{tmp_path}/a.b2nd")
+        before = hwm_mb()
+        s0 = ndpack.sum(a, axis=0)
+        s1 = ndpack.mean(a, axis=1)
+        mx = ndpack.max(a)
+        peak = hwm_mb()
+        n, step = 375_000_000, 1 / (375_000_000 - 1)
+        rows = np.arange(shape[0])[:, None] * shape[1]
+        # column j: sum over rows of (i * 15000 + j) * step
+        want0 = (rows.sum() + shape[0] * np.arange(shape[1])) * step
+        want1 = (np.arange(shape[0]) * shape[1] + (shape[1] - 1) / 2) * step
+        assert np.allclose(s0, want0, rtol=1e-9) and np.allclose(s1, want1, rtol=1e-9)
+        assert mx == 1.0
+        print(before, peak, a.chunks)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=900)
+    assert out.returncode == 0, out.stderr
+    before_mb, peak_mb = map(int, out.stdout.split()[:2])
+    assert peak_mb < 300, f"peak RSS {peak_mb} MB reducing 3 GB on disk (before {before_mb} MB)"
