@@ -124,6 +124,15 @@ def test_h5py_other_layouts_fall_back(tmp_path):
         assert direct.reader(comp) is None
         assert direct.reader(f.create_dataset("s", data=3.0)) is None   # scalar
         assert direct.reader(f["b"].astype("f8")) is None               # a wrapper
+        ext = f.create_dataset("e", data=x, external=[(str(tmp_path / "raw.bin"), 0,
+                                                        h5py.h5f.UNLIMITED)])
+        assert_falls_back(ext, x)
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_layout(h5py.h5d.COMPACT)
+        space = h5py.h5s.create_simple((10,))
+        h5py.h5d.create(f.id, b"k", h5py.h5t.IEEE_F64LE, space, dcpl=dcpl)
+        f["k"][...] = np.arange(10.0)
+        assert_falls_back(f["k"], np.arange(10.0))
 
 
 def test_h5py_writable_file_is_flushed(tmp_path):
@@ -185,6 +194,16 @@ def test_zarr_missing_chunks_read_as_the_fill_value(tmp_path, fmt):
     z = zarr.create_array(str(tmp_path / "z"), shape=SHAPE, dtype="f8", chunks=CHUNKS,
                           fill_value=4.25, zarr_format=fmt)
     z[3:17, 8:20] = x[3:17, 8:20] = data()[3:17, 8:20]
+    check_reader(z, x, "zarr")
+
+
+@pytest.mark.parametrize("fmt,encoding", [(2, {"name": "v2", "separator": "/"}),
+                                          (3, {"name": "v2", "separator": "."}),
+                                          (3, {"name": "default", "separator": "."})])
+def test_zarr_chunk_key_encodings(tmp_path, fmt, encoding):
+    x = data()
+    z = zarr.create_array(str(tmp_path / "z"), data=x, chunks=CHUNKS, zarr_format=fmt,
+                          chunk_key_encoding=encoding)
     check_reader(z, x, "zarr")
 
 
