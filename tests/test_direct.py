@@ -365,3 +365,49 @@ def test_evaluation_reads_chunks_on_leaf_threads(operands, monkeypatch):
     monkeypatch.setattr(evaluate, "_REGION_BYTES", 8 * 20 * 23)      # two regions
     np.testing.assert_array_equal(ndpack.evaluate("za + zb", local_dict=ops), a + b)
     assert any(n.startswith("ndpack-leaf") for n in names), names
+
+
+@pytest.fixture(scope="module")
+def scratch_file(tmp_path_factory):
+    f = h5py.File(tmp_path_factory.mktemp("hyp") / "h.h5", "w")
+    yield f
+    f.close()
+
+
+def _shapes_chunks_box(draw):
+    from hypothesis import strategies as st
+    ndim = draw(st.integers(1, 3))
+    shape = tuple(draw(st.integers(1, 12)) for _ in range(ndim))
+    chunks = tuple(draw(st.integers(1, n + 3)) for n in shape)
+    box = []
+    for n in shape:
+        lo = draw(st.integers(0, n - 1))
+        box.append(slice(lo, draw(st.integers(lo + 1, n))))
+    return shape, chunks, tuple(box)
+
+
+def test_h5py_any_shape_chunks_and_box(scratch_file):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.data(), st.sampled_from(["f8", ">i2", "<u4"]), st.booleans(), st.booleans())
+    def check(dd, dtype, contiguous, gzip):
+        shape, chunks, box = _shapes_chunks_box(dd.draw)
+        name = f"d{len(scratch_file)}"
+        x = data(shape, dtype, seed=len(scratch_file))
+        opts = {} if contiguous else {"chunks": chunks, "fillvalue": 5,
+                                      "maxshape": (None,) * len(shape)}
+        if gzip and not contiguous:
+            opts["compression"] = "gzip"
+        d = scratch_file.create_dataset(name, shape=shape, dtype=dtype, **opts)
+        d[box] = x[box]                          # the rest: unallocated or fill
+        expected = d[()]
+        read = direct.reader(d)
+        dst = np.empty(tuple(s.stop - s.start for s in box), "f8")
+        read(box, dst, nthreads=2)
+        np.testing.assert_array_equal(dst, expected[box])
+        whole = np.empty(shape, dtype)
+        read(tuple(slice(0, n) for n in shape), whole)
+        np.testing.assert_array_equal(whole, expected)
+    check()
