@@ -187,7 +187,7 @@ class NDReader:
             (d for d in range(self._nd)
              if prod(counts[d + 1:]) * bs <= max(_GROUP_BYTES, bs) and counts[d] > 1), None)
         if j is None:
-            raw = decompress_blocks(chunk, self._block_numbers(bids), nthreads=nthreads)
+            raw = self._decode_scratch(chunk, self._block_numbers(bids), nthreads)
             self._copy_pieces(raw, bids, pieces, target)
             return True
         m = max(1, _GROUP_BYTES // (prod(counts[:j]) * prod(counts[j + 1:]) * bs))
@@ -203,9 +203,16 @@ class NDReader:
             sub_pieces[j] = _pieces(sub_locs[j], self._blocks[j], sub_bids[j])
             idx = [slice(None)] * self._nd
             idx[j] = slice(k0, k1)
-            raw = decompress_blocks(chunk, self._block_numbers(sub_bids), nthreads=nthreads)
+            raw = self._decode_scratch(chunk, self._block_numbers(sub_bids), nthreads)
             self._copy_pieces(raw, sub_bids, sub_pieces, target[tuple(idx)])
         return True
+
+    def _decode_scratch(self, chunk, numbers, nthreads) -> np.ndarray:
+        """Blocks `numbers` of `chunk` decoded into this thread's reused buffer (fresh
+        pages would cost a page fault each); valid until the thread's next call."""
+        buf = _scratch(len(numbers) * self._blocksize, "dst")
+        decompress_blocks(chunk, numbers, nthreads=nthreads, dst=buf)
+        return buf
 
     def _copy_pieces(self, buf, bids, pieces, target):
         """Copy from decoded blocks (C-order grid of `bids` blocks, one after another)
