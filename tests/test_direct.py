@@ -338,6 +338,8 @@ def test_zarr_out_that_is_an_operand(tmp_path):
     assert direct.reader(z) is not None
     with direct.writing(zarr.open_array(str(tmp_path / "z"))):     # another handle
         assert direct.reader(z) is None
+    with direct.writing(zarr.open_array(f"{tmp_path}/../{tmp_path.name}/z")):  # another name
+        assert direct.reader(z) is None
     ndpack.evaluate("z * 3", local_dict={"z": z}, out=z)
     np.testing.assert_allclose(z[()], a * 3, rtol=1e-15)
     assert direct.reader(z) is not None

@@ -153,7 +153,9 @@ def _identity(arr):
             info = h5py.h5o.get_info(arr.id)
             return ("h5", os.path.realpath(arr.file.filename), info.fileno, info.addr)
         if mod.startswith("zarr") and hasattr(arr, "store_path"):
-            return ("zarr", str(arr.store_path))
+            root = getattr(arr.store, "root", None)
+            where = str(arr.store_path) if root is None else os.path.realpath(str(root))
+            return ("zarr", where, arr.path)
     except Exception:
         pass
     return None
