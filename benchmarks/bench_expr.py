@@ -102,8 +102,8 @@ def memory(n, reps, rows):
                 e2 = blosc2.lazyexpr(text, operands=b2_ops)
                 fns += [lambda: e2[()], lambda: e2.compute(cparams=cp_b2)]
             times = best_times(fns, reps, budget=60)
-            np.testing.assert_allclose(e[()], numexpr.evaluate(text, local_dict=raw),
-                                       rtol=1e-12)
+            # NumPy is the oracle (numexpr's libm differs in the last bits)
+            np.testing.assert_allclose(e[()], eval(np_text, {"np": np}, raw), rtol=1e-12)
             t = dict(zip(["numpy", "numexpr", "nd_get", "nd_compute", "b2_get", "b2_compute"],
                          times + [float("nan")] * (6 - len(times))))
             _row(text, t, ["numpy", "numexpr", "nd_get", "nd_compute", "b2_get", "b2_compute"])
@@ -153,7 +153,8 @@ def disk(shape, reps, rows):
                         lambda: e2.compute(urlpath=p("b2_out.b2nd"), mode="w",
                                            cparams={"codec": blosc2.Codec.ZSTD, "clevel": 1})]
             times = best_times(fns, reps, budget=60)
-            np.testing.assert_allclose(e[()], _memmap_loop(text, mms, out, slab), rtol=1e-12)
+            np.testing.assert_allclose(e[()], _memmap_loop(text, mms, out, slab), rtol=1e-9,
+                                       atol=1e-12)     # numexpr's libm vs NumPy's
             t = dict(zip(["memmap", "nd_get", "nd_compute", "b2_get", "b2_compute"],
                          times + [float("nan")] * (5 - len(times))))
             _row(text, t, ["memmap", "nd_get", "nd_compute", "b2_get", "b2_compute"])

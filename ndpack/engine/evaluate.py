@@ -20,6 +20,7 @@ from numexpr.necompiler import getType
 from ndpack.codecs import get_nthreads
 from ndpack.engine import direct
 from ndpack.engine.tree import Apply, Constant, Node, Operand, operands_of
+from ndpack.engine.ufuncs import UfuncProgram
 from ndpack.engine.workers import prefetch, run_all, run_leaves
 from ndpack.storage.ndarray import NDArray
 
@@ -273,13 +274,24 @@ def _valid_chunks(chunks, shape) -> bool:
 def run(node: Node, ops: list, values: list, out=None):
     """The tree on NumPy `values` of its operands `ops` (broadcastable to each other).
 
-    numexpr runs the tree when it computes NumPy's exact result, else NumPy does.
-    With `out` (of the result's dtype and full broadcast shape) the values land there
-    and `out` is returned; when every value is 0-d the result is 0-d and `out` is left
-    alone.
+    Trees of ufuncs run as a :class:`~ndpack.engine.ufuncs.UfuncProgram` over pieces
+    of ~256 KiB (in cache); numexpr runs other trees when it computes NumPy's exact
+    result, else NumPy does.  With `out` (of the result's dtype and full broadcast
+    shape) the values land there and `out` is returned; when every value is 0-d the
+    result is 0-d and `out` is left alone.
     """
     full = out is not None and any(np.ndim(v) for v in values)
+    prog = program(node, ops) if full or any(np.ndim(v) for v in values) else None
     with np.errstate(all="ignore"):
+        if prog is not None:
+            shape = np.broadcast_shapes(*(np.shape(v) for v in values))
+            if full and out.shape == shape and out.dtype == prog.dtype:
+                return run_pieces(prog, values, out)
+            res = run_pieces(prog, values, np.empty(shape, prog.dtype))
+            if full:
+                out[...] = res
+                return out
+            return res
         text = numexpr_text(node, ops)
         if text is not None:
             local = {f"o{i}": v for i, v in enumerate(values)}
@@ -293,13 +305,46 @@ def run(node: Node, ops: list, values: list, out=None):
     return res
 
 
+_PIECE = 1 << 15          # elements per piece of a ufunc program's run (256 KiB of f8)
+
+
+def program(node: Node, ops: list):
+    """The :class:`UfuncProgram` of `node` over `ops`, compiled once per tree and
+    operand list (kept on the node, which holds its operands alive), or None."""
+    if not isinstance(node, Apply):
+        return None
+    key = tuple(id(op.array) for op in ops)
+    cache = node.__dict__.setdefault("_ufunc_programs", {})
+    if key not in cache:
+        cache[key] = UfuncProgram.compile(node, ops)
+    return cache[key]
+
+
+def run_pieces(prog, values: list, out: np.ndarray) -> np.ndarray:
+    """`prog` over `out` in pieces of leading rows of about _PIECE elements, so that
+    its registers and the pieces of the values stay in cache."""
+    if out.ndim == 0:
+        return prog(values, out)
+    lead = out.shape[0]
+    rows = max(1, _PIECE // max(math.prod(out.shape[1:]), 1))
+    if rows >= lead:
+        return prog(values, out)
+    cut = [np.ndim(v) == out.ndim and np.shape(v)[0] == lead for v in values]
+    for r0 in range(0, lead, rows):
+        sl = slice(r0, r0 + rows)
+        prog([v[sl] if c else v for v, c in zip(values, cut)], out[sl])
+    return out
+
+
 class Kernel:
     """A tree compiled once for many calls from worker threads, each call serial.
 
-    numexpr programs are compiled once per thread (a compiled program must not run in
-    two threads at once) and run single-threaded: the parallelism is the callers'
-    (one level, see ARCHITECTURE.md).  Trees numexpr cannot run exactly go through
-    NumPy.  Call it with the operand values (arrays or 0-d) and `out`.
+    Trees made of ufuncs run as a :class:`~ndpack.engine.ufuncs.UfuncProgram` (NumPy's
+    SIMD loops on cache-sized pieces, registers per thread); other trees numexpr runs
+    exactly as programs compiled once per thread (a compiled program must not run in
+    two threads at once), single-threaded: the parallelism is the callers' (one
+    level, see ARCHITECTURE.md); the rest goes through NumPy.  Call it with the operand
+    values (arrays or 0-d) and `out`.
 
     Examples
     --------
@@ -313,7 +358,8 @@ class Kernel:
 
     def __init__(self, node: Node, ops: list):
         self.node, self.ops = node, ops
-        self.text = numexpr_text(node, ops)
+        self.prog = program(node, ops)
+        self.text = None if self.prog is not None else numexpr_text(node, ops)
         self._local = threading.local()
 
     def _program(self):
@@ -325,7 +371,12 @@ class Kernel:
 
     def __call__(self, values: list, out):
         """The tree's values into `out`; a 0-d result when every value is 0-d."""
-        if self.text is None or not any(np.ndim(v) for v in values):
+        if not any(np.ndim(v) for v in values):
+            return run(self.node, self.ops, values, out)
+        if self.prog is not None and out.dtype == self.prog.dtype:
+            with np.errstate(all="ignore"):
+                return run_pieces(self.prog, values, out)
+        if self.text is None:
             return run(self.node, self.ops, values, out)
         with np.errstate(all="ignore"):
             return self._program()(*values, out=out, order="K", casting="safe",

@@ -1,0 +1,150 @@
+"""Ufunc programs: trees run as NumPy ufunc steps over reused registers."""
+
+import concurrent.futures
+import importlib
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ndpack
+from ndpack.engine.parse import parse
+from ndpack.engine.tree import Apply, Constant, Operand, operands_of
+from ndpack.engine.ufuncs import UfuncProgram
+
+evaluate = importlib.import_module("ndpack.engine.evaluate")   # not the function
+
+CASES = [
+    ("a + b + c", "f8"),
+    ("sqrt(a + 2*b + c/2)**1.2", "f8"),
+    ("sin(a)**2 + cos(b)*exp(-c) + arctan2(a, b)", "f8"),
+    ("a * 2.5 - b / 3", "f4"),
+    ("a * 100 + b", "i1"),                 # int8 wraps as in NumPy
+    ("a // 3 + b % 7 - c", "i4"),
+    ("a / b", "i4"),                       # true division: float64
+    ("(a > b) & (c < 5) | ~(a == c)", "i8"),
+    ("a * b + 1j", "c16"),
+    ("abs(a - b) + negative(c)", "i2"),
+]
+
+
+def _tree(text, arrays):
+    return parse(text, arrays)
+
+
+def _arrays(dtype, n=1000, seed=0):
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    out = {}
+    for k in "abc":
+        if dt.kind in "iu":
+            x = rng.integers(1, 100, n).astype(dt)
+        elif dt.kind == "c":
+            x = (rng.random(n) + 1j * rng.random(n)).astype(dt)
+        else:
+            x = (rng.random(n) * 10 + 0.5).astype(dt)
+        out[k] = x
+    return out
+
+
+@pytest.mark.parametrize("text,dtype", CASES)
+def test_programs_give_numpys_bits(text, dtype):
+    arrays = _arrays(dtype)
+    node = _tree(text, arrays)
+    ops = operands_of(node)
+    prog = UfuncProgram.compile(node, ops)
+    assert prog is not None, text
+    want = eval(text.replace("sqrt", "np.sqrt").replace("sin", "np.sin")
+                .replace("cos", "np.cos").replace("exp", "np.exp")
+                .replace("arctan2", "np.arctan2").replace("abs", "np.abs")
+                .replace("negative", "np.negative"), {"np": np}, arrays)
+    with np.errstate(all="ignore"):
+        got = prog([op.array for op in ops], np.empty(want.shape, prog.dtype))
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    # the engine's result through ndpack arrays is the same
+    nd = {k: ndpack.asarray(v, chunks=(300,), blocks=(100,)) for k, v in arrays.items()}
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(ndpack.lazyexpr(text, nd)[()], want)
+
+
+def test_registers_are_reused():
+    a = Operand(np.zeros(4))
+    node = a
+    for k in range(50):                               # a long chain: ((a + 1) * 2 + 1) ...
+        node = Apply("add" if k % 2 else "multiply", (node, Constant(k + 1)))
+    prog = UfuncProgram.compile(node, [a])
+    assert prog.nregisters == 1
+    x = np.arange(4.0)
+    want = x.copy()
+    for k in range(50):
+        want = want + (k + 1) if k % 2 else want * (k + 1)
+    np.testing.assert_array_equal(prog([x], np.empty(4)), want)
+
+
+def test_trees_that_do_not_compile_still_evaluate():
+    x = np.linspace(-2, 2, 101)
+    for text in ("where(a > 0, a, 0) + 1", "clip(a, -1, 1) * 2"):
+        node = _tree(text, {"a": x})
+        assert UfuncProgram.compile(node, operands_of(node)) is None
+        got = ndpack.lazyexpr(text, {"a": ndpack.asarray(x)})[()]
+        want = np.where(x > 0, x, 0) + 1 if text.startswith("where") else np.clip(x, -1, 1) * 2
+        np.testing.assert_array_equal(got, want)
+    a = Operand(np.ones(3, np.int8))
+    with pytest.raises(OverflowError):           # NumPy's answer (NEP 50), at parse time
+        Apply("add", (a, Constant(1000)))
+
+
+def test_out_must_have_the_programs_dtype():
+    a = Operand(np.zeros(3))
+    prog = UfuncProgram.compile(Apply("exp", (a,)), [a])
+    with pytest.raises(TypeError, match="dtype"):
+        prog([np.zeros(3)], np.empty(3, np.float32))
+
+
+def test_pieces_with_broadcast_values():
+    rng = np.random.default_rng(3)
+    m = rng.random((700, 130))
+    row = rng.random(130)
+    col = rng.random((700, 1))
+    one = rng.random((1, 130))
+    node = _tree("sin(m) * row + col - one", {"m": m, "row": row, "col": col, "one": one})
+    ops = operands_of(node)
+    prog = evaluate.program(node, ops)
+    assert prog is not None and evaluate.program(node, ops) is prog      # compiled once
+    out = np.empty((700, 130))
+    evaluate.run_pieces(prog, [op.array for op in ops], out)   # several pieces of rows
+    np.testing.assert_array_equal(out, np.sin(m) * row + col - one)
+
+
+def test_threads_share_a_program():
+    a = Operand(np.zeros(1))
+    prog = UfuncProgram.compile(Apply("multiply", (Apply("exp", (a,)), Constant(3.0))), [a])
+
+    def work(n):
+        x = np.linspace(0, 1, n)
+        for _ in range(20):
+            out = prog([x], np.empty(n))
+            if not np.array_equal(out, np.exp(x) * 3.0):
+                return False
+        return True
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, [1000, 5000, 300, 70000] * 3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["f8", "f4", "i4", "i8", "u2"]),
+       st.lists(st.sampled_from(["+", "-", "*"]), min_size=1, max_size=6),
+       st.integers(1, 3000))
+def test_random_arithmetic_chains(dtype, ops, n):
+    arrays = _arrays(dtype, n, seed=n)
+    names = "abc"
+    text = "a"
+    for i, op in enumerate(ops):
+        text = f"({text} {op} {names[(i + 1) % 3]})"
+    with np.errstate(all="ignore"):
+        want = eval(text, {}, arrays)
+        nd = {k: ndpack.asarray(v) for k, v in arrays.items()}
+        np.testing.assert_array_equal(ndpack.lazyexpr(text, nd)[()], want)
