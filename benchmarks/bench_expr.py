@@ -70,6 +70,15 @@ def decode_all(ops: dict) -> None:
             decompress2(chunk, dst=buf[:a.schunk.chunksize], nthreads=2)
 
 
+def compress_result(res: np.ndarray, like) -> None:
+    """Compress `res` in chunks of `like`'s chunk size with `like`'s cparams (C
+    threads): with decode_all, the floor of compute()."""
+    from ndpack.chunks import compress2
+    flat, step = res.reshape(-1).view(np.uint8), like.schunk.chunksize
+    for i in range(0, flat.size, step):
+        compress2(flat[i:i + step], cparams=like.cparams)
+
+
 def _row(text, t, cols):
     ms = "".join(f"{t[c] * 1e3:>9.0f}" for c in cols)
     print(f"{text[:42]:<43}{ms}", end="")
@@ -91,7 +100,7 @@ def memory(n, reps, rows):
               f"{floor * 1e3:.0f} ms")
         print(f"{'expression':<43}{'numpy':>9}{'numexpr':>9}{'nd [()]':>9}{'nd comp':>9}"
               f"{'b2 [()]':>9}{'b2 comp':>9}   nd/numexpr [()] comp | b2/nd [()] comp "
-              f"| floor/numexpr")
+              f"| floors/numexpr [()] comp")
         for text in EXPRESSIONS:
             np_text = _module_text(text, "np")
             e = ndpack.lazyexpr(text, operands=nd_ops)
@@ -103,15 +112,18 @@ def memory(n, reps, rows):
                 fns += [lambda: e2[()], lambda: e2.compute(cparams=cp_b2)]
             times = best_times(fns, reps, budget=60)
             # NumPy is the oracle (numexpr's libm differs in the last bits)
-            np.testing.assert_allclose(e[()], eval(np_text, {"np": np}, raw), rtol=1e-12)
+            res = e[()]
+            np.testing.assert_allclose(res, eval(np_text, {"np": np}, raw), rtol=1e-12)
+            like = e.compute(cparams=cp_nd)
+            cfloor = floor + best_times([lambda: compress_result(res, like)], reps)[0]
             t = dict(zip(["numpy", "numexpr", "nd_get", "nd_compute", "b2_get", "b2_compute"],
                          times + [float("nan")] * (6 - len(times))))
             _row(text, t, ["numpy", "numexpr", "nd_get", "nd_compute", "b2_get", "b2_compute"])
             print(f"   {t['nd_get'] / t['numexpr']:>5.2f}x {t['nd_compute'] / t['numexpr']:>5.2f}x"
                   f" | {t['b2_get'] / t['nd_get']:>5.2f}x {t['b2_compute'] / t['nd_compute']:>5.2f}x"
-                  f" | {floor / t['numexpr']:>5.2f}x")
+                  f" | {floor / t['numexpr']:>5.2f}x {cfloor / t['numexpr']:>5.2f}x")
             rows.append(dict(section="memory", codec=codec, expression=text, decode_floor=floor,
-                             **t))
+                             compute_floor=cfloor, **t))
 
 
 def _memmap_loop(text, mms, out, rows_per_slab):
