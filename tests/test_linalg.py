@@ -173,6 +173,8 @@ def test_fit_keeps_blocks_then_cuts():
     per = 2 * 300 * 8
     assert linalg._fit([300, 300], [1, 75], [20, 300], [0, 1], per, 64 * 2**20, True) \
         == [40, 300]                                  # whole chunks along the outer axis
+    assert linalg._fit([300, 300], [1, 75], [20, 300], [0, 1], per, 44 * 2**20, True) \
+        == [32, 300]                                  # 20 would lose too much
     assert linalg._fit([300, 300], [75, 300], [300, 300], [0, 1], per, 64 * 2**20,
                        True) is None                  # one block row does not fit
     assert linalg._fit([300, 300], [75, 300], [300, 300], [0, 1], per, 128 * 2**20,
@@ -205,7 +207,7 @@ def test_steps_keep_whole_blocks_and_prefetch(monkeypatch, axes):
     x, y = rng.normal(size=(24, 20, 18)), rng.normal(size=(24, 20, 18))
     a, b = Recorder(x, (6, 20, 18), (2, 5, 18)), Recorder(y, (6, 20, 18), (2, 5, 18))
     monkeypatch.setattr(linalg, "TILE_BYTES", 20 * 18 * 8 * 18)
-    monkeypatch.setattr(linalg, "LIVE_BYTES", 4 * 20 * 18 * 8 * 18)
+    monkeypatch.setattr(linalg, "LIVE_BYTES", 6 * 20 * 18 * 8 * 18)
     calls = []
     real = linalg.workers.prefetch
     monkeypatch.setattr(linalg.workers, "prefetch",
@@ -261,7 +263,7 @@ def test_tensordot_ndarrays_odd_shapes(monkeypatch, dtype, axes):
     a = ndpack.asarray(x, chunks=(5, 4, 9), blocks=(2, 3, 4))
     b = ndpack.asarray(y, chunks=(4, 11, 5), blocks=(3, 5, 2))
     monkeypatch.setattr(linalg, "TILE_BYTES", 11 * 9 * 16 * 4)
-    monkeypatch.setattr(linalg, "LIVE_BYTES", 4 * 11 * 9 * 16 * 4)
+    monkeypatch.setattr(linalg, "LIVE_BYTES", 6 * 11 * 9 * 16 * 4)
     want = np.tensordot(x, y, axes=axes)
     got = ndpack.tensordot(a, b, axes=axes)
     assert got.dtype == want.dtype

@@ -55,7 +55,10 @@ __all__ = ["tensordot", "matmul", "vecdot", "outer", "result_shape", "compute_co
 
 TILE_BYTES = 64 * 2**20        # at most this many bytes in one operand read
 LIVE_BYTES = 128 * 2**20       # operand tiles held at once (the current and next step)
-OUT_TILE_BYTES = 32 * 2**20    # output tiles of 16-32 MiB
+OUT_CHUNK_BYTES = 16 * 2**20   # the result's chunks: 4-16 MiB
+OUT_TILE_BYTES = 64 * 2**20    # computed at once: up to 64 MiB of whole chunks
+MIN_STEP = 2048                # contracted elements per step, budget permitting
+SCRATCH_BYTES = 8 * 2**20      # products added to a tile go through this much scratch
 
 
 def _shape_dtype(x):
@@ -207,17 +210,22 @@ def _as_gemm(t1, t2, c1, c2):
 
 
 def _gemm_into(out, a, b, first: bool, scratch: dict) -> None:
-    """``out = a @ b`` (`first`) or ``out += a @ b`` through a reused scratch buffer."""
+    """``out = a @ b`` (`first`) or ``out += a @ b`` through a reused scratch buffer of
+    at most about :data:`SCRATCH_BYTES` (a few hundred rows of `out` at a time)."""
     if first:
         np.matmul(a, b, out=out)
         return
-    key = (out.shape, out.dtype)
+    rows = max(256, SCRATCH_BYTES // max(1, out.shape[1] * out.dtype.itemsize))
+    rows = min(rows, out.shape[0])
+    key = (rows, out.shape[1], out.dtype)
     tmp = scratch.get(key)
     if tmp is None:
         scratch.clear()                          # one buffer: the tile shape rarely varies
-        tmp = scratch[key] = np.empty(out.shape, out.dtype)
-    np.matmul(a, b, out=tmp)
-    out += tmp
+        tmp = scratch[key] = np.empty((rows, out.shape[1]), out.dtype)
+    for r in range(0, out.shape[0], rows):
+        part = tmp[:min(rows, out.shape[0] - r)]
+        np.matmul(a[r:r + rows], b, out=part)
+        out[r:r + rows] += part
 
 
 def _sub_problem(t1, t2, c1, c2, side: int, i: int):
@@ -296,8 +304,8 @@ def _contract_into(acc, t1, t2, c1, c2, first: bool, scratch: dict) -> None:
 def _fit(sizes, grain, chunk, order, per: int, limit: int, keep: bool):
     """Steps along the contracted axes so that ``prod(steps) * per <= limit``: the axes
     in `order` (outermost in storage first) are cut, to multiples of the chunks when
-    possible, else of the grain (`keep`: never below it, else down to 1).  None when
-    that does not fit."""
+    that loses at most a quarter of the step, else of the grain (`keep`: never below
+    it, else down to 1).  None when that does not fit."""
     steps = list(sizes)
     for p in order:
         rest = per * math.prod(s for q, s in enumerate(steps) if q != p)
@@ -308,7 +316,9 @@ def _fit(sizes, grain, chunk, order, per: int, limit: int, keep: bool):
         if allowed < low:
             steps[p] = low
             continue
-        unit = chunk[p] if allowed >= chunk[p] else (grain[p] if allowed >= grain[p] else 1)
+        unit = grain[p] if allowed >= grain[p] else 1
+        if allowed - allowed % chunk[p] >= 0.75 * allowed:
+            unit = chunk[p]                       # whole chunks, unless much smaller
         steps[p] = allowed - allowed % unit
         break
     return steps if math.prod(steps) * per <= limit else None
@@ -328,18 +338,25 @@ def _plan(op1, op2, ax1, ax2, n1: int, n2: int) -> dict:
     plan = {"steps": sizes, "whole": (whole1, whole2), "ahead": False}
     if not per or not sizes:
         return plan
-    grain = [min(n, math.lcm(op1.grain[a], op2.grain[b])) for n, a, b in zip(sizes, ax1, ax2)]
-    chunk = [min(n, math.lcm(op1.chunks[a], op2.chunks[b], g))
-             for n, a, b, g in zip(sizes, ax1, ax2, grain)]
+    # the streamed operands' blocks and chunks (a whole operand is cut in memory)
+    streamed = [(op, ax) for op, ax, w in ((op1, ax1, whole1), (op2, ax2, whole2)) if not w]
+    grain = [min(n, math.lcm(*[op.grain[ax[p]] for op, ax in streamed]))
+             for p, n in enumerate(sizes)]
+    chunk = [min(n, math.lcm(g, *[op.chunks[ax[p]] for op, ax in streamed]))
+             for p, (n, g) in enumerate(zip(sizes, grain))]
     # cut the streamed operand's outermost axes first (each stored block whole)
     storage = ax2 if whole1 else ax1
     order = sorted(range(len(sizes)), key=lambda p: storage[p])
     tile = TILE_BYTES // max((not whole1) * i1 * n1, (not whole2) * i2 * n2) * per
     room = max(LIVE_BYTES - fixed, per)
-    for limit, keep, ahead in ((min(tile, room // 2), True, True),
-                               (min(tile, room), True, False),
-                               (min(tile, room // 2), False, True)):
-        steps = _fit(sizes, grain, chunk, order, per, max(limit, per), keep)
+    low = min(tile, MIN_STEP * per)           # smaller steps: many small products and adds
+    # read ahead: two steps in two thirds of the room (the rest: compressed chunks and
+    # decoding buffers in flight); else one step at a time; else cut the blocks
+    for limit, keep, ahead in ((room // 3, True, True), (room, True, False),
+                               (room // 3, False, True)):
+        if ahead and limit < low:
+            continue
+        steps = _fit(sizes, grain, chunk, order, per, max(min(tile, limit), low, per), keep)
         if steps is not None:
             n = math.prod(-(-s // k) for s, k in zip(sizes, steps))
             plan.update(steps=steps, ahead=ahead and n > 1, order=order)
@@ -390,13 +407,52 @@ def tensordot(x1, x2, axes=2, chunks=None, blocks=None, out=None, **storage):
                          axes=(ax1, ax2)).dtype
     op1, op2 = _Operand(x1, s1, d1), _Operand(x2, s2, d2)
     out_chunks = _out_chunks(out_shape, free1, free2, op1.chunks, op2.chunks, dtype, chunks)
-    n1 = math.prod(out_chunks[:len(free1)])
-    n2 = math.prod(out_chunks[len(free1):])
+    tile_shape = _tile_shape(out_shape, out_chunks, dtype)
+    n1 = math.prod(tile_shape[:len(free1)])
+    n2 = math.prod(tile_shape[len(free1):])
     plan = _plan(op1, op2, ax1, ax2, n1, n2)
     if out is None and "cparams" not in storage:
         storage["cparams"] = _inherited_cparams((x1, x2), dtype)
-    tile = _Tiler(op1, op2, ax1, ax2, free1, free2, dtype, plan)
-    return _emit(out_shape, dtype, tile, out_chunks, blocks, out, storage)
+    tiler = _Tiler(op1, op2, ax1, ax2, free1, free2, dtype, plan)
+    if out is not None:
+        return _emit(out_shape, dtype, tiler, tile_shape, blocks, out, storage)
+    return _emit(out_shape, dtype, _TileCache(tiler, out_shape, tile_shape), out_chunks,
+                 blocks, out, storage)
+
+
+def _tile_shape(shape, chunks, dtype) -> tuple:
+    """What is computed at once: several of the result's chunks along the first axis
+    (up to :data:`OUT_TILE_BYTES`) when a chunk spans the other axes whole (so that the
+    chunks, written in C order, come one tile after another), else one chunk."""
+    if not shape or tuple(chunks[1:]) != tuple(shape[1:]):
+        return tuple(chunks)
+    nbytes = math.prod(chunks) * dtype.itemsize
+    m = max(1, OUT_TILE_BYTES // max(1, nbytes))
+    return (min(shape[0], chunks[0] * m),) + tuple(shape[1:])
+
+
+class _TileCache:
+    """``producer(region)`` for a chunk region, answered from the output tile holding it
+    (computed once, when its first chunk is asked for)."""
+
+    def __init__(self, tiler, shape, tile):
+        self.tiler, self.shape, self.tile = tiler, shape, tile
+        self.start, self.values = None, None
+
+    def __call__(self, region) -> np.ndarray:
+        if not region or tuple(self.tile) == tuple(r.stop - r.start for r in region):
+            self.start = None
+            return self.tiler(region)
+        t0 = region[0].start - region[0].start % self.tile[0]
+        stop = min(t0 + self.tile[0], self.shape[0])
+        if region[0].stop > stop or any(r.start or r.stop != n
+                                        for r, n in zip(region[1:], self.shape[1:])):
+            self.start = None                    # not inside one tile: computed alone
+            return self.tiler(region)
+        if self.start != t0:
+            big = (slice(t0, stop),) + tuple(slice(0, n) for n in self.shape[1:])
+            self.values, self.start = self.tiler(big), t0
+        return self.values[region[0].start - t0:region[0].stop - t0]
 
 
 def _inherited_cparams(operands, dtype):
@@ -496,18 +552,18 @@ class _Tiler:
 
 
 def _out_chunks(out_shape, free1, free2, c1, c2, dtype, chunks):
-    """The output's tiles: the operands' chunks along the kept axes, unless given."""
+    """The result's chunks: the operands' chunks along the kept axes, unless given."""
     if chunks is not None:
         return tuple(chunks)
     if not out_shape:
         return ()
     tiles = [min(c, n) for c, n in zip([c1[d] for d in free1] + [c2[d] for d in free2],
                                        out_shape)]
-    # tiles of about 4-16 MiB: BLAS calls not too small, memory a few tiles
-    while math.prod(tiles) * dtype.itemsize > OUT_TILE_BYTES and max(tiles) > 1:
+    # chunks of about 4-16 MiB
+    while math.prod(tiles) * dtype.itemsize > OUT_CHUNK_BYTES and max(tiles) > 1:
         k = tiles.index(max(tiles))
         tiles[k] = -(-tiles[k] // 2)
-    while math.prod(tiles) * dtype.itemsize * 2 <= OUT_TILE_BYTES and \
+    while math.prod(tiles) * dtype.itemsize * 4 <= OUT_CHUNK_BYTES and \
             any(t < n for t, n in zip(tiles, out_shape)):
         k = min((t / n, i) for i, (t, n) in enumerate(zip(tiles, out_shape)) if t < n)[1]
         tiles[k] = min(out_shape[k], tiles[k] * 2)
