@@ -239,9 +239,27 @@ def test_a_chunk_that_does_not_decode_to_its_size_is_read_by_zarr(tmp_path, monk
     x = data()
     z = zarr_array(tmp_path / "z", x, 3, V3_CODECS["zstd"])
     monkeypatch.setattr(direct, "_zstd_content_size", lambda src: None)
-    before = direct.READS["zarr"]
+    before, fell = direct.READS["zarr"], direct.READS["zarr fallback"]
     np.testing.assert_array_equal(ndpack.evaluate("z + 1"), x + 1)
     assert direct.READS["zarr"] == before
+    assert direct.READS["zarr fallback"] == fell + 16
+
+
+def test_a_chunk_that_fails_to_decode_is_read_by_zarr(tmp_path, monkeypatch):
+    x = data()
+    z = zarr_array(tmp_path / "z", x, 2, V2_CODECS["blosc-lz4"])
+
+    def broken(*args, **kwargs):
+        raise ndpack.FormatError("not a chunk")
+    monkeypatch.setattr(direct, "decompress2", broken)
+    np.testing.assert_array_equal(ndpack.evaluate("z + 1"), x + 1)
+
+
+def test_a_corrupt_chunk_file_still_raises(tmp_path):
+    z = zarr_array(tmp_path / "z", data(), 3, V3_CODECS["zstd"])
+    (tmp_path / "z" / "c" / "0" / "0").write_bytes(b"garbage")
+    with pytest.raises(Exception):
+        ndpack.evaluate("z + 1")
 
 
 # ---------------------------------------------------------------------------------------

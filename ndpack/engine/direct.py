@@ -21,7 +21,8 @@ right -- the caller then keeps ``obj[region]``:
 An array that :func:`writing` marks as the output being written is never read
 directly.  A chunk whose bytes do not decode to the expected size is read through
 ``obj[key]`` instead: never silently wrong data.  ``READS`` counts the chunks read
-directly, by kind.
+directly, by kind (``"h5py"``, ``"zarr"``), and those that fell back
+(``"zarr fallback"``, ...).
 
 Examples
 --------
@@ -223,10 +224,11 @@ class _Batch:
         for coords, local, dstv in self.jobs:
             try:
                 owner.load(coords, local, dstv)
-            except _Fallback:
+            except Exception:         # _Fallback, or a codec error: the library decides
                 origin = [i * c for i, c in zip(coords, owner.chunks)]
                 dstv[...] = owner.arr[tuple(slice(o + s.start, o + s.stop)
                                             for o, s in zip(origin, local))]
+                READS[owner.kind + " fallback"] += 1
                 continue
             READS[owner.kind] += 1
 
