@@ -7,7 +7,9 @@
 * matmul of two (m, m) float64 arrays, compressed in memory (LZ4 clevel 1), vs NumPy and
   python-blosc2.
 
-Ratios are speed relative to NumPy (NumPy time / time).  ``--quick``: n = 100, m = 1000.
+Ratios are speed relative to NumPy (NumPy time / time), best of 5 runs (1 with
+``--quick``: n = 100, m = 1000).  The machine must be quiet: BLAS threads that wait for
+a descheduled partner make every product several times slower under load.
 
     python benchmarks/bench_linalg.py [--quick] [--json out.json]
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+import warnings
 
 import numpy as np
 
@@ -112,7 +115,8 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
-    reps = 1 if args.quick else 3
+    reps = 1 if args.quick else 5
+    warnings.filterwarnings("ignore", message="Increasing number of chunks")   # dask's
     rows: list = []
     tensordots(100 if args.quick else 300, reps, rows)
     matmuls(1000 if args.quick else 4000, reps, rows)

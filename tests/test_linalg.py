@@ -284,3 +284,36 @@ def test_result_inherits_cparams():
     assert (r.cparams.codec, r.cparams.clevel) == (ndpack.Codec.ZSTD, 3)
     r = ndpack.matmul(a, x.astype("f4") + 1j)          # another dtype: the defaults
     assert r.dtype == np.complex128 and r.cparams.codec == ndpack.asarray(x).cparams.codec
+
+
+def test_tiles_of_several_chunks(monkeypatch):
+    """Chunks spanning the trailing axes are computed several at a time (each tile once)
+    and cut into the result's chunks; the last tile and chunk are partial."""
+    rng = np.random.default_rng(10)
+    x, y = rng.normal(size=(103, 20)), rng.normal(size=(20, 7))
+    a, b = ndpack.asarray(x, chunks=(10, 20)), ndpack.asarray(y, chunks=(5, 7))
+    monkeypatch.setattr(linalg, "OUT_CHUNK_BYTES", 10 * 7 * 8)
+    monkeypatch.setattr(linalg, "OUT_TILE_BYTES", 30 * 7 * 8)
+    calls = []
+    real = linalg._Tiler.__call__
+    monkeypatch.setattr(linalg._Tiler, "__call__",
+                        lambda self, region: calls.append(region) or real(self, region))
+    got = ndpack.matmul(a, b)
+    assert got.chunks == (10, 7)
+    np.testing.assert_allclose(got[()], x @ y, rtol=1e-12, atol=1e-12 * _scale(x, y))
+    assert [r[0].stop - r[0].start for r in calls] == [30, 30, 30, 13]
+    out = np.empty((103, 7))
+    ndpack.matmul(a, b, out=out)
+    np.testing.assert_allclose(out, x @ y, rtol=1e-12, atol=1e-12 * _scale(x, y))
+
+
+def test_accumulation_in_row_blocks(monkeypatch):
+    """Steps after a tile's first are added through a scratch of a few hundred rows."""
+    rng = np.random.default_rng(11)
+    x, y = rng.normal(size=(600, 64)), rng.normal(size=(64, 8))
+    a, b = Recorder(x, (600, 16)), Recorder(y, (16, 8))
+    monkeypatch.setattr(linalg, "TILE_BYTES", 600 * 16 * 8)
+    monkeypatch.setattr(linalg, "SCRATCH_BYTES", 8)
+    got = ndpack.matmul(a, b)
+    np.testing.assert_allclose(got[()], x @ y, rtol=1e-12, atol=1e-12 * _scale(x, y))
+    assert len(a.keys) == 4 and all(k[1].stop - k[1].start == 16 for k in a.keys)
