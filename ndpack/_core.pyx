@@ -73,6 +73,8 @@ cdef extern from "ndpack.h" nogil:
     int ndp_set_isa(const char *name)
     const char *ndp_codec_library_version(int compcode)
     void ndp_advise_hugepages(void *p, size_t n)
+    void ndp_vsin(const double *x, double *y, int64_t n)
+    void ndp_vcos(const double *x, double *y, int64_t n)
 
 cdef extern from "Python.h":
     PyObject *_bytes_new "PyBytes_FromStringAndSize"(const char *v, Py_ssize_t n)
@@ -461,6 +463,21 @@ def set_isa(name):
     """Force the filter ISA ('scalar', 'sse2', 'avx2'); raises if unavailable."""
     if ndp_set_isa(name.encode()) != 0:
         raise ParameterError(f"ISA {name!r} is not available on this CPU or build")
+
+
+def vsincos(const double[::1] x, double[::1] y, bint cosine):
+    """y = sin(x) (or cos(x)) for contiguous float64 buffers of one length, in C with
+    the GIL released."""
+    if x.shape[0] != y.shape[0]:
+        raise ValueError(f"x has {x.shape[0]} items, y {y.shape[0]}")
+    cdef int64_t n = x.shape[0]
+    if n == 0:
+        return
+    with nogil:
+        if cosine:
+            ndp_vcos(&x[0], &y[0], n)
+        else:
+            ndp_vsin(&x[0], &y[0], n)
 
 
 def library_version(int compcode):

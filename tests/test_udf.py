@@ -51,7 +51,7 @@ def test_compose_with_expressions_reductions_and_outputs(data, tmp_path):
     x, y, a = data
     u = ndpack.lazyudf(poly, (a, y), np.float64)
     want = expected(x, y, 16)
-    np.testing.assert_allclose((np.sin(u) + a)[()], np.sin(want) + x, rtol=1e-14)
+    np.testing.assert_allclose((np.sin(u) + a)[()], np.sin(want) + x, rtol=1e-14, atol=1e-15)
     np.testing.assert_allclose(ndpack.lazyexpr("sum(u, axis=0) + u", operands={"u": u})[()],
                                want.sum(axis=0) + want, rtol=1e-12, atol=1e-10)
     np.testing.assert_allclose(ndpack.mean(u, axis=1), want.mean(axis=1), rtol=1e-12)

@@ -169,6 +169,13 @@ int ndp_set_nthreads(int n);         /* returns the previous value */
  * where unsupported or for buffers under 4 MiB). */
 void ndp_advise_hugepages(void *p, size_t n);
 
+/* ---- vector math (csrc/math) ---- */
+/* y[i] = sin(x[i]) / cos(x[i]) for float64, within about 1 ulp of the C library's
+ * (AVX2+FMA kernel when the filters' ISA is avx2 and the CPU has FMA, else the scalar
+ * reference, which gives the same bits). x and y may be the same array. */
+void ndp_vsin(const double *x, double *y, int64_t n);
+void ndp_vcos(const double *x, double *y, int64_t n);
+
 /* ---- configuration ---- */
 const char *ndp_isa_name(void);      /* "scalar", "sse2", "avx2" */
 int ndp_set_isa(const char *name);   /* tests: 0 ok, -1 not available */
