@@ -55,6 +55,7 @@ __all__ = ["Reduce", "materialize", "compute_reduction", "sum", "prod", "mean", 
 _REGION_BYTES = 16 * 2**20       # regions of expressions and foreign arrays
 _CHUNK_MIN_BYTES = 1 << 20       # NDArray chunks at least this big are read one by one
 _GROUP_BYTES = 2 << 20           # rows of a chunk decoded and reduced together
+_GROUP_MULT = 2                  # chunks of at least this many groups are cut into groups
 
 
 # ---------------------------------------------------------------------------------------
@@ -324,7 +325,7 @@ def _chunk_reader(a: NDArray, flat: bool = False, min_rows: int = 1):
     per_block = math.prod(a.blocks)
     # big chunks are cut into row groups; smaller ones go whole to one worker each
     grouped = hasattr(a, "special_value") and getattr(a, "stored_c_order", False) and \
-        a.stored_elements * a.dtype.itemsize >= 8 * _GROUP_BYTES
+        a.stored_elements * a.dtype.itemsize >= _GROUP_MULT * _GROUP_BYTES
     row = math.prod(ext[1:]) * a.dtype.itemsize            # bytes of one leading index
     step = builtins.max(min_rows, _GROUP_BYTES // builtins.max(row * a.blocks[0], 1))
     step = -(-step // a.blocks[0]) * a.blocks[0]
