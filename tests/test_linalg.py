@@ -174,7 +174,9 @@ def test_fit_keeps_blocks_then_cuts():
     assert linalg._fit([300, 300], [1, 75], [20, 300], [0, 1], per, 64 * 2**20, True) \
         == [40, 300]                                  # whole chunks along the outer axis
     assert linalg._fit([300, 300], [1, 75], [20, 300], [0, 1], per, 44 * 2**20, True) \
-        == [32, 300]                                  # 20 would lose too much
+        == [20, 300]
+    assert linalg._fit([300, 300], [1, 75], [20, 300], [0, 1], per, 20 * 2**20, True) \
+        == [14, 300]                                  # less than a chunk: whole blocks
     assert linalg._fit([300, 300], [75, 300], [300, 300], [0, 1], per, 64 * 2**20,
                        True) is None                  # one block row does not fit
     assert linalg._fit([300, 300], [75, 300], [300, 300], [0, 1], per, 128 * 2**20,
@@ -200,22 +202,20 @@ class Recorder:
 
 @pytest.mark.parametrize("axes", [((0, 1), (0, 1)), ((1, 2), (1, 2)), ((2, 0), (2, 0))])
 def test_steps_keep_whole_blocks_and_prefetch(monkeypatch, axes):
-    """With small budgets the contraction streams in many steps read ahead on the
-    prefetch thread; every read covers whole blocks along the contracted axes and each
-    stored block is read once."""
+    """With small budgets the contraction streams in many steps, the next one read
+    while the current one is multiplied; every read covers whole blocks along the
+    contracted axes and each stored block is read once."""
     rng = np.random.default_rng(6)
     x, y = rng.normal(size=(24, 20, 18)), rng.normal(size=(24, 20, 18))
     a, b = Recorder(x, (6, 20, 18), (2, 5, 18)), Recorder(y, (6, 20, 18), (2, 5, 18))
     monkeypatch.setattr(linalg, "TILE_BYTES", 20 * 18 * 8 * 18)
     monkeypatch.setattr(linalg, "LIVE_BYTES", 6 * 20 * 18 * 8 * 18)
-    calls = []
-    real = linalg.workers.prefetch
-    monkeypatch.setattr(linalg.workers, "prefetch",
-                        lambda fn, *args: calls.append(1) or real(fn, *args))
+    started = _count_reads_at_products(monkeypatch)
     got = ndpack.tensordot(a, b, axes=axes)
     np.testing.assert_allclose(got[()], np.tensordot(x, y, axes=axes), rtol=1e-12,
                                atol=1e-12)
-    assert len(calls) > 1
+    n = len(started)
+    assert n > 1 and started == [2 * min(i + 2, n) for i in range(n)]    # one step ahead
     for rec in (a, b):
         assert len(rec.keys) > 1
         count = np.zeros(rec.shape, int)
@@ -234,10 +234,31 @@ def test_sequential_steps_when_two_do_not_fit(monkeypatch):
     a, b = Recorder(x, (5, 12, 16), (1, 4, 16)), Recorder(y, (3, 12, 16), (1, 4, 16))
     monkeypatch.setattr(linalg, "TILE_BYTES", 10 * 4 * 16 * 8)
     monkeypatch.setattr(linalg, "LIVE_BYTES", (10 + 9) * 4 * 16 * 8 + 64)
-    monkeypatch.setattr(linalg.workers, "prefetch", None)      # never called
+    started = _count_reads_at_products(monkeypatch)
     got = ndpack.tensordot(a, b, axes=((1, 2), (1, 2)))
     np.testing.assert_allclose(got[()], np.tensordot(x, y, ((1, 2), (1, 2))), rtol=1e-12)
     assert len(a.keys) == 3 and all(k[1].stop - k[1].start == 4 for k in a.keys)
+    assert started == [2, 4, 6]                  # no read ahead
+
+
+def _count_reads_at_products(monkeypatch):
+    """The number of reads started when each step's product starts (filled later)."""
+    started, submitted = [], []
+    real_submit, real_contract = linalg.workers.submit, linalg._contract_into
+    monkeypatch.setattr(linalg.workers, "submit", lambda pool, fn, *args: submitted.append(
+        1) or real_submit(pool, fn, *args))
+    depth = []
+
+    def contract(*args):                         # the top-level call of each step only
+        if not depth:
+            started.append(len(submitted))
+        depth.append(1)
+        try:
+            real_contract(*args)
+        finally:
+            depth.pop()
+    monkeypatch.setattr(linalg, "_contract_into", contract)
+    return started
 
 
 def test_small_operands_read_once():

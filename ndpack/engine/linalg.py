@@ -22,9 +22,10 @@ How the work is cut (more in docs/linalg.md):
   looped over (a sum of smaller products), and only as a last resort does
   ``np.tensordot`` copy.  Products after a tile's first go through one reused
   scratch buffer (``np.matmul(..., out=)``) before being added.
-* **Prefetch.**  When two steps fit in :data:`LIVE_BYTES`, the next step's tiles are
-  read on the engine's prefetch thread (decoding releases the GIL) while BLAS
-  multiplies the current ones.
+* **Reads in parallel, ahead.**  Both operands' tiles of a step are read at once on
+  the engine's evaluation workers (decoding releases the GIL); when two steps fit in a
+  third of :data:`LIVE_BYTES`, the next step is read while BLAS multiplies the
+  current one.
 
 Examples
 --------
@@ -304,8 +305,8 @@ def _contract_into(acc, t1, t2, c1, c2, first: bool, scratch: dict) -> None:
 def _fit(sizes, grain, chunk, order, per: int, limit: int, keep: bool):
     """Steps along the contracted axes so that ``prod(steps) * per <= limit``: the axes
     in `order` (outermost in storage first) are cut, to multiples of the chunks when
-    that loses at most a quarter of the step, else of the grain (`keep`: never below
-    it, else down to 1).  None when that does not fit."""
+    possible, else of the grain (`keep`: never below it, else down to 1).  None when
+    that does not fit."""
     steps = list(sizes)
     for p in order:
         rest = per * math.prod(s for q, s in enumerate(steps) if q != p)
@@ -316,9 +317,9 @@ def _fit(sizes, grain, chunk, order, per: int, limit: int, keep: bool):
         if allowed < low:
             steps[p] = low
             continue
-        unit = grain[p] if allowed >= grain[p] else 1
-        if allowed - allowed % chunk[p] >= 0.75 * allowed:
-            unit = chunk[p]                       # whole chunks, unless much smaller
+        # whole chunks decode straight into the tile: blocks of a cut chunk are decoded
+        # aside and copied
+        unit = chunk[p] if allowed >= chunk[p] else grain[p] if allowed >= grain[p] else 1
         steps[p] = allowed - allowed % unit
         break
     return steps if math.prod(steps) * per <= limit else None
@@ -491,21 +492,38 @@ class _Tiler:
             key[a] = k
         return tuple(key)
 
-    def _load(self, region, kb, wholes) -> tuple:
-        """The tiles of both operands for step `kb`: views of the whole ones, else
-        read; and the pool buffers to give back after the step."""
-        tiles, bufs = [], []
+    def _start(self, region, kb, wholes, pool) -> list:
+        """Start step `kb`: per operand, a view of its whole tile, or the future of its
+        read (both operands are read at once, on the evaluation workers)."""
+        parts = []
         for side in (0, 1):
             if wholes[side] is not None:
                 t = wholes[side]
                 idx = [slice(None)] * t.ndim
                 for a, k in zip(self.ax[side], kb):
                     idx[a] = k
-                tiles.append(t[tuple(idx)])
+                parts.append(t[tuple(idx)])
             else:
-                t, b = self.ops[side].read(self._key(side, region, kb))
-                tiles.append(t)
-                bufs.append(b)
+                parts.append(workers.submit(pool, self.ops[side].read,
+                                            self._key(side, region, kb)))
+        return parts
+
+    @staticmethod
+    def _finish(parts) -> tuple:
+        """The tiles of a started step, and the pool buffers to give back after it."""
+        tiles, bufs = [], []
+        try:
+            for p in parts:
+                if isinstance(p, np.ndarray):
+                    tiles.append(p)
+                else:
+                    t, b = p.result()
+                    tiles.append(t)
+                    bufs.append(b)
+        except BaseException:
+            _release(bufs)
+            _abandon(parts)
+            raise
         return tiles, bufs
 
     def __call__(self, region) -> np.ndarray:
@@ -514,41 +532,52 @@ class _Tiler:
             self.acc = None
             self.acc = np.empty(shape, self.dtype)
         acc = self.acc
+        pool = workers.workers(2)
         full = tuple(slice(0, self.ops[0].shape[a]) for a in self.ax[0])
-        whole_bufs, wholes = [], [None, None]
-        for side in (0, 1):
-            if self.plan["whole"][side]:
-                wholes[side], b = self.ops[side].read(self._key(side, region, full))
-                whole_bufs.append(b)
+        started = [workers.submit(pool, self.ops[side].read, self._key(side, region, full))
+                   if self.plan["whole"][side] else None for side in (0, 1)]
+        wholes, whole_bufs = self._finish([p for p in started if p is not None])
+        it = iter(wholes)
+        wholes = [next(it) if p is not None else None for p in started]
         try:
-            self._run(region, acc, wholes)
+            self._run(region, acc, wholes, pool)
         finally:
             _release(whole_bufs)
         return acc
 
-    def _run(self, region, acc, wholes) -> None:
+    def _run(self, region, acc, wholes, pool) -> None:
         kbs = self.kblocks
         if not kbs or not acc.size:
             acc[...] = 0
             return
         ahead = self.plan["ahead"]
-        nxt = workers.prefetch(self._load, region, kbs[0], wholes) if ahead else None
+        nxt = self._start(region, kbs[0], wholes, pool)
         try:
-            for i, kb in enumerate(kbs):
-                if ahead:
-                    tiles, bufs = nxt.result()
-                    nxt = workers.prefetch(self._load, region, kbs[i + 1], wholes) \
-                        if i + 1 < len(kbs) else None
-                else:
-                    tiles, bufs = self._load(region, kb, wholes)
+            for i in range(len(kbs)):
+                tiles, bufs = self._finish(nxt)
+                nxt = None
+                if ahead and i + 1 < len(kbs):     # read the next step meanwhile
+                    nxt = self._start(region, kbs[i + 1], wholes, pool)
                 try:
                     _contract_into(acc, tiles[0], tiles[1], self.ax[0], self.ax[1], i == 0,
                                    self.scratch)
                 finally:
                     _release(bufs)
+                if not ahead and i + 1 < len(kbs):
+                    nxt = self._start(region, kbs[i + 1], wholes, pool)
         finally:
-            if nxt is not None:                  # an error: let the pending read finish
-                _release(nxt.result()[1])
+            if nxt is not None:                  # an error: let the pending reads finish
+                _abandon(nxt)
+
+
+def _abandon(parts) -> None:
+    """Wait for the reads of a step that will not be used and give their buffers back."""
+    for p in parts:
+        if not isinstance(p, np.ndarray):
+            try:
+                _release([p.result()[1]])
+            except BaseException:                # already reported by the first failure
+                pass
 
 
 def _out_chunks(out_shape, free1, free2, c1, c2, dtype, chunks):
