@@ -55,19 +55,32 @@ def _row(rows, label, t, keys, budget_note=""):
         ratios += f", {t['b2'] / t['nd']:>5.2f}x b2 (b2 {base / t['b2']:.2f}x numpy)"
     if "dask" in t and t["dask"] == t["dask"]:
         ratios += f", {t['dask'] / t['nd']:>5.2f}x dask"
+    if "floor" in t:
+        ratios += f"; floor {base / t['floor']:.2f}x numpy"
     print(f"{label:<34}{parts}   {ratios}", flush=True)
     rows.append(dict(case=label, **t))
 
 
+def decode_all(a) -> None:
+    """Every chunk of `a` decoded into one reused buffer (two C threads): the floor of
+    any reduction over it."""
+    from ndpack.chunks import decompress2
+    buf = np.empty(a.schunk.chunksize, np.uint8)
+    for n in range(a.schunk.nchunks):
+        decompress2(a.schunk.get_chunk(n), dst=buf, nthreads=2)
+
+
 def bench_sums(n, reps, rows):
     x = data(n)
-    print(f"\nsum of ({n}, {n}, {n}) float64 ({x.nbytes / 2**20:.0f} MiB)")
-    print(f"{'case':<34}{'numpy':>9}{'ndpack':>9}{'blosc2':>9}   (ms)")
+    print(f"\nsum of ({n}, {n}, {n}) float64 ({x.nbytes / 2**20:.0f} MiB); floor: decoding "
+          f"every chunk, nothing else")
+    print(f"{'case':<34}{'numpy':>9}{'ndpack':>9}{'blosc2':>9}{'floor':>9}   (ms)")
     for clevel in (5, 0):
         for chunks in (None, (100, 100, 100)):
             kw = {} if chunks is None else {"chunks": chunks}
             a = ndpack.asarray(x, cparams=_cp(ndpack, clevel), **kw)
             b = blosc2.asarray(x, cparams=_cp(blosc2, clevel), **kw) if blosc2 else None
+            floor = best_times([lambda: decode_all(a)], reps)[0]
             for axis in (0, 1, 2, None):
                 np.testing.assert_allclose(ndpack.sum(a, axis=axis), x.sum(axis=axis),
                                            rtol=1e-12)
@@ -75,9 +88,10 @@ def bench_sums(n, reps, rows):
                 if b is not None:
                     fns.append(lambda: blosc2.sum(b, axis=axis))
                 ts = best_times(fns, reps)
-                t = {"numpy": ts[0], "nd": ts[1], "b2": ts[2] if b is not None else np.nan}
+                t = {"numpy": ts[0], "nd": ts[1], "b2": ts[2] if b is not None else np.nan,
+                     "floor": floor}
                 _row(rows, f"LZ4 {clevel} {a.chunks} ax {axis}", t,
-                     ["numpy", "nd", "b2"])
+                     ["numpy", "nd", "b2", "floor"])
             a = b = None                      # free before the next layout
             gc.collect()
 
