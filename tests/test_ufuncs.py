@@ -151,3 +151,20 @@ def test_random_arithmetic_chains(dtype, ops, n):
         want = eval(text, {}, arrays)
         nd = {k: ndpack.asarray(v) for k, v in arrays.items()}
         np.testing.assert_array_equal(ndpack.lazyexpr(text, nd)[()], want)
+
+
+def test_pieces_of_flattened_arrays_when_layouts_agree():
+    rng = np.random.default_rng(7)
+    x, y = rng.random((3, 50_000)), rng.random((3, 50_000))     # rows longer than a piece
+    node = _tree("x * y + 2", {"x": x, "y": y})
+    ops = operands_of(node)
+    prog = evaluate.program(node, ops)
+    out = np.empty((3, 50_000))
+    assert evaluate.run_pieces(prog, [op.array for op in ops], out) is out
+    np.testing.assert_array_equal(out, x * y + 2)
+    assert len(prog._registers(1)[0]) <= evaluate._PIECE if prog.nregisters else True
+    # a transposed operand: not the same layout, pieces of rows instead
+    xt = np.ascontiguousarray(x.T).T
+    out2 = np.empty((3, 50_000))
+    evaluate.run_pieces(prog, [xt, y], out2)
+    np.testing.assert_array_equal(out2, x * y + 2)

@@ -321,19 +321,27 @@ def program(node: Node, ops: list):
 
 
 def run_pieces(prog, values: list, out: np.ndarray) -> np.ndarray:
-    """`prog` over `out` in pieces of leading rows of about _PIECE elements, so that
-    its registers and the pieces of the values stay in cache."""
+    """`prog` over `out` in pieces of about _PIECE elements (of the flattened arrays
+    when all share `out`'s C layout, else of leading rows), so that its registers and
+    the pieces of the values stay in cache.  Returns `out`."""
     if out.ndim == 0:
         return prog(values, out)
+    whole = out
+    if out.ndim > 1 and out.flags.c_contiguous and all(
+            np.ndim(v) == 0 or (np.shape(v) == out.shape and v.flags.c_contiguous)
+            for v in values):                  # same layout everywhere: flat pieces
+        out = out.reshape(-1)
+        values = [v.reshape(-1) if np.ndim(v) else v for v in values]
     lead = out.shape[0]
     rows = max(1, _PIECE // max(math.prod(out.shape[1:]), 1))
     if rows >= lead:
-        return prog(values, out)
+        prog(values, out)
+        return whole
     cut = [np.ndim(v) == out.ndim and np.shape(v)[0] == lead for v in values]
     for r0 in range(0, lead, rows):
         sl = slice(r0, r0 + rows)
         prog([v[sl] if c else v for v, c in zip(values, cut)], out[sl])
-    return out
+    return whole
 
 
 class Kernel:
