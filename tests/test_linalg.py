@@ -166,6 +166,11 @@ def test_contract_into_empty_and_scalar():
     acc = np.empty(())
     linalg._contract_into(acc, np.arange(4.0), np.arange(4.0), [0], [0], True, {})
     assert acc == 14.0
+    # nothing to contract: zeros, through the blocked and the batched paths
+    a, b = ndpack.asarray(np.ones((2, 0))), ndpack.asarray(np.ones((0, 3)))
+    assert (ndpack.tensordot(a, b, 1)[()] == np.zeros((2, 3))).all()
+    c = ndpack.asarray(np.ones((4, 0, 3)))
+    assert (ndpack.matmul(a, c)[()] == np.zeros((4, 2, 3))).all()
 
 
 def test_fit_keeps_blocks_then_cuts():

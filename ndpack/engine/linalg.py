@@ -108,32 +108,6 @@ def _steps(n: int, c: int) -> list:
     return [slice(s, min(s + c, n)) for s in range(0, n, c)]
 
 
-def _contract_steps(sizes, chunk1, chunk2, itemsize, budget, axes=None, grains=None):
-    """Block length per contracted axis: a multiple of both operands' chunks where
-    possible (each chunk read whole), shrunk until one tile fits `budget` bytes."""
-    steps = []
-    for n, c1, c2 in zip(sizes, chunk1, chunk2):
-        c = math.lcm(c1, c2)
-        steps.append(min(n, c if c <= n else max(c1, c2)))
-    # shrink the outermost contracted axis first (in the first operand's storage
-    # order): the blocks of the inner axes stay whole, so each is decoded once
-    order = sorted(range(len(steps)), key=lambda k: axes[k]) if axes else range(len(steps))
-    grain = list(grains) if grains else [1] * len(steps)
-    for strict in (True, False):
-        # first keep whole storage blocks (up to 4x the budget), then cut them if needed
-        limit = 4 * budget if strict else budget
-        for k in order:
-            while math.prod(steps) * itemsize > (budget if strict else limit) and steps[k] > 1:
-                half = -(-steps[k] // 2)
-                g = grain[k] if grain[k] < steps[k] else steps[k]
-                if strict and half < g:
-                    break                                  # would cut a block
-                steps[k] = max(1, half - half % g) if strict else half
-        if math.prod(steps) * itemsize <= limit:
-            break
-    return steps
-
-
 def _grain_of(x, shape) -> tuple:
     """The unit of decoding along each axis: an NDArray's blocks, a foreign array's
     chunks, 1 for in-memory arrays (any cut is free)."""
@@ -473,7 +447,7 @@ class _Tiler:
         self.dtype, self.plan, self.scratch, self.acc = dtype, plan, {}, None
         sizes = [op1.shape[a] for a in ax1]
         order = plan.get("order", range(len(sizes)))
-        per_axis = [_steps(n, k) for n, k in zip(sizes, plan["steps"])]
+        per_axis = [_steps(n, max(1, k)) for n, k in zip(sizes, plan["steps"])]
         # the steps in the streamed operand's storage order (outermost axis slowest)
         self.kblocks = []
         for combo in itertools.product(*[per_axis[p] for p in order]):
@@ -644,21 +618,31 @@ def matmul(x1, x2, chunks=None, blocks=None, out=None, **storage):
     shape = batch + m + n
     dtype = np.matmul(np.ones((1,) * len(s1), d1), np.ones((1,) * len(s2), d2)).dtype
     c1, c2 = _chunks_of(x1, s1), _chunks_of(x2, s2)
-    ks = _contract_steps([s1[-1]], [c1[-1]], [c2[-2] if not v2 else c2[0]],
-                         max(d1.itemsize, d2.itemsize), TILE_BYTES)[0]
+    chunks = chunks or tuple([1] * len(batch) + [min(c1[-2], s1[-2])] * len(m) +
+                             [min(c2[-1], s2[-1])] * len(n))
+    # one batch element of the tile per step: rows x k and k x columns under TILE_BYTES
+    per = max(d1.itemsize, d2.itemsize) * max(chunks[len(batch)] if m else 1, chunks[-1]
+                                              if n else 1)
+    kc = math.lcm(c1[-1], c2[-2] if not v2 else c2[0])
+    ks = max(1, _fit([s1[-1]], [1], [max(1, min(kc, s1[-1]))], [0], per, max(TILE_BYTES, per),
+                     False)[0])
 
     def tile(region):
         rb, rm, rn = region[:len(batch)], region[len(batch):len(batch) + len(m)], \
             region[len(batch) + len(m):]
-        acc = np.zeros(tuple(r.stop - r.start for r in region), dtype)
-        for k in _steps(s1[-1], ks):
+        acc = np.empty(tuple(r.stop - r.start for r in region), dtype)
+        for i, k in enumerate(_steps(s1[-1], ks)):
             key1 = _batch_key(rb, b1, batch) + tuple(rm) + (k,)
             key2 = _batch_key(rb, b2, batch) + ((k,) + tuple(rn) if not v2 else (k,))
-            acc += np.matmul(np.asarray(x1[key1]), np.asarray(x2[key2]))
+            part = np.matmul(np.asarray(x1[key1]), np.asarray(x2[key2]))
+            if i:
+                acc += part
+            else:
+                acc[...] = part
+        if not s1[-1]:
+            acc[...] = 0
         return acc
 
-    chunks = chunks or tuple([1] * len(batch) + [min(c1[-2], s1[-2])] * len(m) +
-                             [min(c2[-1], s2[-1])] * len(n))
     return _emit(shape, dtype, tile, chunks, blocks, out, storage)
 
 
