@@ -103,8 +103,8 @@ def test_h5py_gzip_chunks(h5):
 
 
 @pytest.mark.parametrize("options", [
-    dict(compression="gzip", shuffle=True), dict(fletcher32=True), dict(scaleoffset=2),
-    dict(compression="lzf"), dict(shuffle=True)])
+    {"compression": "gzip", "shuffle": True}, {"fletcher32": True}, {"scaleoffset": 2},
+    {"compression": "lzf"}, {"shuffle": True}])
 def test_h5py_filters_fall_back(h5, options):
     x = data().round(2)
     d = h5.create_dataset("x", data=x, chunks=CHUNKS, **options)
@@ -240,7 +240,7 @@ def test_a_chunk_that_does_not_decode_to_its_size_is_read_by_zarr(tmp_path, monk
     z = zarr_array(tmp_path / "z", x, 3, V3_CODECS["zstd"])
     monkeypatch.setattr(direct, "_zstd_content_size", lambda src: None)
     before, fell = direct.READS["zarr"], direct.READS["zarr fallback"]
-    np.testing.assert_array_equal(ndpack.evaluate("z + 1"), x + 1)
+    np.testing.assert_array_equal(ndpack.evaluate("z + 1", local_dict={"z": z}), x + 1)
     assert direct.READS["zarr"] == before
     assert direct.READS["zarr fallback"] == fell + 16
 
@@ -252,14 +252,14 @@ def test_a_chunk_that_fails_to_decode_is_read_by_zarr(tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise ndpack.FormatError("not a chunk")
     monkeypatch.setattr(direct, "decompress2", broken)
-    np.testing.assert_array_equal(ndpack.evaluate("z + 1"), x + 1)
+    np.testing.assert_array_equal(ndpack.evaluate("z + 1", local_dict={"z": z}), x + 1)
 
 
 def test_a_corrupt_chunk_file_still_raises(tmp_path):
     z = zarr_array(tmp_path / "z", data(), 3, V3_CODECS["zstd"])
     (tmp_path / "z" / "c" / "0" / "0").write_bytes(b"garbage")
-    with pytest.raises(Exception):
-        ndpack.evaluate("z + 1")
+    with pytest.raises(Exception, match="(?i)zstd|decompress|error"):   # zarr's own error
+        ndpack.evaluate("z + 1", local_dict={"z": z})
 
 
 # ---------------------------------------------------------------------------------------
@@ -289,7 +289,7 @@ def test_expressions(operands):
 
 
 def test_expressions_without_direct_readers_agree(operands, monkeypatch):
-    ops, a, b = operands
+    ops = operands[0]
     text = "ha * hb + za - zb"
     fast = ndpack.evaluate(text, local_dict=ops)
     monkeypatch.setattr(direct, "reader", lambda arr: None)

@@ -56,7 +56,7 @@ import numpy as np
 from ndpack.chunks import chunk_info, decompress2
 from ndpack.engine.workers import run_leaves
 
-__all__ = ["reader", "read_new", "writing", "READS"]
+__all__ = ["READS", "read_new", "reader", "writing"]
 
 READS: collections.Counter = collections.Counter()   # chunks read directly, by kind
 _GROUP_BYTES = 1 << 20         # chunks handed to one reader thread at a time, at least
@@ -100,7 +100,7 @@ def reader(arr):
         return None
     try:
         return make(arr)
-    except Exception:            # anything unexpected in the metadata: the general path
+    except Exception:            # noqa: BLE001 -- unexpected metadata: the general path
         return None
 
 
@@ -157,7 +157,7 @@ def _identity(arr):
             root = getattr(arr.store, "root", None)
             where = str(arr.store_path) if root is None else os.path.realpath(str(root))
             return ("zarr", where, arr.path)
-    except Exception:
+    except Exception:            # noqa: BLE001,S110 -- unknown: compared by identity only
         pass
     return None
 
@@ -224,7 +224,7 @@ class _Batch:
         for coords, local, dstv in self.jobs:
             try:
                 owner.load(coords, local, dstv)
-            except Exception:         # _Fallback, or a codec error: the library decides
+            except Exception:      # noqa: BLE001 -- _Fallback, a codec error: the library decides
                 origin = [i * c for i, c in zip(coords, owner.chunks)]
                 dstv[...] = owner.arr[tuple(slice(o + s.start, o + s.stop)
                                             for o, s in zip(origin, local))]
