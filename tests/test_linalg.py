@@ -343,3 +343,18 @@ def test_accumulation_in_row_blocks(monkeypatch):
     got = ndpack.matmul(a, b)
     np.testing.assert_allclose(got[()], x @ y, rtol=1e-12, atol=1e-12 * _scale(x, y))
     assert len(a.keys) == 4 and all(k[1].stop - k[1].start == 16 for k in a.keys)
+
+
+def test_same_file_operand_read_concurrently(monkeypatch, tmp_path):
+    """One on-disk NDArray as both operands: its tiles are read by two workers at once
+    (and ahead of the products), block by block from the file."""
+    rng = np.random.default_rng(12)
+    x = rng.normal(size=(40, 30, 20))
+    a = ndpack.asarray(x, chunks=(8, 30, 20), blocks=(2, 10, 20), urlpath=tmp_path / "a.b2nd",
+                       mode="w")
+    a = ndpack.open(tmp_path / "a.b2nd")
+    monkeypatch.setattr(linalg, "TILE_BYTES", 20 * 20 * 8 * 24)
+    monkeypatch.setattr(linalg, "LIVE_BYTES", 6 * 20 * 20 * 8 * 24)
+    for axes in AXES_3D[:3]:
+        np.testing.assert_allclose(ndpack.tensordot(a, a, axes=axes)[()],
+                                   np.tensordot(x, x, axes=axes), rtol=1e-12, atol=1e-12)
