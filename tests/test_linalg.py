@@ -358,3 +358,15 @@ def test_same_file_operand_read_concurrently(monkeypatch, tmp_path):
     for axes in AXES_3D[:3]:
         np.testing.assert_allclose(ndpack.tensordot(a, a, axes=axes)[()],
                                    np.tensordot(x, x, axes=axes), rtol=1e-12, atol=1e-12)
+
+
+def test_blocks_cut_when_one_does_not_fit(monkeypatch):
+    """Blocks bigger than the budget are cut (read in parts) rather than read whole."""
+    rng = np.random.default_rng(13)
+    x, y = rng.normal(size=(12, 64)), rng.normal(size=(64, 10))
+    a, b = Recorder(x, (12, 64), (12, 64)), Recorder(y, (64, 10), (64, 10))
+    monkeypatch.setattr(linalg, "TILE_BYTES", 12 * 8 * 8)
+    monkeypatch.setattr(linalg, "LIVE_BYTES", 6 * 12 * 8 * 8)
+    got = ndpack.matmul(a, b)
+    np.testing.assert_allclose(got[()], x @ y, rtol=1e-12, atol=1e-12 * _scale(x, y))
+    assert max(x[k].size for k in a.keys) <= 12 * 8 and len(a.keys) >= 8

@@ -329,9 +329,10 @@ def _plan(op1, op2, ax1, ax2, n1: int, n2: int) -> dict:
     # decoding buffers in flight); else one step at a time; else cut the blocks
     for limit, keep, ahead in ((room // 3, True, True), (room, True, False),
                                (room // 3, False, True)):
-        if ahead and limit < low:
-            continue
-        steps = _fit(sizes, grain, chunk, order, per, max(min(tile, limit), low, per), keep)
+        if keep and ahead and limit < low:
+            continue                              # two steps would be too small
+        limit = max(min(tile, limit), low if keep else 0, per)
+        steps = _fit(sizes, grain, chunk, order, per, limit, keep)
         if steps is not None:
             n = math.prod(-(-s // k) for s, k in zip(sizes, steps))
             plan.update(steps=steps, ahead=ahead and n > 1, order=order)
@@ -434,7 +435,7 @@ def _inherited_cparams(operands, dtype):
     """The cparams of the first NDArray operand of `dtype` (None: the defaults)."""
     for x in operands:
         cp = getattr(x, "cparams", None)
-        if isinstance(cp, CParams) and np.dtype(getattr(x, "dtype", None)) == dtype:
+        if isinstance(cp, CParams) and getattr(x, "dtype", None) == dtype:
             return cp
     return None
 
