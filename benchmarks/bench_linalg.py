@@ -22,9 +22,9 @@ import tempfile
 import warnings
 
 import numpy as np
+from timing import peak_rss_during, write_json
 
 import ndpack
-from timing import peak_rss_during, write_json
 
 try:
     import blosc2
@@ -52,7 +52,8 @@ def tensordots(n, reps, rows):
     rng = np.random.default_rng(0)
     x, y = rng.random((n, n, n)), rng.random((n, n, n))
     with tempfile.TemporaryDirectory() as tmp:
-        p = lambda name: os.path.join(tmp, name)          # noqa: E731
+        def p(name):
+            return os.path.join(tmp, name)
         cp = {"codec": ndpack.Codec.LZ4, "clevel": 1}
         a = ndpack.asarray(x, cparams=cp, urlpath=p("a.b2nd"), mode="w")
         b = ndpack.asarray(y, cparams=cp, urlpath=p("b.b2nd"), mode="w")
@@ -69,22 +70,25 @@ def tensordots(n, reps, rows):
                                         ("numpy", "nd native", "nd h5py", "b2", "dask h5py")))
         for axes in AXES:
             want = np.tensordot(x, y, axes=axes)
-            res = {"numpy": _measure(lambda: np.tensordot(x, y, axes=axes), reps),
-                   "nd": _measure(lambda: ndpack.tensordot(a, b, axes=axes), reps),
-                   "nd_h5": _measure(lambda: ndpack.tensordot(hx, hy, axes=axes), reps)}
+            res = {"numpy": _measure(lambda axes=axes: np.tensordot(x, y, axes=axes), reps),
+                   "nd": _measure(lambda axes=axes: ndpack.tensordot(a, b, axes=axes), reps),
+                   "nd_h5": _measure(lambda axes=axes: ndpack.tensordot(hx, hy, axes=axes),
+                                     reps)}
             np.testing.assert_allclose(ndpack.tensordot(a, b, axes=axes)[()], want, rtol=1e-9)
             if blosc2 is not None:
-                res["b2"] = _measure(lambda: blosc2.tensordot(ba, bb, axes=axes), reps)
+                res["b2"] = _measure(lambda axes=axes: blosc2.tensordot(ba, bb, axes=axes),
+                                     reps)
             if da is not None:
                 dx, dy = da.from_array(hx, chunks=a.chunks), da.from_array(hy, chunks=b.chunks)
                 with dask.config.set(scheduler="threads"):
-                    res["dask"] = _measure(lambda: da.tensordot(dx, dy, axes=axes).compute(),
-                                           reps)
+                    res["dask"] = _measure(
+                        lambda dx=dx, dy=dy, axes=axes: da.tensordot(dx, dy, axes).compute(),
+                        reps)
             t0 = res["numpy"][0]
             cells = "".join((f"{res[k][0] * 1e3:.0f}/{res[k][1] / 2**20:.0f} "
                              f"{t0 / res[k][0]:.2f}x").rjust(18) if k in res else f"{'-':>18}"
                             for k in ("numpy", "nd", "nd_h5", "b2", "dask"))
-            print(f"{str(axes):<22}{cells}")
+            print(f"{axes!s:<22}{cells}")
             rows.append(dict(kind="tensordot", axes=str(axes),
                              **{f"{k}_s": v[0] for k, v in res.items()},
                              **{f"{k}_rss": v[1] for k, v in res.items()}))

@@ -51,8 +51,8 @@ from ndpack.engine.output import new_output
 from ndpack.storage.grid import compute_chunks_blocks
 from ndpack.storage.ndarray import fill_from
 
-__all__ = ["tensordot", "matmul", "vecdot", "outer", "result_shape", "compute_contract",
-           "TILE_BYTES", "LIVE_BYTES"]
+__all__ = ["LIVE_BYTES", "TILE_BYTES", "compute_contract", "matmul", "outer", "result_shape",
+           "tensordot", "vecdot"]
 
 TILE_BYTES = 64 * 2**20        # at most this many bytes in one operand read
 LIVE_BYTES = 128 * 2**20       # operand tiles held at once (the current and next step)
@@ -547,12 +547,9 @@ class _Tiler:
 
 def _abandon(parts) -> None:
     """Wait for the reads of a step that will not be used and give their buffers back."""
-    for p in parts:
-        if not isinstance(p, np.ndarray):
-            try:
-                _release([p.result()[1]])
-            except BaseException:                # already reported by the first failure
-                pass
+    for p in parts:                              # a failed read was already reported
+        if not isinstance(p, np.ndarray) and p.exception() is None:
+            _release([p.result()[1]])
 
 
 def _out_chunks(out_shape, free1, free2, c1, c2, dtype, chunks):
