@@ -168,3 +168,23 @@ def test_pieces_of_flattened_arrays_when_layouts_agree():
     out2 = np.empty((3, 50_000))
     evaluate.run_pieces(prog, [xt, y], out2)
     np.testing.assert_array_equal(out2, x * y + 2)
+
+
+def test_big_regions_run_on_the_workers():
+    import threading
+    x = np.random.default_rng(8).random((600, 1000))
+    node = _tree("exp(x) * 2", {"x": x})
+    ops = operands_of(node)
+    prog = evaluate.program(node, ops)
+    names = set()
+
+    def recording(values, out):
+        names.add(threading.current_thread().name)
+        return prog(values, out)
+
+    out = np.empty_like(x)
+    evaluate.run_pieces(recording, [x], out)
+    np.testing.assert_array_equal(out, np.exp(x) * 2)
+    from ndpack.codecs import get_nthreads
+    if get_nthreads() > 1:
+        assert names and all(n.startswith("ndpack-eval") for n in names), names

@@ -21,7 +21,8 @@ from ndpack.codecs import get_nthreads
 from ndpack.engine import direct
 from ndpack.engine.tree import Apply, Constant, Node, Operand, operands_of
 from ndpack.engine.ufuncs import UfuncProgram
-from ndpack.engine.workers import prefetch, run_all, run_leaves
+from ndpack.engine.workers import (on_engine_thread, prefetch, run_all, run_leaves, submit,
+                                   workers)
 from ndpack.storage.ndarray import NDArray
 
 __all__ = ["evaluate_region", "region_values", "plan_regions", "run", "Kernel", "regions",
@@ -338,9 +339,24 @@ def run_pieces(prog, values: list, out: np.ndarray) -> np.ndarray:
         prog(values, out)
         return whole
     cut = [np.ndim(v) == out.ndim and np.shape(v)[0] == lead for v in values]
-    for r0 in range(0, lead, rows):
-        sl = slice(r0, r0 + rows)
-        prog([v[sl] if c else v for v, c in zip(values, cut)], out[sl])
+
+    def pieces(lo, hi):
+        for r0 in range(lo, hi, rows):
+            sl = slice(r0, min(r0 + rows, hi))
+            prog([v[sl] if c else v for v, c in zip(values, cut)], out[sl])
+
+    npieces = -(-lead // rows)
+    nthreads = get_nthreads()
+    if nthreads > 1 and npieces >= 4 * nthreads and not on_engine_thread():
+        # a big region from the calling thread: runs of pieces on the workers (each
+        # has its own registers; ufuncs release the GIL)
+        step = -(-npieces // nthreads) * rows
+        pool = workers(nthreads)
+        for f in [submit(pool, pieces, lo, min(lo + step, lead))
+                  for lo in range(0, lead, step)]:
+            f.result()
+    else:
+        pieces(0, lead)
     return whole
 
 
