@@ -188,3 +188,15 @@ def test_big_regions_run_on_the_workers():
     from ndpack.codecs import get_nthreads
     if get_nthreads() > 1:
         assert names and all(n.startswith("ndpack-eval") for n in names), names
+
+
+def test_kernels_choose_numexpr_for_plain_arithmetic():
+    x = np.linspace(0, 1, 100)
+    plain = _tree("a * 2 + a", {"a": x})
+    k = evaluate.Kernel(plain, operands_of(plain))
+    assert k.prog is None and k.text is not None and evaluate.program(plain, k.ops).arithmetic_only
+    fancy = _tree("exp(a) * 2 + a", {"a": x})
+    k2 = evaluate.Kernel(fancy, operands_of(fancy))
+    assert k2.prog is not None and not k2.prog.arithmetic_only
+    for kern, want in ((k, x * 2 + x), (k2, np.exp(x) * 2 + x)):
+        np.testing.assert_array_equal(kern([x], np.empty(100)), want)
