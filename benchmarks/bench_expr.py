@@ -31,7 +31,7 @@ import numexpr
 import numpy as np
 
 import ndpack
-from timing import best_times, peak_rss_during, write_json
+from timing import best_times, best_with_rss, write_json
 
 try:
     import blosc2
@@ -201,14 +201,14 @@ def foreign(shape, reps, rows):
         for src, ops in sources.items():
             for text in EXPRESSIONS:
                 res = {}
-                res["nd"] = _measure(lambda: ndpack.evaluate(text, local_dict=ops), reps)
+                res["nd"] = best_with_rss(lambda: ndpack.evaluate(text, local_dict=ops), reps)
                 if blosc2 is not None:
-                    res["b2"] = _measure(lambda: blosc2.evaluate(text, local_dict=ops), reps)
+                    res["b2"] = best_with_rss(lambda: blosc2.evaluate(text, local_dict=ops), reps)
                 if da is not None:
                     dops = {k: da.from_array(v, chunks=chunks) for k, v in ops.items()}
                     lazy = eval(_module_text(text, "da"), {"da": da}, dops)  # our own text
                     with dask.config.set(scheduler="threads"):
-                        res["dask"] = _measure(lambda: lazy.compute(), reps)
+                        res["dask"] = best_with_rss(lambda: lazy.compute(), reps)
                 cells = "".join(f"{res[k][0] * 1e3:>7.0f}/{res[k][1] / 2**20:<5.0f}"
                                 if k in res else f"{'-':>13}" for k in ("nd", "b2", "dask"))
                 nan = (float("nan"), 0)
@@ -218,15 +218,6 @@ def foreign(shape, reps, rows):
                                  **{f"{k}_s": v[0] for k, v in res.items()},
                                  **{f"{k}_rss": v[1] for k, v in res.items()}))
         h5.close()
-
-
-def _measure(fn, reps):
-    """Best time and the largest peak-RSS growth over `reps` runs."""
-    best_t, rss = float("inf"), 0
-    for _ in range(reps):
-        t, r = peak_rss_during(fn)
-        best_t, rss = min(best_t, t), max(rss, r)
-    return best_t, rss
 
 
 def main(argv=None) -> int:

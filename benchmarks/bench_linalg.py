@@ -22,7 +22,7 @@ import tempfile
 import warnings
 
 import numpy as np
-from timing import peak_rss_during, write_json
+from timing import best_with_rss, write_json
 
 import ndpack
 
@@ -32,14 +32,6 @@ except ImportError:
     blosc2 = None
 
 AXES = [((0, 1), (0, 1)), ((1, 2), (1, 2)), ((2, 0), (2, 0))]
-
-
-def _measure(fn, reps):
-    best_t, rss = float("inf"), 0
-    for _ in range(reps):
-        t, r = peak_rss_during(fn)
-        best_t, rss = min(best_t, t), max(rss, r)
-    return best_t, rss
 
 
 def tensordots(n, reps, rows):
@@ -70,18 +62,18 @@ def tensordots(n, reps, rows):
                                         ("numpy", "nd native", "nd h5py", "b2", "dask h5py")))
         for axes in AXES:
             want = np.tensordot(x, y, axes=axes)
-            res = {"numpy": _measure(lambda axes=axes: np.tensordot(x, y, axes=axes), reps),
-                   "nd": _measure(lambda axes=axes: ndpack.tensordot(a, b, axes=axes), reps),
-                   "nd_h5": _measure(lambda axes=axes: ndpack.tensordot(hx, hy, axes=axes),
+            res = {"numpy": best_with_rss(lambda axes=axes: np.tensordot(x, y, axes=axes), reps),
+                   "nd": best_with_rss(lambda axes=axes: ndpack.tensordot(a, b, axes=axes), reps),
+                   "nd_h5": best_with_rss(lambda axes=axes: ndpack.tensordot(hx, hy, axes=axes),
                                      reps)}
             np.testing.assert_allclose(ndpack.tensordot(a, b, axes=axes)[()], want, rtol=1e-9)
             if blosc2 is not None:
-                res["b2"] = _measure(lambda axes=axes: blosc2.tensordot(ba, bb, axes=axes),
+                res["b2"] = best_with_rss(lambda axes=axes: blosc2.tensordot(ba, bb, axes=axes),
                                      reps)
             if da is not None:
                 dx, dy = da.from_array(hx, chunks=a.chunks), da.from_array(hy, chunks=b.chunks)
                 with dask.config.set(scheduler="threads"):
-                    res["dask"] = _measure(
+                    res["dask"] = best_with_rss(
                         lambda dx=dx, dy=dy, axes=axes: da.tensordot(dx, dy, axes).compute(),
                         reps)
             t0 = res["numpy"][0]
@@ -100,13 +92,13 @@ def matmuls(m, reps, rows):
     x, y = rng.random((m, m)), rng.random((m, m))
     cp = {"codec": ndpack.Codec.LZ4, "clevel": 1}
     a, b = ndpack.asarray(x, cparams=cp), ndpack.asarray(y, cparams=cp)
-    res = {"numpy": _measure(lambda: x @ y, reps), "nd": _measure(lambda: ndpack.matmul(a, b),
+    res = {"numpy": best_with_rss(lambda: x @ y, reps), "nd": best_with_rss(lambda: ndpack.matmul(a, b),
                                                                   reps)}
     np.testing.assert_allclose(ndpack.matmul(a, b)[()], x @ y, rtol=1e-9)
     if blosc2 is not None:
         cp2 = {"codec": blosc2.Codec.LZ4, "clevel": 1}
         ba, bb = blosc2.asarray(x, cparams=cp2), blosc2.asarray(y, cparams=cp2)
-        res["b2"] = _measure(lambda: blosc2.matmul(ba, bb), reps)
+        res["b2"] = best_with_rss(lambda: blosc2.matmul(ba, bb), reps)
     t0 = res["numpy"][0]
     print(f"\n[matmul] ({m}, {m}) float64, chunks {a.chunks}, LZ4 clevel 1")
     for k, (t, r) in res.items():

@@ -71,6 +71,15 @@ def peak_rss_during(fn) -> tuple[float, int]:
     return dt, max(peak[0], rss()) - base
 
 
+def best_with_rss(fn, reps: int) -> tuple[float, int]:
+    """Best wall time (s) and the largest peak-RSS growth (bytes) over `reps` runs."""
+    best_t, rss = float("inf"), 0
+    for _ in range(reps):
+        t, r = peak_rss_during(fn)
+        best_t, rss = min(best_t, t), max(rss, r)
+    return best_t, rss
+
+
 def optional(name: str):
     """The module `name` when it is installed (a peer of the benchmarks), else None."""
     import importlib

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ndpack import _core
+from ndpack._core import vsincos
 
 __all__ = ["sin", "cos"]
 
@@ -40,7 +40,7 @@ def _apply(x, out, cosine: bool, fallback):
     if isinstance(x, np.ndarray) and x.dtype == np.float64 and out.dtype == np.float64 \
             and x.shape == out.shape and x.flags.c_contiguous and out.flags.c_contiguous \
             and out.flags.writeable:
-        _core.vsincos(x.reshape(-1), out.reshape(-1), cosine)
+        vsincos(x.reshape(-1), out.reshape(-1), cosine)
         return out
     return fallback(x, out=out)
 

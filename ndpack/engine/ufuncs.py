@@ -37,7 +37,7 @@ import threading
 
 import numpy as np
 
-from ndpack import vmath
+from ndpack.vmath import cos as vcos, sin as vsin
 from ndpack.engine.tree import Apply, Constant, Node, Operand
 
 __all__ = ["UfuncProgram"]
@@ -124,7 +124,7 @@ _ARITHMETIC = {"add", "subtract", "multiply", "divide", "true_divide", "negative
                "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "absolute", "square"}
 
 # float64 steps the C core computes (contiguous pieces; NumPy for anything else)
-_FAST = {np.sin: vmath.sin, np.cos: vmath.cos}
+_FAST = {np.sin: vsin, np.cos: vcos}
 
 
 def _probe_dtypes(order: list, ops: list) -> list | None:
