@@ -57,42 +57,49 @@ def one(cap: str, quick: bool) -> dict:
         os.environ["NDPACK_CHUNK_BYTES"] = cap
         policy = "ndpack"
     cp = {"codec": ndpack.Codec.LZ4, "clevel": 5}
-    reps = 2 if quick else 3
-    out = {}
 
     def arr(x, **kw):
         chunks, blocks = grid.compute_chunks_blocks(x.shape, dtype=x.dtype, policy=policy)
         return ndpack.asarray(x, chunks=chunks, blocks=blocks, cparams=cp, **kw)
 
-    n = 1000 if quick else 4000
-    a, b, c = (arr(data((n, n), s)) for s in range(3))
-    out["chunk MB (expr)"] = math.prod(a.chunks) * 8 / 1e6
-    e = ndpack.lazyexpr("a + b + c", {"a": a, "b": b, "c": c})
+    reps = 2 if quick else 3
+    out = {}
+    out.update(_expressions(ndpack, arr, 1000 if quick else 4000, reps))
+    out.update(_reductions(ndpack, arr, 200 if quick else 400, 150 if quick else 300, reps))
+    out.update(_slices(ndpack, arr, (10, 20, 60, 50) if quick else (20, 50, 300, 250), reps))
+    return out
+
+
+def _expressions(ndpack, arr, n, reps) -> dict:
+    ops = {k: arr(data((n, n), s)) for s, k in enumerate("abc")}
+    out = {"chunk MB (expr)": math.prod(ops["a"].chunks) * 8 / 1e6}
+    e = ndpack.lazyexpr("a + b + c", ops)
     with tempfile.TemporaryDirectory() as tmp:      # first: buffers not yet pooled
         path = os.path.join(tmp, "r.b2nd")
-        t, rss = peak_rss_during(lambda: e.compute(urlpath=path, mode="w"))
-        out["expr to disk RSS MB"] = rss / 1e6
+        out["expr to disk RSS MB"] = peak_rss_during(
+            lambda: e.compute(urlpath=path, mode="w"))[1] / 1e6
     out["expr [()]"] = best(lambda: e[()], reps)
     out["expr compute"] = best(lambda: e.compute(), reps)
-    out["full read"] = best(lambda: a[:], reps)
-    del a, b, c, e
+    out["full read"] = best(lambda: ops["a"][:], reps)
+    return out
 
-    m = 200 if quick else 400
+
+def _reductions(ndpack, arr, m, k, reps) -> dict:
     s = arr(data((m, m, m), 3))
-    out["chunk MB (sum)"] = math.prod(s.chunks) * 8 / 1e6
+    out = {"chunk MB (sum)": math.prod(s.chunks) * 8 / 1e6}
     for axis in (0, 2, None):
-        out[f"sum ax{axis}"] = best(lambda: ndpack.sum(s, axis=axis), reps)
-    del s
-    k = 150 if quick else 300
+        out[f"sum ax{axis}"] = best(lambda axis=axis: ndpack.sum(s, axis=axis), reps)
     q = arr(data((k, k, k), 4))
     for axis in (0, 2):
-        out[f"cumsum ax{axis}"] = best(lambda: ndpack.cumulative_sum(q, axis=axis), reps)
-    del q
+        out[f"cumsum ax{axis}"] = best(
+            lambda axis=axis: ndpack.cumulative_sum(q, axis=axis), reps)
+    return out
 
-    shape = (10, 20, 60, 50) if quick else (20, 50, 300, 250)
+
+def _slices(ndpack, arr, shape, reps) -> dict:
+    out = {}
     with tempfile.TemporaryDirectory() as tmp:
-        x = data(shape, 5)
-        arr(x, urlpath=os.path.join(tmp, "nd.b2nd"), mode="w")
+        arr(data(shape, 5), urlpath=os.path.join(tmp, "nd.b2nd"), mode="w")
         d4 = ndpack.open(os.path.join(tmp, "nd.b2nd"))
         rng = np.random.default_rng(0)
         for dim in range(4):
@@ -120,8 +127,8 @@ def main(argv=None) -> int:
         print(f"  cap {cap}: done", flush=True)
     base = res["blosc2"]
     names = list(base)
-    print(f"\ndefault chunks under each cap (time ms; in brackets the speed vs python-blosc2's "
-          f"policy, > 1 faster)")
+    print("\ndefault chunks under each cap (time ms; in brackets the speed vs python-blosc2's "
+          "policy, > 1 faster)")
     print(f"{'workload':<22}" + "".join(f"{c:>16}" for c in caps))
     timed = [k for k in names if "MB" not in k]
     for k in names:

@@ -29,7 +29,7 @@ import numpy as np
 
 from ndpack._core import vsincos
 
-__all__ = ["sin", "cos"]
+__all__ = ["cos", "sin"]
 
 
 def _apply(x, out, cosine: bool, fallback):

@@ -37,8 +37,9 @@ import threading
 
 import numpy as np
 
-from ndpack.vmath import cos as vcos, sin as vsin
 from ndpack.engine.tree import Apply, Constant, Node, Operand
+from ndpack.vmath import cos as vcos
+from ndpack.vmath import sin as vsin
 
 __all__ = ["UfuncProgram"]
 

@@ -35,8 +35,8 @@ from ndpack.errors import FormatError, ParameterError
 __all__ = [
     "MAX_DIM",
     "cache_sizes",
-    "chunk_cap",
     "check_layout",
+    "chunk_cap",
     "compute_chunks_blocks",
     "decode_b2nd",
     "dim_parts",
