@@ -403,8 +403,9 @@ class Kernel:
         if not any(np.ndim(v) for v in values):
             return run(self.node, self.ops, values, out)
         if self.prog is not None and out.dtype == self.prog.dtype:
-            with np.errstate(all="ignore"):
-                return run_pieces(self.prog, values, out)
+            with np.errstate(all="ignore"):     # callers pass cache-sized groups
+                return self.prog(values, out) if out.size <= 2 * _PIECE else \
+                    run_pieces(self.prog, values, out)
         if self.text is None:
             return run(self.node, self.ops, values, out)
         with np.errstate(all="ignore"):
