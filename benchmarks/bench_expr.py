@@ -154,12 +154,14 @@ def disk(shape, reps, rows):
         slab = max(1, (8 << 20) // (shape[1] * 8))
         print(f"\n[disk] 3 x {shape} float64 .b2nd files, ZSTD clevel 1 + shuffle, chunks "
               f"{nd_ops['a'].chunks}; memmap loop: numexpr over {slab}-row slabs")
-        print(f"{'expression':<43}{'memmap':>9}{'nd [()]':>9}{'nd comp':>9}{'b2 [()]':>9}"
-              f"{'b2 comp':>9}   memmap/nd [()] | b2/nd [()] comp")
+        print(f"{'expression':<43}{'memmap':>9}{'nd [()]':>9}{'nd out=':>9}{'nd comp':>9}"
+              f"{'b2 [()]':>9}{'b2 comp':>9}   memmap/nd [()] out= | b2/nd [()] comp")
         for text in EXPRESSIONS:
-            out = np.empty(shape)
+            out, out2 = np.empty(shape), np.empty(shape)
             e = ndpack.lazyexpr(text, operands=nd_ops)
+            # the memmap loop writes into a preallocated array: so does "nd out="
             fns = [lambda: _memmap_loop(text, mms, out, slab), lambda: e[()],
+                   lambda: ndpack.evaluate(text, local_dict=nd_ops, out=out2),
                    lambda: e.compute(urlpath=p("nd_out.b2nd"), cparams=cp_nd)]
             if blosc2 is not None:
                 e2 = blosc2.lazyexpr(text, operands=b2_ops)
@@ -169,11 +171,11 @@ def disk(shape, reps, rows):
             times = best_times(fns, reps, budget=60)
             np.testing.assert_allclose(e[()], _memmap_loop(text, mms, out, slab), rtol=1e-9,
                                        atol=1e-12)     # numexpr's libm vs NumPy's
-            t = dict(zip(["memmap", "nd_get", "nd_compute", "b2_get", "b2_compute"],
-                         times + [float("nan")] * (5 - len(times))))
-            _row(text, t, ["memmap", "nd_get", "nd_compute", "b2_get", "b2_compute"])
-            print(f"   {t['memmap'] / t['nd_get']:>5.2f}x | {t['b2_get'] / t['nd_get']:>5.2f}x "
-                  f"{t['b2_compute'] / t['nd_compute']:>5.2f}x")
+            t = dict(zip(["memmap", "nd_get", "nd_out", "nd_compute", "b2_get", "b2_compute"],
+                         times + [float("nan")] * (6 - len(times))))
+            _row(text, t, ["memmap", "nd_get", "nd_out", "nd_compute", "b2_get", "b2_compute"])
+            print(f"   {t['memmap'] / t['nd_get']:>5.2f}x {t['memmap'] / t['nd_out']:>5.2f}x | "
+                  f"{t['b2_get'] / t['nd_get']:>5.2f}x {t['b2_compute'] / t['nd_compute']:>5.2f}x")
             rows.append(dict(section="disk", expression=text, **t))
         del nd_ops, b2_ops, mms
 
