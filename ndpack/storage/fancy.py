@@ -301,15 +301,22 @@ def _fetch(arr, n, numbers):
 
 
 def _run(arr, tasks):
-    """Run the per-chunk `tasks` (disjoint outputs), in parallel when allowed."""
+    """Run the per-chunk `tasks` (disjoint outputs), in parallel when allowed: as a
+    few interleaved runs per thread (one handoff per run, not per chunk)."""
     nthreads = arr._schunk.dparams.nthreads
     if nthreads > 1 and len(tasks) > 1:
         pool = _pool(nthreads)
-        for f in [pool.submit(t, 1) for t in tasks]:
+        k = min(len(tasks), 4 * nthreads)
+        for f in [pool.submit(_serially, tasks[i::k]) for i in range(k)]:
             f.result()
     else:
         for t in tasks:
             t(nthreads)
+
+
+def _serially(tasks):
+    for t in tasks:
+        t(1)
 
 
 def _box_parts(arr, units):
