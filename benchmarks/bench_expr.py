@@ -31,7 +31,7 @@ import numexpr
 import numpy as np
 
 import ndpack
-from timing import best_times, best_with_rss, write_json
+from timing import best, best_times, best_with_rss, compress_pieces, decode_all, write_json
 
 try:
     import blosc2
@@ -57,46 +57,16 @@ def operands(shape):
             "c": x / 20 + rng.normal(0, 1e-3, shape)}
 
 
-def decode_all(ops: dict) -> None:
-    """Decode every chunk of every operand into one reused buffer (C threads, no
-    evaluation): the floor of any evaluation over these operands."""
-    from ndpack.chunks import decompress2
-    buf = None
-    for a in ops.values():
-        for n in range(a.schunk.nchunks):
-            chunk = a.schunk.get_chunk(n)
-            if buf is None or buf.nbytes < a.schunk.chunksize:
-                buf = np.empty(a.schunk.chunksize, np.uint8)
-            decompress2(chunk, dst=buf[:a.schunk.chunksize], nthreads=2)
-
-
 def cpu_floor(ops: dict, raw: dict, text: str, reps: int) -> float:
     """The least time of ``[()]`` on this machine: the CPU time of decoding every
     operand plus numexpr's CPU time evaluating into a preallocated array, spread over
     two cores, plus the first touch of a fresh result array."""
     import time
-
-    def cpu(fn):
-        best = float("inf")
-        for _ in range(reps):
-            t0 = time.process_time()
-            fn()
-            best = min(best, time.process_time() - t0)
-        return best
     out = np.empty(next(iter(raw.values())).shape)
-    work = cpu(lambda: decode_all(ops)) + \
-        cpu(lambda: numexpr.evaluate(text, local_dict=raw, out=out))
+    work = best(lambda: decode_all(*ops.values()), reps, time.process_time) + \
+        best(lambda: numexpr.evaluate(text, local_dict=raw, out=out), reps, time.process_time)
     touch = best_times([lambda: np.empty(out.shape).fill(0)], reps)[0]
     return work / 2 + touch
-
-
-def compress_result(res: np.ndarray, like) -> None:
-    """Compress `res` in chunks of `like`'s chunk size with `like`'s cparams (C
-    threads): with decode_all, the floor of compute()."""
-    from ndpack.chunks import compress2
-    flat, step = res.reshape(-1).view(np.uint8), like.schunk.chunksize
-    for i in range(0, flat.size, step):
-        compress2(flat[i:i + step], cparams=like.cparams)
 
 
 def _row(text, t, cols):
@@ -115,7 +85,7 @@ def memory(n, reps, rows):
         print(f"\n[memory] 3 x ({n}, {n}) float64, {codec} clevel {clevel} + shuffle, chunks "
               f"{nd_ops['a'].chunks}, blocks {nd_ops['a'].blocks}; numexpr threads "
               f"{numexpr.get_num_threads()}")
-        floor = best_times([lambda: decode_all(nd_ops)], reps)[0]
+        floor = best_times([lambda: decode_all(*nd_ops.values())], reps)[0]
         print(f"decoding the three operands alone (the floor of any evaluation): "
               f"{floor * 1e3:.0f} ms; a + b + c [()] cannot beat (decode + numexpr CPU on "
               f"2 cores + first touch of the result) "
@@ -139,7 +109,8 @@ def memory(n, reps, rows):
             np.testing.assert_allclose(res, eval(np_text, {"np": np}, raw), rtol=1e-12,
                                        atol=1e-14)
             like = e.compute(cparams=cp_nd)
-            cfloor = floor + best_times([lambda: compress_result(res, like)], reps)[0]
+            cfloor = floor + best_times(
+                [lambda: compress_pieces(res, like.schunk.chunksize, like.cparams)], reps)[0]
             t = dict(zip(["numpy", "numexpr", "nd_get", "nd_compute", "b2_get", "b2_compute"],
                          times + [float("nan")] * (6 - len(times))))
             _row(text, t, ["numpy", "numexpr", "nd_get", "nd_compute", "b2_get", "b2_compute"])

@@ -24,7 +24,7 @@ import gc
 import numpy as np
 
 import ndpack
-from timing import best_times, write_json
+from timing import best_times, decode_all, write_json
 
 try:
     import blosc2
@@ -59,15 +59,6 @@ def _row(rows, label, t, keys, budget_note=""):
         ratios += f"; floor {base / t['floor']:.2f}x numpy"
     print(f"{label:<34}{parts}   {ratios}", flush=True)
     rows.append(dict(case=label, **t))
-
-
-def decode_all(a) -> None:
-    """Every chunk of `a` decoded into one reused buffer (two C threads): the floor of
-    any reduction over it."""
-    from ndpack.chunks import decompress2
-    buf = np.empty(a.schunk.chunksize, np.uint8)
-    for n in range(a.schunk.nchunks):
-        decompress2(a.schunk.get_chunk(n), dst=buf, nthreads=2)
 
 
 def bench_sums(n, reps, rows):

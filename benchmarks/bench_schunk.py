@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 import ndpack
-from timing import best, best_times
+from timing import best, best_times, compress_pieces
 
 try:
     import blosc2
@@ -92,12 +92,9 @@ def arrays(nbytes: int) -> dict[str, np.ndarray]:
 def compress_floor(x: np.ndarray, **cparams) -> float:
     """Best time to compress `x` in memory (64 MiB pieces, 2 C threads, no I/O): no
     save with these cparams can be faster."""
-    from ndpack.chunks import compress2, make_cparams
+    from ndpack.chunks import make_cparams
     cp = make_cparams(typesize=x.dtype.itemsize, nthreads=2, **cparams)
-    flat = x.reshape(-1).view(np.uint8)
-    step = 64 * 2**20
-    return best(lambda: [compress2(flat[i:i + step], cparams=cp)
-                         for i in range(0, flat.size, step)])
+    return best(lambda: compress_pieces(x, 64 * 2**20, cp))
 
 
 def bench_save_load(tmp: str, nbytes: int) -> None:

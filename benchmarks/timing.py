@@ -5,14 +5,35 @@ from __future__ import annotations
 import time
 
 
-def best(fn, reps: int = 3) -> float:
-    """Best wall time of `reps` calls of `fn`, in seconds."""
+def best(fn, reps: int = 3, clock=time.perf_counter) -> float:
+    """Best time of `reps` calls of `fn`, in seconds (wall time, or `clock`, e.g.
+    ``time.process_time`` for the CPU time of all threads)."""
     t = float("inf")
     for _ in range(reps):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        t = min(t, time.perf_counter() - t0)
+        t = min(t, clock() - t0)
     return t
+
+
+def decode_all(*arrays) -> None:
+    """Decode every chunk of each NDArray into one reused buffer (two C threads, no
+    other work): the floor of anything that reads them."""
+    from ndpack.chunks import decompress2
+    buf = bytearray(max(a.schunk.chunksize for a in arrays))
+    for a in arrays:
+        dst = memoryview(buf)[:a.schunk.chunksize]
+        for n in range(a.schunk.nchunks):
+            decompress2(a.schunk.get_chunk(n), dst=dst, nthreads=2)
+
+
+def compress_pieces(x, step: int, cparams) -> None:
+    """Compress the bytes of array `x` in pieces of `step` bytes with `cparams` (C
+    threads, in memory, no I/O): the floor of writing it compressed."""
+    from ndpack.chunks import compress2
+    flat = x.reshape(-1).view("u1")
+    for i in range(0, flat.size, step):
+        compress2(flat[i:i + step], cparams=cparams)
 
 
 def best_times(fns, reps: int, budget: float = 3.0, first=None) -> list[float]:
