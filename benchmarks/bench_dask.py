@@ -28,19 +28,12 @@ import os
 import tempfile
 
 import numpy as np
+from bench_expr import operands      # the same fields as the expression benchmark
 from timing import best_times, write_json
 
 import ndpack
 
 EXPRESSIONS = ["sum(a, axis=0) + b*sin(c)", "a + b + c"]
-
-
-def operands(shape):
-    rng = np.random.default_rng(0)
-    x = np.linspace(0, 20, int(np.prod(shape))).reshape(shape)
-    return {"a": np.sin(x) + rng.normal(0, 1e-3, shape),
-            "b": np.cos(x) + 1.5,
-            "c": x / 20 + rng.normal(0, 1e-3, shape)}
 
 
 def _dask_text(text):
