@@ -10,7 +10,7 @@ call site can forget a check.  Higher layers use the Pythonic API in
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_WRITABLE, PyBUF_ANY_CONTIGUOUS
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 from cpython.ref cimport PyObject, Py_DECREF, Py_XDECREF
-from libc.stdint cimport int32_t, uint8_t, int64_t
+from libc.stdint cimport int32_t, uint8_t, uint32_t, int64_t
 from libc.string cimport memcpy
 
 from ndpack.errors import (CallbackError, CodecError, FilterError, FormatError,
@@ -75,6 +75,20 @@ cdef extern from "ndpack.h" nogil:
     void ndp_advise_hugepages(void *p, size_t n)
     void ndp_vsin(const double *x, double *y, int64_t n)
     void ndp_vcos(const double *x, double *y, int64_t n)
+    int NDP_MAXDIM
+    ctypedef struct ndp_reduce_spec:
+        int ndim
+        int in_type
+        int acc_float
+        uint32_t reduced
+        int64_t chunkshape[16]
+        int64_t blockshape[16]
+        int64_t valid[16]
+        int64_t ostride[16]
+        int64_t out_offset
+        int64_t out_len
+    int ndp_sum_chunk(const void *src, int32_t srcsize, const ndp_reduce_spec *spec,
+                      void *out, ndp_error *err)
 
 cdef extern from "Python.h":
     PyObject *_bytes_new "PyBytes_FromStringAndSize"(const char *v, Py_ssize_t n)
@@ -478,6 +492,52 @@ def vsincos(const double[::1] x, double[::1] y, bint cosine):
             ndp_vcos(&x[0], &y[0], n)
         else:
             ndp_vsin(&x[0], &y[0], n)
+
+
+_SUM_TYPES = {"f8": 0, "f4": 1, "i1": 2, "i2": 3, "i4": 4, "i8": 5, "u1": 6, "u2": 7,
+              "u4": 8, "u8": 9, "b1": 10}
+
+
+def sum_chunk(src, str intype, chunkshape, blockshape, valid, reduced, out,
+              Py_ssize_t offset, ostride):
+    """Add the valid elements of b2nd chunk `src` into `out` (float64, or int64/uint64
+    for an integer sum), decoding block by block in the calling thread with the GIL
+    released.  `intype` is the elements' NumPy kind+size code ('f8', 'i4', 'b1', ...),
+    `reduced` the summed dimensions, `ostride` the output strides (elements) of every
+    dimension and `offset` the output element of the chunk's first kept index."""
+    cdef ndp_reduce_spec spec
+    cdef ndp_error err
+    err.code = 0
+    cdef int nd = len(chunkshape), d
+    if not 1 <= nd <= 16 or len(blockshape) != nd or len(valid) != nd or len(ostride) != nd:
+        raise ParameterError(f"chunkshape, blockshape, valid and ostride need one entry "
+                             f"per dimension (1 to 16)")
+    if intype not in _SUM_TYPES:
+        raise ParameterError(f"cannot sum elements of type {intype!r}")
+    spec.ndim = nd
+    spec.in_type = _SUM_TYPES[intype]
+    spec.reduced = 0
+    for d in range(nd):
+        spec.chunkshape[d] = chunkshape[d]
+        spec.blockshape[d] = blockshape[d]
+        spec.valid[d] = valid[d]
+        spec.ostride[d] = ostride[d]
+        if d in reduced:
+            spec.reduced |= (<uint32_t>1) << d
+    cdef _WriteBuffer obuf = _WriteBuffer(out)
+    kind = out.dtype.kind
+    if out.dtype.itemsize != 8 or kind not in "fiu":
+        raise ParameterError(f"out must be float64, int64 or uint64, not {out.dtype}")
+    spec.acc_float = kind == "f"
+    spec.out_offset = offset
+    spec.out_len = obuf.view.len // 8
+    cdef _ReadBuffer buf = _ReadBuffer(src)
+    cdef int32_t size = _checked_len(buf.view.len, "chunk")
+    cdef int r
+    with nogil:
+        r = ndp_sum_chunk(buf.view.buf, size, &spec, obuf.view.buf, &err)
+    if r < 0:
+        _raise(r, &err)
 
 
 def library_version(int compcode):

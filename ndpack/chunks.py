@@ -34,6 +34,7 @@ __all__ = [
     "chunk_info",
     "getitem",
     "decompress_blocks",
+    "sum_chunk",
     "special_chunk",
     "compress_or_header",
     "is_raw_header",
@@ -220,6 +221,46 @@ def decompress_blocks(src, blocks, nthreads: int | None = None, dst=None):
     of new bytes, or of the writable buffer `dst` (then the byte count is returned)."""
     n = _core.get_nthreads() if nthreads is None else int(nthreads)
     return _core.decompress_blocks(_as_buffer(src), list(blocks), n, dst)
+
+
+def sum_chunk(src, dtype, chunkshape, blockshape, valid, reduced, out, offset, ostride):
+    """Add the elements of b2nd chunk `src` into `out`, decoding block by block in the
+    calling thread (the fused decode + sum of reductions).
+
+    Parameters
+    ----------
+    src : bytes-like
+        A chunk of an array with `chunkshape` and `blockshape`.
+    dtype : numpy.dtype
+        The elements' dtype: native bool, integers or float32/64.
+    chunkshape, blockshape, valid : sequence of int
+        The array's chunk and block shapes, and how much of this chunk lies inside
+        the array along each dimension.
+    reduced : collection of int
+        The dimensions summed over.
+    out : numpy.ndarray
+        Flat, C-contiguous float64 (any dtype) or int64/uint64 (integer sums) output.
+    offset : int
+        The element of `out` the chunk's first kept index adds into.
+    ostride : sequence of int
+        Output strides in elements, one per dimension (ignored where reduced).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> out = np.zeros(2)
+    >>> chunk = compress2(np.arange(6.0).tobytes(), typesize=8, blocksize=24)
+    >>> sum_chunk(chunk, np.dtype("f8"), (2, 3), (1, 3), (2, 3), (1,), out, 0, (1, 0))
+    >>> out.tolist()
+    [3.0, 12.0]
+    """
+    dtype = np.dtype(dtype)
+    if not dtype.isnative or dtype.kind not in "biuf" or \
+            (dtype.kind == "f" and dtype.itemsize not in (4, 8)):
+        raise ParameterError(f"cannot sum chunks of {dtype}")
+    code = "b1" if dtype.kind == "b" else f"{dtype.kind}{dtype.itemsize}"
+    _core.sum_chunk(_as_buffer(src), code, tuple(chunkshape), tuple(blockshape),
+                    tuple(valid), tuple(reduced), out, int(offset), tuple(ostride))
 
 
 def special_chunk(special: SpecialValue, nbytes: int, typesize: int, blocksize: int = 0,

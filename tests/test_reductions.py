@@ -53,6 +53,22 @@ class use_chunk_path:
         reductions._CHUNK_MIN_BYTES, reductions._GROUP_BYTES = self.saved
 
 
+class use_fused:
+    """Sums and means of NDArrays by the C core's fused decode + sum (on, the default)
+    or by the general chunk path (off)."""
+
+    def __init__(self, on=True):
+        self.on = on
+
+    def __enter__(self):
+        self.saved = reductions.fused_sum_applies
+        if not self.on:
+            reductions.fused_sum_applies = lambda red, arg: False
+
+    def __exit__(self, *exc):
+        reductions.fused_sum_applies = self.saved
+
+
 def _data(rng, shape, dtype, nan=False):
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
@@ -86,7 +102,8 @@ def cases(draw):
         dtype = "float64"
     return dict(shape=shape, chunks=chunks, blocks=blocks, op=op, axis=axis, dtype=dtype,
                 keepdims=draw(st.booleans()), nan=draw(st.booleans()),
-                chunk_path=draw(st.booleans()), seed=draw(st.integers(0, 2**16)))
+                chunk_path=draw(st.booleans()), fused=draw(st.booleans()),
+                seed=draw(st.integers(0, 2**16)))
 
 
 @settings(max_examples=150)
@@ -98,7 +115,7 @@ def test_reductions_match_numpy(c):
     kw = {"axis": c["axis"], "keepdims": c["keepdims"]}
     with np.errstate(all="ignore"):
         expected = getattr(np, c["op"])(x, **kw)
-    with use_chunk_path(c["chunk_path"]):
+    with use_chunk_path(c["chunk_path"]), use_fused(c["fused"]):
         got = getattr(ndpack, c["op"])(a, **kw)
         method = getattr(a, c["op"])(**kw)
     assert_eq(got, expected, rtol=_tol(x.dtype))

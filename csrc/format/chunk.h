@@ -34,4 +34,14 @@ int ndp_pipeline_active(const uint8_t filters[6]);
 int ndp_pipeline_check(const uint8_t filters[6], const uint8_t meta[6], int32_t typesize,
                        ndp_error *err);
 
+/* decompress.c: decode the blocks j of a chunk (blocks of `blockbytes`, which must
+ * be the chunk's blocksize unless it is special or memcpyed) for which want(ctx, j)
+ * is true, one at a time in the calling thread, and pass each to visit(ctx, j,
+ * data) (data: blockbytes bytes, aligned to `align`, valid until the next block).
+ * Returns NDP_OK, the first error, or visit's non-zero status. */
+typedef int (*ndp_want_fn)(void *ctx, int32_t j);
+typedef int (*ndp_visit_fn)(void *ctx, int32_t j, const uint8_t *data, ndp_error *err);
+int ndp_visit_blocks(const void *src, int32_t srcsize, int32_t blockbytes, int32_t align,
+                     ndp_want_fn want, ndp_visit_fn visit, void *ctx, ndp_error *err);
+
 #endif

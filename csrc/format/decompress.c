@@ -388,3 +388,46 @@ int32_t ndp_getitem(const void *src, int32_t srcsize, int32_t start, int32_t nit
   djob_free(&job);
   return rc == NDP_OK ? (int32_t)(hi - lo) : rc;
 }
+
+/* ---- block visitor (fused decode + reduce, reduce.c) ---- */
+
+int ndp_visit_blocks(const void *src, int32_t srcsize, int32_t blockbytes, int32_t align,
+                     ndp_want_fn want, ndp_visit_fn visit, void *ctx, ndp_error *err) {
+  djob job;
+  int rc = djob_init(&job, src, srcsize, err);
+  if (rc != NDP_OK) return rc;
+  const ndp_chunk_info *ci = &job.ci;
+  if (blockbytes <= 0 || ci->nbytes % blockbytes != 0)
+    rc = ndp_fail(err, NDP_ERR_PARAM, "chunk of %d bytes is not a whole number of %d-byte blocks",
+                  (int)ci->nbytes, (int)blockbytes);
+  else if (ci->vlblocks)
+    rc = ndp_fail(err, NDP_ERR_PARAM, "VL-block chunks can only be decoded whole");
+  else if (!ci->special && !ci->memcpyed && ci->blocksize != blockbytes)
+    rc = ndp_fail(err, NDP_ERR_FORMAT, "chunk blocks hold %d bytes, the array's blocks %d",
+                  (int)ci->blocksize, (int)blockbytes);
+  if (rc == NDP_OK) rc = prepare_ref(&job, err);
+  uint8_t *buf = NULL;
+  if (rc == NDP_OK && ci->nbytes > 0) {
+    buf = ndp_scratch(2, (size_t)blockbytes);
+    if (buf == NULL) rc = ndp_fail(err, NDP_ERR_MEMORY, "cannot allocate a block buffer");
+  }
+  int32_t nb = rc == NDP_OK ? ci->nbytes / blockbytes : 0;
+  for (int32_t j = 0; j < nb && rc == NDP_OK; j++) {
+    if (!want(ctx, j)) continue;
+    const uint8_t *data = buf;
+    int32_t off = j * blockbytes;
+    if (ci->special) {
+      fill_special(&job, off, blockbytes, buf);
+    } else if (ci->memcpyed) {
+      const uint8_t *p = job.src + ci->header_len + off;
+      if (align > 1 && (uintptr_t)p % (uintptr_t)align != 0) memcpy(buf, p, (size_t)blockbytes);
+      else data = p;
+    } else {
+      rc = decode_block(&job, j, buf, err);
+    }
+    if (rc == NDP_OK) rc = visit(ctx, j, data, err);
+  }
+  if (job.ref != NULL) free((void *)job.ref);
+  djob_free(&job);
+  return rc;
+}

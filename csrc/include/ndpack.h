@@ -176,6 +176,32 @@ void ndp_advise_hugepages(void *p, size_t n);
 void ndp_vsin(const double *x, double *y, int64_t n);
 void ndp_vcos(const double *x, double *y, int64_t n);
 
+/* ---- fused decode + sum (csrc/format/reduce.c) ---- */
+/* Element types of ndp_sum_chunk (native byte order). */
+enum { NDP_T_F64 = 0, NDP_T_F32, NDP_T_I8, NDP_T_I16, NDP_T_I32, NDP_T_I64,
+       NDP_T_U8, NDP_T_U16, NDP_T_U32, NDP_T_U64, NDP_T_BOOL };
+#define NDP_MAXDIM 16
+typedef struct {
+  int ndim;                        /* 1..NDP_MAXDIM */
+  int in_type;                     /* NDP_T_* of the chunk's elements */
+  int acc_float;                   /* 1: add in double; 0: in 64-bit integers (wrapping) */
+  uint32_t reduced;                /* bit d set: dimension d is summed over */
+  int64_t chunkshape[NDP_MAXDIM];  /* the array's chunk shape */
+  int64_t blockshape[NDP_MAXDIM];  /* its block shape (chunks hold whole blocks) */
+  int64_t valid[NDP_MAXDIM];       /* elements of this chunk inside the array (<= chunk) */
+  int64_t ostride[NDP_MAXDIM];     /* output strides in elements (kept dims; >= 0) */
+  int64_t out_offset;              /* output element of the chunk's first kept index */
+  int64_t out_len;                 /* elements of the output buffer */
+} ndp_reduce_spec;
+
+/* Decode a b2nd chunk block by block in the calling thread and add its valid
+ * elements into `out` (doubles, or 64-bit integers when !acc_float): element at
+ * chunk index i goes to out[out_offset + sum over kept d of i[d] * ostride[d]].
+ * Blocks entirely in the padding are not decoded.  Returns NDP_OK or a negative
+ * ndp_status. */
+int ndp_sum_chunk(const void *src, int32_t srcsize, const ndp_reduce_spec *spec, void *out,
+                  ndp_error *err);
+
 /* ---- configuration ---- */
 const char *ndp_isa_name(void);      /* "scalar", "sse2", "avx2" */
 int ndp_set_isa(const char *name);   /* tests: 0 ok, -1 not available */

@@ -41,6 +41,26 @@ static void run_one(const uint8_t *data, size_t size) {
     err.code = 0;
     ndp_decompress_blocks(data, (int32_t)size, blocks, 2, out, ci.nbytes, 1, &err);
   }
+  /* the fused decode + sum: the chunk as a 1-D array of doubles (or bytes) */
+  if (ci.blocksize > 0 && ci.nbytes % ci.blocksize == 0) {
+    int ts = ci.typesize == 8 ? 8 : 1;
+    ndp_reduce_spec s;
+    memset(&s, 0, sizeof s);
+    s.ndim = 2;
+    s.in_type = ts == 8 ? NDP_T_F64 : NDP_T_U8;
+    s.acc_float = 1;
+    s.reduced = 1u << 1;
+    s.blockshape[0] = 1;
+    s.blockshape[1] = ci.blocksize / ts;
+    s.chunkshape[0] = s.valid[0] = ci.nbytes / ci.blocksize;
+    s.chunkshape[1] = s.valid[1] = ci.blocksize / ts;
+    s.ostride[0] = 1;
+    s.out_len = s.chunkshape[0];
+    if (s.blockshape[1] > 0 && s.out_len > 0 && (size_t)s.out_len * 8 <= (size_t)ci.nbytes + 1) {
+      err.code = 0;
+      ndp_sum_chunk(data, (int32_t)size, &s, out, &err);
+    }
+  }
   free(out);
 }
 

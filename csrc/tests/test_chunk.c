@@ -290,6 +290,66 @@ static void test_noise_raw(void) {
   free(out);
 }
 
+/* Fused decode + sum of a 3-D chunk with padding: against a plain loop. */
+static void test_sum_chunk(void) {
+  enum { C0 = 5, C1 = 7, C2 = 9, B0 = 2, B1 = 3, B2 = 4 };
+  enum { E0 = 6, E1 = 9, E2 = 12 };                 /* extended chunk */
+  static double src[E0 * E1 * E2], out[E0 * E1 * E2];
+  static uint8_t c[sizeof src + NDP_MAX_OVERHEAD];
+  /* stored order: blocks in C order, each block in C order */
+  int64_t k = 0;
+  for (int b0 = 0; b0 < E0 / B0; b0++) for (int b1 = 0; b1 < E1 / B1; b1++)
+    for (int b2 = 0; b2 < E2 / B2; b2++) for (int i = 0; i < B0; i++)
+      for (int j = 0; j < B1; j++) for (int l = 0; l < B2; l++) {
+        int x = b0 * B0 + i, y = b1 * B1 + j, z = b2 * B2 + l;
+        src[k++] = (x < C0 && y < C1 && z < C2) ? x * 100 + y * 10 + z + 0.5 : 1e300;
+      }
+  ndp_error err = {0, {0}};
+  ndp_cparams cp = ndp_cparams_default();
+  cp.typesize = 8;
+  cp.blocksize = B0 * B1 * B2 * 8;
+  int32_t cb = ndp_compress(&cp, src, sizeof src, c, sizeof c, &err);
+  CHECK(cb > 0, "sum: compress: %s", err.msg);
+  int64_t valid[3] = {4, 7, 9};                     /* the array ends inside the chunk */
+  for (uint32_t red = 1; red < 8; red++) {
+    ndp_reduce_spec s;
+    memset(&s, 0, sizeof s);
+    s.ndim = 3; s.in_type = NDP_T_F64; s.acc_float = 1; s.reduced = red;
+    int64_t cs[3] = {C0, C1, C2}, bs[3] = {B0, B1, B2}, os[3];
+    int64_t st = 1;
+    for (int d = 2; d >= 0; d--) {
+      s.chunkshape[d] = cs[d]; s.blockshape[d] = bs[d]; s.valid[d] = valid[d];
+      os[d] = (red >> d) & 1 ? 0 : st;
+      s.ostride[d] = os[d];
+      st *= (red >> d) & 1 ? 1 : valid[d];
+    }
+    s.out_len = st;
+    memset(out, 0, sizeof out);
+    int rc = ndp_sum_chunk(c, cb, &s, out, &err);
+    int ok = rc == 0;
+    for (int64_t o = 0; o < st && ok; o++) {
+      double want = 0;
+      for (int x = 0; x < valid[0]; x++) for (int y = 0; y < valid[1]; y++)
+        for (int z = 0; z < valid[2]; z++)
+          if (x * os[0] + y * os[1] + z * os[2] == o) want += x * 100 + y * 10 + z + 0.5;
+      ok = out[o] == want;
+    }
+    CHECK(ok, "sum over dims mask %u: rc %d %s", red, rc, err.msg);
+  }
+  ndp_reduce_spec s;
+  memset(&s, 0, sizeof s);
+  s.ndim = 3; s.in_type = NDP_T_F64; s.acc_float = 1; s.reduced = 7; s.out_len = 1;
+  for (int d = 0; d < 3; d++) { s.chunkshape[d] = s.valid[d] = 4; s.blockshape[d] = 2; }
+  err.code = 0;
+  CHECK(ndp_sum_chunk(c, cb, &s, out, &err) == NDP_ERR_FORMAT, "sum: wrong chunk shape");
+  s.out_len = 0;
+  err.code = 0;
+  CHECK(ndp_sum_chunk(c, cb, &s, out, &err) == NDP_ERR_PARAM, "sum: output too small");
+  s.out_len = 1; s.acc_float = 0;
+  err.code = 0;
+  CHECK(ndp_sum_chunk(c, cb, &s, out, &err) == NDP_ERR_PARAM, "sum: float into integers");
+}
+
 int main(void) {
   const char *dir = getenv("NDPACK_VECTORS");
   test_vectors(dir ? dir : "../shared/spec/vectors");
@@ -298,6 +358,7 @@ int main(void) {
   test_partial();
   test_special();
   test_bad_params();
+  test_sum_chunk();
   printf("%d passed, %d failed\n", passed, failed);
   return failed != 0;
 }

@@ -42,6 +42,8 @@ import threading
 
 import numpy as np
 
+from ndpack.engine.chunksum import applies as fused_sum_applies
+from ndpack.engine.chunksum import fused_sum
 from ndpack.engine.evaluate import evaluate_region
 from ndpack.engine.tree import _NUMPY_REDUCTIONS as _NUMPY
 from ndpack.engine.tree import Apply, Constant, Contract, Node, Operand, Reduce, _numpy_call
@@ -460,6 +462,8 @@ def compute_reduction(red: Reduce) -> np.ndarray:
             w = where.value if isinstance(where, Constant) else np.asarray(where.array)
         res = _numpy_call(red, data, w)
         return res.astype(red.dtype, copy=False).reshape(red.shape)
+    if fused_sum_applies(red, arg):
+        return fused_sum(red, arg)
     flat = len(red.axis) == len(shape) and red.op not in ("argmin", "argmax") and \
         where is None
     # moments merge a tile-sized partial per part: reducing the leading axis, make

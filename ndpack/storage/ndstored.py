@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ndpack.chunks import compress2, decompress2, decompress_blocks, special_chunk
+from ndpack.chunks import compress2, decompress2, decompress_blocks, special_chunk, sum_chunk
 from ndpack.codecs import SpecialValue
 from ndpack.errors import FormatError, ParameterError
 from ndpack.storage.frame import chunk_nbytes_of
@@ -124,6 +124,29 @@ class NDStored:
                                  f"{self._dtype}, not {values.size} of {values.dtype}")
         return compress2(np.ascontiguousarray(values).reshape(-1).view(np.uint8),
                          cparams=self._schunk._cparams)
+
+    def sum_chunk_into(self, nchunk: int, out, reduced, ostride, offset: int,
+                       buf: bytearray | None = None) -> None:
+        """Add chunk `nchunk`'s elements into `out`, summing over the `reduced`
+        dimensions: decoded block by block in the calling thread, never whole (see
+        :func:`ndpack.chunks.sum_chunk`; `ostride` and `offset` place the chunk's kept
+        indices in the flat float64/int64/uint64 `out`, `buf` is reused to read it).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ndpack.storage.constructors import asarray
+        >>> a = asarray(np.arange(12).reshape(3, 4), chunks=(2, 4), blocks=(1, 2))
+        >>> out = np.zeros(3, np.int64)
+        >>> for n in range(2):
+        ...     a.sum_chunk_into(n, out, (1,), (1, 0), a.chunk_region(n)[0].start)
+        >>> out.tolist()
+        [6, 22, 38]
+        """
+        chunk = self.read_chunk(nchunk, buf)
+        valid = [s.stop - s.start for s in self.chunk_region(nchunk)]
+        sum_chunk(chunk, self._dtype, self._chunks, self._blocks, valid, reduced, out,
+                  offset, ostride)
 
     @property
     def stored_c_order(self) -> bool:
