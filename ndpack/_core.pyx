@@ -10,7 +10,7 @@ call site can forget a check.  Higher layers use the Pythonic API in
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_WRITABLE, PyBUF_ANY_CONTIGUOUS
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 from cpython.ref cimport PyObject, Py_DECREF, Py_XDECREF
-from libc.stdint cimport int32_t, uint8_t, uint32_t, int64_t
+from libc.stdint cimport int32_t, uint8_t, uint32_t, int64_t, uint64_t
 from libc.string cimport memcpy
 
 from ndpack.errors import (CallbackError, CodecError, FilterError, FormatError,
@@ -89,6 +89,10 @@ cdef extern from "ndpack.h" nogil:
         int64_t out_len
     int ndp_sum_chunk(const void *src, int32_t srcsize, const ndp_reduce_spec *spec,
                       void *out, ndp_error *err)
+    void ndp_cumsum_f64(double *x, int64_t outer, int64_t n, int64_t inner, double *carry)
+    void ndp_cumsum_f32(float *x, int64_t outer, int64_t n, int64_t inner, float *carry)
+    void ndp_cumsum_u64(uint64_t *x, int64_t outer, int64_t n, int64_t inner,
+                        uint64_t *carry)
 
 cdef extern from "Python.h":
     PyObject *_bytes_new "PyBytes_FromStringAndSize"(const char *v, Py_ssize_t n)
@@ -538,6 +542,28 @@ def sum_chunk(src, str intype, chunkshape, blockshape, valid, reduced, out,
         r = ndp_sum_chunk(buf.view.buf, size, &spec, obuf.view.buf, &err)
     if r < 0:
         _raise(r, &err)
+
+
+def cumsum_inplace(x, str code, int64_t outer, int64_t n, int64_t inner, carry):
+    """Running sums of the C-contiguous (outer, n, inner) buffer `x` along n, in place,
+    starting from and updating `carry` (outer * inner elements); `code` is 'f8', 'f4'
+    or 'u8' (int64/uint64, wrapping).  Bit-identical to np.cumsum."""
+    cdef _WriteBuffer xb = _WriteBuffer(x)
+    cdef _WriteBuffer cb = _WriteBuffer(carry)
+    cdef int size = {"f8": 8, "f4": 4, "u8": 8}.get(code, 0)
+    if size == 0:
+        raise ParameterError(f"cannot accumulate elements of type {code!r}")
+    if outer < 0 or n < 0 or inner < 0 or xb.view.len != outer * n * inner * size or \
+            cb.view.len != outer * inner * size:
+        raise ParameterError(f"x must hold {outer} x {n} x {inner} and carry {outer} x "
+                             f"{inner} elements of {size} bytes")
+    with nogil:
+        if size == 4:
+            ndp_cumsum_f32(<float *>xb.view.buf, outer, n, inner, <float *>cb.view.buf)
+        elif code == "f8":
+            ndp_cumsum_f64(<double *>xb.view.buf, outer, n, inner, <double *>cb.view.buf)
+        else:
+            ndp_cumsum_u64(<uint64_t *>xb.view.buf, outer, n, inner, <uint64_t *>cb.view.buf)
 
 
 def library_version(int compcode):

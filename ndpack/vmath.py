@@ -1,4 +1,4 @@
-"""Vectorized float64 ``sin`` and ``cos`` from the C core.
+"""Vectorized float64 ``sin`` and ``cos``, and running sums, from the C core.
 
 The C core computes sin and cos of float64 arrays four lanes at a time (AVX2 + FMA;
 a scalar reference with the same bits elsewhere): the argument is reduced by a
@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ndpack._core import vsincos
+from ndpack._core import cumsum_inplace, vsincos
 
-__all__ = ["cos", "sin"]
+__all__ = ["cos", "running_sum", "sin"]
 
 
 def _apply(x, out, cosine: bool, fallback):
@@ -53,3 +53,21 @@ def sin(x, out=None):
 def cos(x, out=None):
     """``cos(x)``; float64 C-contiguous arrays in the C core, the rest by NumPy."""
     return _apply(x, out, True, np.cos)
+
+
+def running_sum(x, code: str, outer: int, n: int, inner: int, carry) -> None:
+    """Running sums in place along the middle axis of the C-contiguous buffer `x` seen
+    as ``(outer, n, inner)``, starting from `carry` (``outer * inner`` elements,
+    updated to the last row).  `code` is ``"f8"``, ``"f4"`` or ``"u8"`` (int64 and
+    uint64, wrapping).  The additions are np.cumsum's, in its order: same bits.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.arange(6.0).reshape(2, 3)
+    >>> carry = np.array([10.0, 20.0])
+    >>> running_sum(x, "f8", 2, 3, 1, carry)
+    >>> x.tolist(), carry.tolist()
+    ([[10.0, 11.0, 13.0], [23.0, 27.0, 32.0]], [13.0, 32.0])
+    """
+    cumsum_inplace(x, code, int(outer), int(n), int(inner), carry)

@@ -3,7 +3,7 @@ not divide the shape, include_initial, dtypes, outputs."""
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ndpack
@@ -152,3 +152,65 @@ def test_aligned_path_layouts_special_chunks_and_casts(blocks, dtype, nthreads, 
         assert got.dtype == np.cumsum(x, axis=axis).dtype
     # C-order blocks take the aligned path; (2, 3, 4) blocks do not
     assert bool(used) == (blocks != (2, 3, 4))
+
+
+@st.composite
+def aligned_cases(draw):
+    nd = draw(st.integers(1, 3))
+    shape = tuple(draw(st.lists(st.integers(1, 12), min_size=nd, max_size=nd)))
+    chunks = tuple(draw(st.integers(1, n)) for n in shape)
+    blocks = (draw(st.integers(1, chunks[0])),) + chunks[1:]    # C order in the chunk
+    return dict(shape=shape, chunks=chunks, blocks=blocks, axis=draw(st.integers(0, nd - 1)),
+                dtype=draw(st.sampled_from(["float64", "float32", "int64", "uint64",
+                                            "int16"])),
+                nthreads=draw(st.integers(1, 3)), seed=draw(st.integers(0, 2**16)))
+
+
+@settings(deadline=None)
+@given(aligned_cases())
+def test_c_kernel_bit_identical_to_numpy(c):
+    """Sums of float32/64 and 64-bit ints run in the C core (np.cumsum's bits, integer
+    wrap-around included); other dtypes in NumPy."""
+    from ndpack.engine import cumulative
+    calls, real = [], cumulative.running_sum
+    cumulative.running_sum = lambda *a: calls.append(1) or real(*a)
+    try:
+        _kernel_case(c, calls)
+    finally:
+        cumulative.running_sum = real
+
+
+def _kernel_case(c, calls):
+    rng = np.random.default_rng(c["seed"])
+    dtype = np.dtype(c["dtype"])
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, c["shape"], dtype=dtype, endpoint=True)
+    else:
+        x = (rng.standard_normal(c["shape"]) * 1e3).astype(dtype)
+    a = ndpack.asarray(x, chunks=c["chunks"], blocks=c["blocks"],
+                       dparams={"nthreads": c["nthreads"]})
+    with np.errstate(all="ignore"):
+        expected = np.cumsum(x, axis=c["axis"])
+    got = ndpack.cumulative_sum(a, axis=c["axis"])
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got[()], expected)
+    assert bool(calls) == (dtype != np.int16)
+    prod = ndpack.cumulative_prod(a, axis=c["axis"])
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(prod[()], np.cumprod(x, axis=c["axis"]))
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_corrupt_chunk_raises_and_does_not_hang(nthreads):
+    x = np.arange(4000.0).reshape(40, 100)
+    a = ndpack.asarray(x, chunks=(5, 100), blocks=(1, 100), cparams={"clevel": 5},
+                       dparams={"nthreads": nthreads})
+    frame = bytearray(a.to_cframe())
+    chunk = a.get_chunk(3)
+    at = bytes(frame).find(chunk)
+    frame[at + 40:at + 60] = b"\xee" * 20               # corrupt chunk 3's streams
+    b = ndpack.ndarray_from_cframe(bytes(frame))
+    for axis in (0, 1):
+        with pytest.raises(ndpack.FormatError):
+            ndpack.cumulative_sum(b, axis=axis)

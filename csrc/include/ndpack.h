@@ -202,6 +202,15 @@ typedef struct {
 int ndp_sum_chunk(const void *src, int32_t srcsize, const ndp_reduce_spec *spec, void *out,
                   ndp_error *err);
 
+/* ---- running sums (csrc/math/accumulate.c) ---- */
+/* x is a C-contiguous (outer, n, inner) array: x[o, j, i] becomes carry[o, i] + x[o, 0, i]
+ * + ... + x[o, j, i], added in that order (np.cumsum's bits); carry (outer * inner
+ * elements) is read first and holds x[o, n-1, i] after.  The u64 version serves
+ * int64 and uint64 (wrapping). */
+void ndp_cumsum_f64(double *x, int64_t outer, int64_t n, int64_t inner, double *carry);
+void ndp_cumsum_f32(float *x, int64_t outer, int64_t n, int64_t inner, float *carry);
+void ndp_cumsum_u64(uint64_t *x, int64_t outer, int64_t n, int64_t inner, uint64_t *carry);
+
 /* ---- configuration ---- */
 const char *ndp_isa_name(void);      /* "scalar", "sse2", "avx2" */
 int ndp_set_isa(const char *name);   /* tests: 0 ok, -1 not available */

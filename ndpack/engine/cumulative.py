@@ -24,13 +24,16 @@ Examples
 
 from __future__ import annotations
 
+import collections
 import math
+import threading
 
 import numpy as np
 
 from ndpack.engine.output import result_storage
-from ndpack.engine.workers import submit, workers, writer
+from ndpack.engine.workers import submit, workers
 from ndpack.storage.ndarray import NDArray, create, fill_from
+from ndpack.vmath import running_sum
 
 __all__ = ["cumulative_sum", "cumulative_prod"]
 
@@ -131,61 +134,97 @@ def _aligned(x, res) -> bool:
             and hasattr(res, "write_stored"))
 
 
+_FAST = {"f8": "f8", "f4": "f4", "i8": "u8", "u8": "u8"}    # dtype code -> C kernel
+
+
+def _kernel(ufunc, dtype, rdtype):
+    """The C core's running sum for these dtypes, or None (NumPy's accumulate)."""
+    code = f"{dtype.kind}{dtype.itemsize}"
+    if ufunc is np.add and dtype == rdtype and dtype.isnative and code in _FAST:
+        return _FAST[code]
+    return None
+
+
 def _cumulate_aligned(x: NDArray, res: NDArray, ufunc, axis: int, carry) -> NDArray:
-    """Chunk by chunk in stored order: decode (C threads) into a reused buffer,
-    accumulate pieces of the chunk on worker threads (pieces split a dimension other
-    than `axis`), and compress the previous chunk on a writer thread meanwhile."""
+    """Chunk by chunk in stored order, each chunk on one worker thread: decode (one C
+    thread) into the worker's buffer, wait for the running total of the previous
+    chunk along `axis` (chunks of other lanes do not wait), accumulate (the C core's
+    kernel for sums of float32/64 and 64-bit ints: np.cumsum's bits, several times
+    faster; NumPy's accumulate otherwise), publish the new total, compress; the
+    calling thread stores the compressed chunks in order."""
     nd = x.ndim
     ext = tuple(-(-c // b) * b for c, b in zip(x.chunks, x.blocks))
     size = math.prod(ext)
     rdtype = res.dtype
+    kernel = _kernel(ufunc, np.dtype(x.dtype), rdtype)
+    outer, inner = math.prod(ext[:axis]), math.prod(ext[axis + 1:])
+    hshape = tuple(1 if d == axis else n for d, n in enumerate(ext))
+    grid = tuple(-(-s // c) for s, c in zip(x.shape, x.chunks))
+    lane = math.prod(grid[axis + 1:])           # chunk n follows chunk n - lane
     nthreads = max(1, x.dparams.nthreads)
-    pool, stores = workers(nthreads), writer()
-    split = 1 if axis == 0 else 0             # the dimension cut among workers
-    src = np.empty(size, x.dtype)
-    bufs = [np.empty(size, rdtype) for _ in range(2)]
-    pending = [None, None]
+    pool, local = workers(nthreads), threading.local()
+    done: dict = {}                             # chunk -> Event: its total is published
+    failed = set()                              # chunks whose task raised
 
-    def piece(arr, cview, sl):
-        key = tuple(sl if d == split else slice(None) for d in range(nd))
-        view, c = arr[key], cview[key]
-        first = tuple(slice(0, 1) if d == axis else slice(None) for d in range(nd))
-        last = tuple(slice(-1, None) if d == axis else slice(None) for d in range(nd))
-        head = view[first]
-        ufunc(c, head, out=head)
-        ufunc.accumulate(view, axis=axis, out=view)
-        c[...] = view[last]
+    def buffers():
+        if getattr(local, "buf", None) is None:
+            local.buf = np.empty(size, rdtype)
+            local.src = np.empty(size, x.dtype) if x.dtype != rdtype else local.buf
+            local.carry = np.zeros(hshape, rdtype)
+        return local.buf, local.src, local.carry
 
-    with np.errstate(all="ignore"):
-        for n in range(x.schunk.nchunks):
-            k = n % 2
-            if pending[k] is not None:
-                pending[k].result()           # the buffer's previous chunk is written
-            buf = bufs[k]
+    def task(n):
+        try:
+            buf, src, ctmp = buffers()
             chunk = x.get_chunk(n)
             fill = x.special_value(chunk)
             if fill is not None:
                 buf[...] = fill
-            elif x.dtype == rdtype:
-                x.decode_stored(chunk, out=buf)
             else:
-                buf[...] = x.decode_stored(chunk, out=src)
+                v = x.decode_stored(chunk, out=src, nthreads=1)
+                if v is not buf:
+                    buf[...] = v
             region = x.chunk_region(n)
-            arr = buf.reshape(ext)[tuple(slice(0, s.stop - s.start) for s in region)]
-            cview = carry[tuple(slice(0, 1) if d == axis else s for d, s in enumerate(region))]
-            if nd > 1 and nthreads > 1:
-                m = arr.shape[split]
-                step = -(-m // nthreads)
-                jobs = [submit(pool, piece, arr, cview, slice(i, min(i + step, m)))
-                        for i in range(0, m, step)]
-                for j in jobs:
-                    j.result()
+            valid = tuple(slice(0, s.stop - s.start) for s in region)
+            cview = carry[tuple(slice(0, 1) if d == axis else s
+                                for d, s in enumerate(region))]
+            if region[axis].start > 0:
+                done[n - lane].wait()
+                if n - lane in failed:
+                    raise RuntimeError(f"chunk {n - lane} failed: no running total for "
+                                       f"chunk {n}")
+            arr = buf.reshape(ext)
+            hvalid = tuple(slice(0, 1) if d == axis else v for d, v in enumerate(valid))
+            if kernel is not None:
+                ctmp[hvalid] = cview
+                running_sum(buf, kernel, outer, ext[axis], inner, ctmp)
             else:
-                piece(arr, cview, slice(None))
-            pending[k] = stores.submit(res.write_stored, n, buf)
-    for f in pending:
-        if f is not None:
-            f.result()
+                view = arr[valid]
+                head = view[tuple(slice(0, 1) if d == axis else slice(None)
+                                  for d in range(nd))]
+                ufunc(cview, head, out=head)
+                ufunc.accumulate(view, axis=axis, out=view)
+            end = valid[axis].stop - 1
+            cview[...] = arr[tuple(slice(end, end + 1) if d == axis else v
+                                   for d, v in enumerate(valid))]
+        except BaseException:
+            failed.add(n)
+            raise
+        finally:
+            done[n].set()
+        return res.encode_stored(buf, nthreads=1)
+
+    pending = collections.deque()
+    with np.errstate(all="ignore"):
+        for n in range(x.schunk.nchunks):
+            done[n] = threading.Event()
+            pending.append((n, submit(pool, task, n)))
+            if len(pending) > 2 * nthreads:
+                m, f = pending.popleft()
+                res.write_encoded(m, f.result())
+        while pending:
+            m, f = pending.popleft()
+            res.write_encoded(m, f.result())
     return res
 
 

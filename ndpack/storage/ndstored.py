@@ -105,9 +105,10 @@ class NDStored:
             decompress_blocks(chunk, blocks, nthreads=nthreads, dst=out)
         return out
 
-    def encode_stored(self, values) -> bytes:
+    def encode_stored(self, values, nthreads: int | None = None) -> bytes:
         """A chunk from values in stored order (see :meth:`decode_stored`); a 0-d
-        value gives a special chunk (no data stored)."""
+        value gives a special chunk (no data stored).  `nthreads`: C threads for this
+        call (default: ``cparams.nthreads``)."""
         values = np.asarray(values)
         if values.ndim == 0 and self._dtype.itemsize > 255:    # too big for a header
             values = np.full(self.stored_elements, values, self._dtype)
@@ -122,8 +123,9 @@ class NDStored:
         if values.dtype != self._dtype or values.size != self.stored_elements:
             raise ParameterError(f"values must be {self.stored_elements} items of "
                                  f"{self._dtype}, not {values.size} of {values.dtype}")
+        extra = {} if nthreads is None else {"nthreads": int(nthreads)}
         return compress2(np.ascontiguousarray(values).reshape(-1).view(np.uint8),
-                         cparams=self._schunk._cparams)
+                         cparams=self._schunk._cparams, **extra)
 
     def sum_chunk_into(self, nchunk: int, out, reduced, ostride, offset: int,
                        buf: bytearray | None = None) -> None:
@@ -173,9 +175,13 @@ class NDStored:
     def write_stored(self, nchunk: int, values) -> None:
         """Store chunk `nchunk` from values in stored order (see :meth:`decode_stored`):
         chunks are written in order, ``nchunk == schunk.nchunks`` appends one."""
+        self.write_encoded(nchunk, self.encode_stored(values))
+
+    def write_encoded(self, nchunk: int, chunk: bytes) -> None:
+        """Store chunk `nchunk` from :meth:`encode_stored`'s result (chunks in order,
+        as :meth:`write_stored`); the caller encodes, e.g. on its own threads."""
         self._schunk._check_writable()
-        chunk = self.encode_stored(values)          # our own chunk: no validation copy
-        frame = self._schunk._frame
+        frame = self._schunk._frame                 # our own chunk: no validation copy
         if nchunk == frame.nchunks and nchunk < self._nchunks:
             frame.append(chunk)
         else:
