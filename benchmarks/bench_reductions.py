@@ -24,7 +24,7 @@ import gc
 import numpy as np
 
 import ndpack
-from timing import best_times, decode_all, write_json
+from timing import best_times, compress_pieces, decode_all, write_json
 
 try:
     import blosc2
@@ -113,20 +113,27 @@ def bench_reduce_expr(n, reps, rows):
 
 def bench_cumsum(m, reps, rows):
     x = data(m)
-    print(f"\ncumulative_sum of ({m}, {m}, {m}) float64, LZ4 5 in and out")
-    print(f"{'case':<34}{'numpy':>9}{'ndpack':>9}{'blosc2':>9}   (ms)")
+    print(f"\ncumulative_sum of ({m}, {m}, {m}) float64, LZ4 5 in and out; floor: "
+          f"decoding the input + compressing the result (2 C threads, no other work)")
+    print(f"{'case':<34}{'numpy':>9}{'ndpack':>9}{'blosc2':>9}{'floor':>9}   (ms)")
     a = ndpack.asarray(x, cparams=_cp(ndpack, 5))
     b = blosc2.asarray(x, cparams=_cp(blosc2, 5)) if blosc2 else None
+    decode = best_times([lambda: decode_all(a)], reps)[0]
     for axis in (0, 1, 2):
-        np.testing.assert_array_equal(ndpack.cumulative_sum(a, axis=axis)[()],
-                                      np.cumsum(x, axis=axis))
+        y = np.cumsum(x, axis=axis)
+        np.testing.assert_array_equal(ndpack.cumulative_sum(a, axis=axis)[()], y)
+        step = a.schunk.chunksize
+        cp = dict(_cp(ndpack, 5), typesize=8, nthreads=2)
+        floor = decode + best_times([lambda: compress_pieces(y, step, cp)], reps)[0]
+        y = None
         fns = [lambda: np.cumsum(x, axis=axis),
                lambda: ndpack.cumulative_sum(a, axis=axis, cparams=_cp(ndpack, 5))]
         if b is not None:
             fns.append(lambda: blosc2.cumulative_sum(b, axis=axis, cparams=_cp(blosc2, 5)))
         ts = best_times(fns, reps)
-        t = {"numpy": ts[0], "nd": ts[1], "b2": ts[2] if b is not None else np.nan}
-        _row(rows, f"cumulative_sum axis {axis}", t, ["numpy", "nd", "b2"])
+        t = {"numpy": ts[0], "nd": ts[1], "b2": ts[2] if b is not None else np.nan,
+             "floor": floor}
+        _row(rows, f"cumulative_sum axis {axis}", t, ["numpy", "nd", "b2", "floor"])
 
 
 def main(argv=None) -> int:
