@@ -189,26 +189,54 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target):
 
     pool, fetch = workers(nworkers), _Fetcher(ops, ref, stored)
     pending, jobs = prefetch(fetch, 0), []
+    # The groups of chunk n + 1 are queued before chunk n is waited for (so no worker
+    # idles at a chunk's end) when chunk n + 1 has a destination of its own: the
+    # caller's array or buffer; the shared `whole` buffer allows one chunk at a time.
+    # The fetcher's two slots hold the raw chunks of n and n + 1: the read of n + 2
+    # starts once n is done.
+    inflight = []                                      # (n, dst, jobs), at most two
     try:
         with serial_numexpr():
             for n in range(nchunks):
                 raw = pending.result()
-                pending = prefetch(fetch, n + 1) if n + 1 < nchunks else None
                 fills = [op.array.special_value(c) if st else None
                          for op, c, st in zip(ops, raw, stored)]
                 if all(f is not None for f in fills):          # scalars only: 0-d result
+                    while inflight:
+                        m, mdst, mjobs = inflight.pop(0)
+                        for job in mjobs:
+                            job.result()
+                        yield m, mdst
+                    pending = prefetch(fetch, n + 1) if n + 1 < nchunks else None
                     yield n, np.asarray(run(node, ops, fills)).astype(dtype)
                     continue
                 dst = target(n) if target is not None else None
-                dst = whole if dst is None else dst
+                if dst is None:
+                    dst = whole
+                    while inflight:                            # `whole` must be free
+                        m, mdst, mjobs = inflight.pop(0)
+                        for job in mjobs:
+                            job.result()
+                        yield m, mdst
                 jobs = [submit(pool, group, raw, fills, g,
                                dst[g.start * per_block:g.stop * per_block])
                         for g in groups]
-                for job in jobs:
+                inflight.append((n, dst, jobs))
+                if len(inflight) > 1 or dst is whole:
+                    m, mdst, mjobs = inflight.pop(0)
+                    for job in mjobs:
+                        job.result()
+                    pending = prefetch(fetch, n + 1) if n + 1 < nchunks else None
+                    yield m, mdst
+                else:
+                    pending = None if n + 1 >= nchunks else prefetch(fetch, n + 1)
+            while inflight:
+                m, mdst, mjobs = inflight.pop(0)
+                for job in mjobs:
                     job.result()
-                yield n, dst
+                yield m, mdst
     finally:                 # on an error or an early exit, nothing keeps running
-        for job in jobs + [pending]:
+        for job in [j for _, _, js in inflight for j in js] + jobs + [pending]:
             if job is not None:
                 job.exception()
         fetch.close()
