@@ -4,7 +4,8 @@
  * buffer or a trip through Python per block.
  *
  * Rows (runs along the last dimension) are the unit: summed with eight independent
- * lanes when the last dimension is reduced (consecutive rows that land on the same
+ * lanes (long rows in pairwise halves of at most 256 elements) when the last
+ * dimension is reduced (consecutive rows that land on the same
  * output element are added together first, so the output sees one addition per
  * block and element), or added elementwise into an output row when it is kept. */
 #include <stdlib.h>
@@ -12,7 +13,7 @@
 #include "chunk.h"
 
 typedef struct rctx rctx;
-typedef void (*block_fn)(const rctx *r, const int64_t *lo, const int64_t *n, const void *data);
+typedef void (*block_fn)(rctx *r, const int64_t *lo, const int64_t *n, const void *data);
 
 struct rctx {
   const ndp_reduce_spec *s;
@@ -21,7 +22,30 @@ struct rctx {
   int64_t bstride[NDP_MAXDIM];   /* element strides inside a block (C order) */
   void *out;
   block_fn fn;
+  /* every dimension summed into doubles: the row sums of the whole chunk are added
+   * pairwise (a binary counter: level k holds the sum of 2^k rows), so the error
+   * grows like the logarithm of the number of rows */
+  int pairwise;
+  int depth;
+  double stack[64];
+  int level[64];
 };
+
+static void push_pairwise(rctx *r, double v) {
+  int lv = 0;
+  while (r->depth > 0 && r->level[r->depth - 1] == lv) {
+    v = r->stack[--r->depth] + v;
+    lv++;
+  }
+  r->stack[r->depth] = v;
+  r->level[r->depth++] = lv;
+}
+
+static double fold_pairwise(const rctx *r) {
+  double t = 0;
+  for (int k = r->depth - 1; k >= 0; k--) t = r->stack[k] + t;
+  return t;
+}
 
 /* Unravel stored block number j into the chunk index of its first element. */
 static void block_origin(const rctx *r, int32_t j, int64_t *lo) {
@@ -43,7 +67,7 @@ static int want_block(void *ctx, int32_t j) {
 
 static int visit_block(void *ctx, int32_t j, const uint8_t *data, ndp_error *err) {
   (void)err;
-  const rctx *r = (const rctx *)ctx;
+  rctx *r = (rctx *)ctx;
   int64_t lo[NDP_MAXDIM], n[NDP_MAXDIM];
   block_origin(r, j, lo);
   for (int d = 0; d < r->nd; d++) {
@@ -57,7 +81,11 @@ static int visit_block(void *ctx, int32_t j, const uint8_t *data, ndp_error *err
 /* One block: IN elements added into ACC output elements.  CONV converts one
  * element (integer accumulators are unsigned: wrapping is defined). */
 #define DEFINE_SUM(NAME, IN, ACC, CONV)                                                   \
-  static inline ACC NAME##_row(const IN *x, int64_t n) {                                  \
+  static ACC NAME##_row(const IN *x, int64_t n) {                                         \
+    if (n > 256) {                 /* pairwise halves (NumPy's scheme for long rows) */  \
+      int64_t h = (n / 2) & ~(int64_t)7;                                                  \
+      return NAME##_row(x, h) + NAME##_row(x + h, n - h);                                 \
+    }                                                                                     \
     ACC s[8] = {0, 0, 0, 0, 0, 0, 0, 0}, t = 0;                                          \
     int64_t k = 0;                                                                        \
     for (; k + 8 <= n; k += 8)                                                            \
@@ -65,7 +93,7 @@ static int visit_block(void *ctx, int32_t j, const uint8_t *data, ndp_error *err
     for (; k < n; k++) t += CONV(x[k]);                                                   \
     return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + t;         \
   }                                                                                       \
-  static void NAME(const rctx *r, const int64_t *lo, const int64_t *n, const void *d_) {  \
+  static void NAME(rctx *r, const int64_t *lo, const int64_t *n, const void *d_) {        \
     const IN *data = (const IN *)d_;                                                      \
     ACC *out = (ACC *)r->out;                                                             \
     const ndp_reduce_spec *s = r->s;                                                      \
@@ -84,7 +112,9 @@ static int visit_block(void *ctx, int32_t j, const uint8_t *data, ndp_error *err
       const IN *x = data + off;                                                           \
       if (red_last) {                                                                     \
         ACC v = NAME##_row(x, len);                                                       \
-        if (o == pend_o) {                                                                \
+        if (r->pairwise) {                                                                \
+          push_pairwise(r, (double)v);                                                    \
+        } else if (o == pend_o) {                                                         \
           pend += v;                                                                      \
         } else {                                                                          \
           if (pend_o >= 0) out[pend_o] += pend;                                           \
@@ -187,6 +217,9 @@ int ndp_sum_chunk(const void *src, int32_t srcsize, const ndp_reduce_spec *s, vo
   if ((int64_t)ci.nbytes != chunk_items * size)
     return ndp_fail(err, NDP_ERR_FORMAT, "chunk holds %d bytes; chunks of this array hold %lld",
                     (int)ci.nbytes, (long long)(chunk_items * size));
-  return ndp_visit_blocks(src, srcsize, (int32_t)(block_items * size), size, want_block,
-                          visit_block, &r, err);
+  r.pairwise = s->acc_float && s->reduced == (r.nd == 32 ? 0xFFFFFFFFu : (1u << r.nd) - 1u);
+  rc = ndp_visit_blocks(src, srcsize, (int32_t)(block_items * size), size, want_block,
+                        visit_block, &r, err);
+  if (rc == NDP_OK && r.pairwise) ((double *)out)[s->out_offset] += fold_pairwise(&r);
+  return rc;
 }

@@ -13,13 +13,17 @@ Scheduling is static, so results do not depend on thread timing:
 * many output tiles (the kept part of a chunk's region): tiles are dealt out to the
   threads round robin and each thread adds the chunks of its tiles, in order, straight
   into the result;
-* few tiles (e.g. ``axis=None``, or summing the leading axis of chunks that span the
-  others): chunk ``i`` goes to thread ``i % n``, each thread into its own copy of the
-  result (a few tiles: a few chunks of memory), added up in thread order at the end.
+* few tiles (summing the leading axis of chunks that span the others): chunk ``i``
+  goes to thread ``i % n``, each thread into its own copy of the result (a few tiles:
+  a few chunks of memory), added up in thread order at the end;
+* every axis reduced: chunk ``i`` goes to thread ``i % n`` and into slot ``i`` of a
+  vector, whose elements are added pairwise at the end.
 
 Floats add in float64 (float32 input too; the result is cast back), integers in 64
 bits with NumPy's wrap-around.  Inside a block, rows are summed with eight lanes and
-consecutive rows of one output element are added together before they reach it.
+consecutive rows of one output element are added together before they reach it; when
+every axis is reduced the row sums of a chunk are added pairwise (a binary counter in
+the C core), so a full sum's error grows like the logarithm of its length, as NumPy's.
 
 Examples
 --------
@@ -111,7 +115,20 @@ def fused_sum(red: Reduce, arg=None) -> np.ndarray:
         return run
 
     total = np.zeros(acc_shape, acc_dtype)
-    if private:
+    if not kept:
+        # a scalar: one slot per chunk, added pairwise in chunk order at the end
+        slots = np.zeros(math.prod(grid), acc_dtype)
+        order = range(slots.size)
+
+        def slot_runner(nchunks):
+            def run():
+                buf = bytearray(a.stored_elements * a.dtype.itemsize + 64)
+                for n in nchunks:
+                    a.sum_chunk_into(n, slots, rdims, [0] * a.ndim, n, buf)
+            return run
+        run_leaves([slot_runner(order[k::nthreads]) for k in range(nthreads)], nthreads)
+        total[...] = np.add.reduce(slots)
+    elif private:
         outs = [total] + [np.zeros(acc_shape, acc_dtype) for _ in range(nthreads - 1)]
         order = range(math.prod(grid))
         run_leaves([runner(outs[k], order[k::nthreads]) for k in range(nthreads)],
