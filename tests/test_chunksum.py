@@ -198,3 +198,18 @@ def test_bad_input_is_an_error_not_a_crash():
         sum_chunk(bytes(bad), np.float64, (6, 10), (1, 10), (6, 10), (1,), out, 0, (1, 0))
     with pytest.raises(FormatError):
         sum_chunk(chunk[:50], np.float64, (6, 10), (1, 10), (6, 10), (1,), out, 0, (1, 0))
+
+
+@pytest.mark.parametrize("shape, chunks", [((3_000_000,), (30_000,)),
+                                           ((60, 200, 250), (7, 200, 250)),
+                                           ((60, 200, 250), (16, 64, 64))])
+def test_full_sums_are_pairwise_accurate(shape, chunks):
+    """Pairwise row sums, a binary counter over a chunk's rows and pairwise chunk
+    slots: within 2 ulp of the exact sum, as NumPy's pairwise sum (a sequential sum of
+    these sizes is off by ~1e-14)."""
+    import math
+    x = np.random.default_rng(5).random(shape) + 1.0
+    a = ndpack.asarray(x, chunks=chunks)
+    exact = math.fsum(x.ravel())
+    assert abs(ndpack.sum(a) - exact) / exact <= 4.5e-16
+    assert abs(ndpack.mean(a) * x.size - exact) / exact <= 6.7e-16
