@@ -96,6 +96,11 @@ def fused_sum(red: Reduce, arg=None) -> np.ndarray:
     private = nthreads > 1 and ntiles < _TILES_PER_THREAD * nthreads and \
         nbytes * nthreads <= _PRIVATE_BYTES
 
+    def read_buffer():
+        # files read each chunk into a reused buffer; in memory, chunks are views
+        return bytearray(a.stored_elements * a.dtype.itemsize + 64) \
+            if a.urlpath is not None else None
+
     def tile_chunks(tcoords):
         pos = dict(zip(kept, tcoords))
         for rc in itertools.product(*[range(grid[d]) for d in rdims]):
@@ -107,7 +112,7 @@ def fused_sum(red: Reduce, arg=None) -> np.ndarray:
         flat = out.reshape(-1)
 
         def run():
-            buf = bytearray(a.stored_elements * a.dtype.itemsize + 64)
+            buf = read_buffer()
             for n in nchunks:
                 coords = np.unravel_index(n, grid)
                 off = sum(int(coords[d]) * chunks[d] * strides[d] for d in kept)
@@ -122,7 +127,7 @@ def fused_sum(red: Reduce, arg=None) -> np.ndarray:
 
         def slot_runner(nchunks):
             def run():
-                buf = bytearray(a.stored_elements * a.dtype.itemsize + 64)
+                buf = read_buffer()
                 for n in nchunks:
                     a.sum_chunk_into(n, slots, rdims, [0] * a.ndim, n, buf)
             return run
