@@ -148,7 +148,7 @@ class _Fetcher:
         return slot[i].reshape(-1)
 
 
-def _chunk_results(node: Node, ops: list, dtype: np.dtype, target):
+def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=False):
     """Yield ``(n, values)`` for every output chunk in order: `values` is flat in stored
     order (a buffer reused for the next chunk, unless ``target(n)`` gave one) or 0-d.
 
@@ -189,9 +189,11 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target):
 
     pool, fetch = workers(nworkers), _Fetcher(ops, ref, stored)
     pending, jobs = prefetch(fetch, 0), []
-    # The groups of chunk n + 1 are queued before chunk n is waited for (so no worker
-    # idles at a chunk's end) when chunk n + 1 has a destination of its own: the
-    # caller's array or buffer; the shared `whole` buffer allows one chunk at a time.
+    # With `lookahead`, the groups of chunk n + 1 are queued before chunk n is waited
+    # for (so no worker idles at a chunk's end) when chunk n + 1 has a destination of
+    # its own (the caller's array); the shared `whole` buffer allows one chunk at a
+    # time.  compute_aligned does not look ahead: its writer compresses chunk n - 1
+    # while chunk n is computed, and that overlap is worth more (measured).
     # The fetcher's two slots hold the raw chunks of n and n + 1: the read of n + 2
     # starts once n is done.
     inflight = []                                      # (n, dst, jobs), at most two
@@ -199,6 +201,8 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target):
         with serial_numexpr():
             for n in range(nchunks):
                 raw = pending.result()
+                if not lookahead:        # chunk n - 1 is done: its slot takes n + 1
+                    pending = prefetch(fetch, n + 1) if n + 1 < nchunks else None
                 fills = [op.array.special_value(c) if st else None
                          for op, c, st in zip(ops, raw, stored)]
                 if all(f is not None for f in fills):          # scalars only: 0-d result
@@ -207,12 +211,13 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target):
                         for job in mjobs:
                             job.result()
                         yield m, mdst
-                    pending = prefetch(fetch, n + 1) if n + 1 < nchunks else None
+                    if lookahead:
+                        pending = prefetch(fetch, n + 1) if n + 1 < nchunks else None
                     yield n, np.asarray(run(node, ops, fills)).astype(dtype)
                     continue
                 dst = target(n) if target is not None else None
-                if dst is None:
-                    dst = whole
+                if dst is None or not lookahead:
+                    dst = whole if dst is None else dst
                     while inflight:                            # `whole` must be free
                         m, mdst, mjobs = inflight.pop(0)
                         for job in mjobs:
@@ -222,11 +227,12 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target):
                                dst[g.start * per_block:g.stop * per_block])
                         for g in groups]
                 inflight.append((n, dst, jobs))
-                if len(inflight) > 1 or dst is whole:
+                if len(inflight) > 1 or dst is whole or not lookahead:
                     m, mdst, mjobs = inflight.pop(0)
                     for job in mjobs:
                         job.result()
-                    pending = prefetch(fetch, n + 1) if n + 1 < nchunks else None
+                    if lookahead:
+                        pending = prefetch(fetch, n + 1) if n + 1 < nchunks else None
                     yield m, mdst
                 else:
                     pending = None if n + 1 >= nchunks else prefetch(fetch, n + 1)
@@ -305,7 +311,7 @@ def read_aligned(node: Node, ops: list, out) -> np.ndarray:
             return view
         return None
 
-    for n, values in _chunk_results(node, ops, np.dtype(out.dtype), target):
+    for n, values in _chunk_results(node, ops, np.dtype(out.dtype), target, lookahead=True):
         region = ref.chunk_region(n)
         if values is direct.pop(n, None):
             continue
