@@ -10,6 +10,7 @@ with one positioned read); chunks are decoded in parallel on a shared thread poo
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import itertools
 import os
 import struct
@@ -59,6 +60,7 @@ def _pool(nthreads: int) -> concurrent.futures.ThreadPoolExecutor:
 
 
 _LOCAL = threading.local()
+_NOLOCK = contextlib.nullcontext()
 
 
 _SCRATCH_MAX = 256 * 2**20
@@ -177,6 +179,8 @@ class NDReader:
         into `target`, in groups of about _GROUP_BYTES decoded bytes (split along one
         dimension) so that each group is copied while it is still in the cache.
         False (nothing done) when the selection does not split into pieces."""
+        if self._direct_into(chunk, locs, bids, target, nthreads):
+            return True
         pieces = [_pieces(loc, b, ids) for loc, b, ids in zip(locs, self._blocks, bids)]
         if not self._nd or None in pieces:
             return False
@@ -205,6 +209,31 @@ class NDReader:
             idx[j] = slice(k0, k1)
             raw = self._decode_scratch(chunk, self._block_numbers(sub_bids), nthreads)
             self._copy_pieces(raw, sub_bids, sub_pieces, target[tuple(idx)])
+        return True
+
+    def _direct_into(self, chunk, locs, bids, target, nthreads) -> bool:
+        """Decode the blocks `bids` straight into `target` when they are selected
+        whole and land in it one after another, in stored order (e.g. ``a[i]`` or
+        ``a[:, j]`` with blocks of one index along the indexed dimension): no scratch
+        buffer, no copy.  False (nothing done) otherwise."""
+        nd, b = self._nd, self._blocks
+        if not nd or not target.flags.c_contiguous or not target.size:
+            return False
+        for loc, bs, ids in zip(locs, b, bids):
+            if loc.step != 1 or loc.start != ids[0] * bs or len(loc) != len(ids) * bs:
+                return False
+        shape = target.shape
+        m = next((d for d in range(nd) if b[d] > 1), nd)
+        if any(b[e] != shape[e] for e in range(m + 1, nd)):
+            return False                         # a block is not one run of target
+        counts = [len(ids) for ids in bids]
+        strides = [s // target.itemsize for s in target.strides]
+        ks = np.indices(counts).reshape(nd, -1)   # blocks in stored (C) order
+        starts = sum(ks[d] * (b[d] * strides[d]) for d in range(nd))
+        if not np.array_equal(starts, np.arange(ks.shape[1]) * prod(b)):
+            return False
+        decompress_blocks(chunk, self._block_numbers(bids), nthreads=nthreads,
+                          dst=target.reshape(-1).view(np.uint8))
         return True
 
     def _decode_scratch(self, chunk, numbers, nthreads) -> np.ndarray:
@@ -259,7 +288,8 @@ class NDReader:
         want = sorted(set(numbers) | {0})
         if 2 * len(want) > nblocks:
             return None
-        with fr.lock:
+        # a file opened read-only is never compacted: positioned reads need no lock
+        with (_NOLOCK if getattr(fr, "readonly", False) else fr.lock):
             v = fr.offsets[n]
             if v < 0:
                 return None
