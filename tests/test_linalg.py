@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ndpack
-from ndpack.engine import linalg
+from ndpack.engine import blas, contract, linalg
 
 
 def _scale(x, y):
@@ -152,19 +152,19 @@ def test_contract_into_matches_tensordot(s, axes, first, view):
         y = np.concatenate([y, y], axis=-1)[..., ::2]
     want = np.tensordot(x, y, axes=axes)
     acc = np.full(want.shape, 0.0 if first else 1.0)
-    linalg._contract_into(acc, x, y, list(axes[0]), list(axes[1]), first, {})
+    contract.contract_into(acc, x, y, list(axes[0]), list(axes[1]), first, {})
     np.testing.assert_allclose(acc, want + (0.0 if first else 1.0), rtol=1e-12, atol=1e-12)
 
 
 def test_contract_into_empty_and_scalar():
     acc = np.ones((2, 3))
-    linalg._contract_into(acc, np.ones((2, 0)), np.ones((0, 3)), [1], [0], True, {})
+    contract.contract_into(acc, np.ones((2, 0)), np.ones((0, 3)), [1], [0], True, {})
     assert (acc == 0).all()
     acc = np.ones((2, 3))
-    linalg._contract_into(acc, np.ones((2, 0)), np.ones((0, 3)), [1], [0], False, {})
+    contract.contract_into(acc, np.ones((2, 0)), np.ones((0, 3)), [1], [0], False, {})
     assert (acc == 1).all()
     acc = np.empty(())
-    linalg._contract_into(acc, np.arange(4.0), np.arange(4.0), [0], [0], True, {})
+    contract.contract_into(acc, np.arange(4.0), np.arange(4.0), [0], [0], True, {})
     assert acc == 14.0
     # nothing to contract: zeros, through the blocked and the batched paths
     a, b = ndpack.asarray(np.ones((2, 0))), ndpack.asarray(np.ones((0, 3)))
@@ -247,22 +247,20 @@ def test_sequential_steps_when_two_do_not_fit(monkeypatch):
 
 
 def _count_reads_at_products(monkeypatch):
-    """The number of reads started when each step's product starts (filled later)."""
+    """The number of reads started when each step's products are done (filled later)."""
     started, submitted = [], []
-    real_submit, real_contract = linalg.workers.submit, linalg._contract_into
-    monkeypatch.setattr(linalg.workers, "submit", lambda pool, fn, *args: submitted.append(
-        1) or real_submit(pool, fn, *args))
-    depth = []
+    real_submit, real_raise = linalg.workers.submit, linalg._raise_first
 
-    def contract(*args):                         # the top-level call of each step only
-        if not depth:
-            started.append(len(submitted))
-        depth.append(1)
-        try:
-            real_contract(*args)
-        finally:
-            depth.pop()
-    monkeypatch.setattr(linalg, "_contract_into", contract)
+    def submit(pool, fn, *args):
+        if getattr(fn, "__name__", "") == "read":
+            submitted.append(1)
+        return real_submit(pool, fn, *args)
+
+    def products_done(jobs):                    # once per step, after the products
+        started.append(len(submitted))
+        real_raise(jobs)
+    monkeypatch.setattr(linalg.workers, "submit", submit)
+    monkeypatch.setattr(linalg, "_raise_first", products_done)
     return started
 
 
@@ -339,7 +337,7 @@ def test_accumulation_in_row_blocks(monkeypatch):
     x, y = rng.normal(size=(600, 64)), rng.normal(size=(64, 8))
     a, b = Recorder(x, (600, 16)), Recorder(y, (16, 8))
     monkeypatch.setattr(linalg, "TILE_BYTES", 600 * 16 * 8)
-    monkeypatch.setattr(linalg, "SCRATCH_BYTES", 8)
+    monkeypatch.setattr(contract, "SCRATCH_BYTES", 8)
     got = ndpack.matmul(a, b)
     np.testing.assert_allclose(got[()], x @ y, rtol=1e-12, atol=1e-12 * _scale(x, y))
     assert len(a.keys) == 4 and all(k[1].stop - k[1].start == 16 for k in a.keys)
@@ -370,3 +368,199 @@ def test_blocks_cut_when_one_does_not_fit(monkeypatch):
     got = ndpack.matmul(a, b)
     np.testing.assert_allclose(got[()], x @ y, rtol=1e-12, atol=1e-12 * _scale(x, y))
     assert max(x[k].size for k in a.keys) <= 12 * 8 and len(a.keys) >= 8
+
+
+# --- BLAS called directly, products cut among the workers -------------------------------
+
+needs_blas = pytest.mark.skipif(blas.library() is None, reason="NumPy's OpenBLAS not found")
+
+
+@pytest.fixture(params=["fast", "split-general", "general"])
+def path(request, monkeypatch):
+    """Run a test on each path: "fast" (accumulating BLAS calls, each step cut among the
+    workers), "split-general" (steps cut among the workers, np.matmul and scratch
+    additions: what dtypes BLAS does not take get), "general" (no BLAS library: one
+    np.matmul per product on the calling thread, BLAS's own threads)."""
+    monkeypatch.setattr(linalg, "MIN_SPLIT", 0)             # cut even tiny steps
+    if request.param == "fast":
+        if blas.library() is None:
+            pytest.skip("NumPy's OpenBLAS not found")
+    elif request.param == "split-general":
+        if blas.library() is None:
+            pytest.skip("NumPy's OpenBLAS not found")
+        monkeypatch.setattr(blas, "gemm", lambda out, a, b, accumulate: False)
+    else:
+        monkeypatch.setattr(blas, "library", lambda: None)
+    calls = {"parts": 0, "gemm": 0}
+    real_run, real_gemm = contract.run, blas.gemm
+
+    def run(ts, part, nparts, scratch):
+        calls["parts"] += nparts > 1
+        return real_run(ts, part, nparts, scratch)
+
+    def gemm(*args, **kwargs):
+        done = real_gemm(*args, **kwargs)
+        calls["gemm"] += done
+        return done
+    monkeypatch.setattr(contract, "run", run)
+    monkeypatch.setattr(blas, "gemm", gemm)
+    yield request.param, calls
+    if request.param == "general":
+        assert calls == {"parts": 0, "gemm": 0}
+    elif request.param == "split-general":
+        assert calls["parts"] > 0 and calls["gemm"] == 0
+    else:
+        assert calls["parts"] > 0 and calls["gemm"] > 0
+
+
+@pytest.mark.parametrize("axes", [((0, 1), (0, 1)), ((1, 2), (1, 2)), ((2, 0), (2, 0)),
+                                  ((0, 2), (2, 0)), ((2, 1, 0), (0, 2, 1))])
+def test_tensordot_paths(path, monkeypatch, axes):
+    """Every path against NumPy: odd chunks and blocks, many steps (small budgets)."""
+    rng = np.random.default_rng(20)
+    x = rng.normal(size=(13, 11, 9))
+    shape = [7, 6, 5]                            # the free axes of y
+    for p, q in zip(*axes):
+        shape[q] = x.shape[p]
+    y = rng.normal(size=tuple(shape))
+    a = ndpack.asarray(x, chunks=(5, 4, 9), blocks=(2, 3, 4))
+    b = ndpack.asarray(y, chunks=(4, 5, 5), blocks=(3, 5, 2))
+    monkeypatch.setattr(linalg, "TILE_BYTES", 11 * 9 * 8 * 4)
+    monkeypatch.setattr(linalg, "LIVE_BYTES", 6 * 11 * 9 * 8 * 4)
+    want = np.tensordot(x, y, axes=axes)
+    np.testing.assert_allclose(ndpack.tensordot(a, b, axes=axes)[()], want, rtol=1e-12,
+                               atol=1e-12 * float(np.tensordot(np.abs(x), np.abs(y), axes).max()))
+
+
+@pytest.mark.parametrize("dtype", ["f8", "f4", "c16", "c8"])
+def test_matmul_paths(path, monkeypatch, dtype):
+    """matmul of NDArrays whose chunks do not divide the shape, tiles of several
+    chunks, operands read whole and streamed, in every dtype BLAS takes."""
+    rng = np.random.default_rng(21)
+    x = rng.normal(size=(67, 45)).astype(dtype)
+    y = rng.normal(size=(45, 38)).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        x, y = x + 1j * x[::-1], y - 2j * y[:, ::-1]
+    a, b = ndpack.asarray(x, chunks=(10, 45)), ndpack.asarray(y, chunks=(7, 38), blocks=(3, 38))
+    monkeypatch.setattr(linalg, "TILE_BYTES", 30 * 45 * 16)
+    monkeypatch.setattr(linalg, "OUT_CHUNK_BYTES", 10 * 38 * 16)
+    eps = 1e-5 if dtype in ("f4", "c8") else 1e-12
+    got = ndpack.matmul(a, b)
+    assert got.dtype == (x @ y).dtype
+    np.testing.assert_allclose(got[()], x @ y, rtol=eps, atol=eps * _scale(x, y))
+    out = np.full((67, 38), np.nan, x.dtype)             # garbage in out: overwritten
+    ndpack.matmul(a, b, out=out)
+    np.testing.assert_allclose(out, x @ y, rtol=eps, atol=eps * _scale(x, y))
+
+
+def test_products_held_at_one_thread(monkeypatch):
+    """While a product runs, BLAS is held at one thread (its steps are cut among the
+    workers); the thread count found is given back after it, also on an error."""
+    lib = blas.library()
+    if lib is None:
+        pytest.skip("NumPy's OpenBLAS not found")
+    monkeypatch.setattr(linalg, "MIN_SPLIT", 0)
+    monkeypatch.setattr(linalg, "get_nthreads", lambda: 2)
+    before = lib.get_threads()
+    seen = []
+    real = contract.run
+    monkeypatch.setattr(contract, "run", lambda *args: seen.append(lib.get_threads()) or
+                        real(*args))
+    x = np.arange(48.0).reshape(6, 8)
+    a = ndpack.asarray(x, chunks=(3, 8))
+    np.testing.assert_allclose(ndpack.matmul(a, a.T)[()], x @ x.T)
+    assert seen and set(seen) == {1} and lib.get_threads() == before
+
+    def boom(*args):
+        raise RuntimeError("boom")
+    monkeypatch.setattr(contract, "run", boom)
+    with pytest.raises(RuntimeError, match="boom"):
+        ndpack.matmul(a, a.T)
+    assert lib.get_threads() == before
+
+
+def test_one_thread_nests_and_restores(monkeypatch):
+    lib = blas.library()
+    if lib is None:
+        with blas.one_thread() as held:
+            assert held is False
+        return
+    before = lib.get_threads()
+    with blas.one_thread() as h1:
+        with blas.one_thread() as h2:
+            assert h1 and h2 and lib.get_threads() == 1
+        assert lib.get_threads() == 1
+    assert lib.get_threads() == before
+    monkeypatch.setattr(blas, "library", lambda: None)
+    with blas.one_thread() as held:
+        assert held is False
+
+
+@needs_blas
+@given(m=st.integers(0, 9), k=st.integers(0, 9), n=st.integers(0, 9),
+       dtype=st.sampled_from(["f8", "f4", "c16", "c8"]),
+       layouts=st.tuples(*[st.sampled_from(["c", "f", "strided"])] * 3),
+       accumulate=st.booleans())
+@settings(deadline=None, max_examples=150)
+def test_blas_gemm_matches_numpy(m, k, n, dtype, layouts, accumulate):
+    """Row- and column-major operands and outputs, strided rows, empty and single
+    dimensions, writing or adding."""
+    rng = np.random.default_rng(m * 100 + k * 10 + n)
+
+    def make(r, c, layout):
+        v = rng.normal(size=(r, c))
+        if np.dtype(dtype).kind == "c":
+            v = v + 1j * rng.normal(size=(r, c))
+        v = v.astype(dtype)
+        if layout == "f":
+            return np.asfortranarray(v)
+        if layout == "strided":
+            big = np.zeros((r, c + 2), dtype)
+            big[:, :c] = v
+            return big[:, :c]
+        return v
+    a, b, out = make(m, k, layouts[0]), make(k, n, layouts[1]), make(m, n, layouts[2])
+    want = a @ b + (out if accumulate else 0)
+    assert blas.gemm(out, a, b, accumulate)
+    eps = 1e-5 if dtype in ("f4", "c8") else 1e-12
+    np.testing.assert_allclose(out, want, rtol=eps, atol=eps * (1 + _scale(a, b)))
+
+
+@needs_blas
+def test_blas_gemm_declines_what_it_cannot_do():
+    """Other dtypes, mixed dtypes, byte-swapped data, negative or zero strides: False,
+    and `out` untouched (the caller takes the general path)."""
+    a = np.arange(12.0).reshape(3, 4)
+    b = np.arange(8.0).reshape(4, 2)
+    cases = [(np.zeros((3, 2), "i8"), a.astype("i8"), b.astype("i8")),
+             (np.zeros((3, 2)), a.astype("f4"), b),
+             (np.zeros((3, 2)), a.astype(">f8"), b.astype(">f8")),
+             (np.zeros((3, 2)), a[::-1], b),
+             (np.zeros((3, 2)), np.broadcast_to(a[:1], (3, 4)), b),
+             (np.zeros((3, 2), "f2"), a.astype("f2"), b.astype("f2"))]
+    for out, x, y in cases:
+        assert not blas.gemm(out, x, y, accumulate=False)
+        assert not out.any()
+    big = np.zeros((3, 2))
+    assert not blas.gemm(big[:, :1], a, b, accumulate=False)   # shapes that do not fit
+
+
+@given(s=st.tuples(st.integers(1, 6), st.integers(1, 6), st.integers(1, 6)),
+       axes=st.sampled_from(AXES_3D), first=st.booleans(), nparts=st.integers(1, 4))
+@settings(deadline=None, max_examples=60)
+def test_parts_add_up_to_the_whole(s, axes, first, nparts):
+    """Running the parts of a step's products one after another (any order) writes
+    what one call writes: the parts cover the output exactly once."""
+    rng = np.random.default_rng(sum(s) + nparts)
+    x = rng.normal(size=s)
+    perm = [0, 1, 2]
+    for a, b in zip(*axes):
+        perm[b] = s[a]
+    y = rng.normal(size=tuple(perm))
+    want = np.tensordot(x, y, axes=axes) + (0.0 if first else 1.0)
+    acc = np.full(want.shape, 0.0 if first else 1.0)
+    ts = contract.terms(acc, x, y, list(axes[0]), list(axes[1]), first)
+    n = nparts if contract.splittable(ts) else 1
+    for p in reversed(range(n)):
+        contract.run(ts, p, n, {})
+    np.testing.assert_allclose(acc, want, rtol=1e-12, atol=1e-12)

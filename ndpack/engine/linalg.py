@@ -40,13 +40,14 @@ array(506.)
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 
 import numpy as np
 
-from ndpack.codecs import CParams
-from ndpack.engine import workers
+from ndpack.codecs import CParams, get_nthreads
+from ndpack.engine import blas, contract, workers
 from ndpack.engine.output import new_output
 from ndpack.storage.grid import compute_chunks_blocks
 from ndpack.storage.ndarray import fill_from
@@ -59,7 +60,7 @@ LIVE_BYTES = 128 * 2**20       # operand tiles held at once (the current and nex
 OUT_CHUNK_BYTES = 16 * 2**20   # the result's chunks: 4-16 MiB
 OUT_TILE_BYTES = 64 * 2**20    # computed at once: up to 64 MiB of whole chunks
 MIN_STEP = 2048                # contracted elements per step, budget permitting
-SCRATCH_BYTES = 8 * 2**20      # products added to a tile go through this much scratch
+MIN_SPLIT = 2**22              # multiply-adds of a step worth cutting among the workers
 
 
 def _shape_dtype(x):
@@ -151,125 +152,6 @@ def _release(bufs) -> None:
     for b in bufs:
         if b is not None:
             workers.buffers.give(b)
-
-
-# ---------------------------------------------------------------------------------------
-# the kernel: one step of a contraction as matrix products of views
-
-
-def _matrix(t: np.ndarray, rows, cols):
-    """`t` as a 2-D view (the axes `rows` merged, by the axes `cols` merged), or None
-    when that needs a copy."""
-    rows, cols = list(rows), list(cols)
-    m = t.transpose(rows + cols).view()
-    try:
-        m.shape = (math.prod(t.shape[a] for a in rows), math.prod(t.shape[a] for a in cols))
-    except AttributeError:                      # the axes do not merge without a copy
-        return None
-    return m
-
-
-def _as_gemm(t1, t2, c1, c2):
-    """``(A, B)`` with ``A @ B`` the contraction of `t1` and `t2` over the paired axes
-    `c1`, `c2` (free axes in order), all views; None when no order of the contracted
-    axes gives views of both."""
-    f1 = [d for d in range(t1.ndim) if d not in c1]
-    f2 = [d for d in range(t2.ndim) if d not in c2]
-    pairs = list(zip(c1, c2))
-    for order in (sorted(pairs), sorted(pairs, key=lambda p: p[1])):
-        a = _matrix(t1, f1, [p[0] for p in order])
-        b = _matrix(t2, [p[1] for p in order], f2) if a is not None else None
-        if b is not None:
-            return a, b
-    return None
-
-
-def _gemm_into(out, a, b, first: bool, scratch: dict) -> None:
-    """``out = a @ b`` (`first`) or ``out += a @ b`` through a reused scratch buffer of
-    at most about :data:`SCRATCH_BYTES` (a few hundred rows of `out` at a time)."""
-    if first:
-        np.matmul(a, b, out=out)
-        return
-    rows = max(256, SCRATCH_BYTES // max(1, out.shape[1] * out.dtype.itemsize))
-    rows = min(rows, out.shape[0])
-    key = (rows, out.shape[1], out.dtype)
-    tmp = scratch.get(key)
-    if tmp is None:
-        scratch.clear()                          # one buffer: the tile shape rarely varies
-        tmp = scratch[key] = np.empty((rows, out.shape[1]), out.dtype)
-    for r in range(0, out.shape[0], rows):
-        part = tmp[:min(rows, out.shape[0] - r)]
-        np.matmul(a[r:r + rows], b, out=part)
-        out[r:r + rows] += part
-
-
-def _sub_problem(t1, t2, c1, c2, side: int, i: int):
-    """Index 0 of `t1` (side 1) or `t2` (side 2) fixed at `i`: ``(t1, t2, c1, c2, acc
-    axis or None)``; the acc axis is the output axis that the index fixes (a free axis),
-    None when it is a contracted axis (a term of the sum)."""
-    if side == 2:
-        s2, s1, k2, k1, ax = _sub_problem(t2, t1, c2, c1, 1, i)
-        return s1, s2, k1, k2, ax
-    if 0 not in c1:                              # a free axis: the output's first
-        return t1[i], t2, [c - 1 for c in c1], list(c2), 0
-    p = c1.index(0)
-    q = c2[p]
-    t2i = t2[(slice(None),) * q + (i,)]
-    return (t1[i], t2i, [c - 1 for j, c in enumerate(c1) if j != p],
-            [c - (c > q) for j, c in enumerate(c2) if j != p], None)
-
-
-def _loop_side(t1, t2, c1, c2):
-    """Which operand's leading axis to loop over so that each term is one matrix
-    product of views (1 or 2), or None."""
-    for side, t in ((1, t1), (2, t2)):
-        if t.ndim and t.shape[0]:
-            s1, s2, k1, k2, _ = _sub_problem(t1, t2, c1, c2, side, 0)
-            if _as_gemm(s1, s2, k1, k2) is not None:
-                return side
-    return None
-
-
-def _contract_into(acc, t1, t2, c1, c2, first: bool, scratch: dict) -> None:
-    """Write (`first`) or add the contraction of `t1` and `t2` over the paired axes
-    `c1`, `c2` into `acc` (free axes of `t1`, then of `t2`).
-
-    Examples
-    --------
-    >>> x, y = np.arange(24.0).reshape(2, 3, 4), np.arange(24.0).reshape(4, 2, 3)
-    >>> acc = np.empty((3, 3))
-    >>> _contract_into(acc, x, y, [0, 2], [1, 0], True, {})
-    >>> bool(np.allclose(acc, np.tensordot(x, y, ([0, 2], [1, 0]))))
-    True
-    """
-    if acc.size == 0:
-        return
-    if t1.size == 0 or t2.size == 0:             # nothing to sum
-        if first:
-            acc[...] = 0
-        return
-    mats = _as_gemm(t1, t2, c1, c2)
-    out = _matrix(acc, range(t1.ndim - len(c1)), range(t1.ndim - len(c1), acc.ndim)) \
-        if mats is not None else None
-    if out is not None:
-        _gemm_into(out, mats[0], mats[1], first, scratch)
-        return
-    side = _loop_side(t1, t2, c1, c2)
-    if side is None:                             # the axes are too mixed: copy
-        part = np.tensordot(t1, t2, axes=(c1, c2))
-        if first:
-            acc[...] = part
-        else:
-            acc += part
-        return
-    n = (t1 if side == 1 else t2).shape[0]
-    for i in range(n):
-        s1, s2, k1, k2, ax = _sub_problem(t1, t2, c1, c2, side, i)
-        if ax is None:                           # a term of the sum
-            _contract_into(acc, s1, s2, k1, k2, first and i == 0, scratch)
-        else:
-            at = ax if side == 1 else t1.ndim - len(c1)
-            _contract_into(acc[(slice(None),) * at + (i,)], s1, s2, k1, k2, first, scratch)
 
 
 # ---------------------------------------------------------------------------------------
@@ -389,11 +271,16 @@ def tensordot(x1, x2, axes=2, chunks=None, blocks=None, out=None, **storage):
     plan = _plan(op1, op2, ax1, ax2, n1, n2)
     if out is None and "cparams" not in storage:
         storage["cparams"] = _inherited_cparams((x1, x2), dtype)
-    tiler = _Tiler(op1, op2, ax1, ax2, free1, free2, dtype, plan)
-    if out is not None:
-        return _emit(out_shape, dtype, tiler, tile_shape, blocks, out, storage)
-    return _emit(out_shape, dtype, _TileCache(tiler, out_shape, tile_shape), out_chunks,
-                 blocks, out, storage)
+    nthreads = get_nthreads()
+    tiler = _Tiler(op1, op2, ax1, ax2, free1, free2, dtype, plan, nthreads)
+    split = nthreads > 1 and not workers.on_engine_thread()
+    with blas.one_thread() if split else contextlib.nullcontext(False) as held:
+        # BLAS at one thread: each step's products are cut among the workers
+        tiler.nparts = nthreads if held else 1
+        if out is not None:
+            return _emit(out_shape, dtype, tiler, tile_shape, blocks, out, storage)
+        return _emit(out_shape, dtype, _TileCache(tiler, out_shape, tile_shape), out_chunks,
+                     blocks, out, storage)
 
 
 def _tile_shape(shape, chunks, dtype) -> tuple:
@@ -441,11 +328,17 @@ def _inherited_cparams(operands, dtype):
 
 
 class _Tiler:
-    """``tile(region)``: the values of one output tile (valid until the next call)."""
+    """``tile(region)``: the values of one output tile (valid until the next call).
 
-    def __init__(self, op1, op2, ax1, ax2, free1, free2, dtype, plan):
+    Reads run on `nthreads` evaluation workers; each step's products are cut into
+    :attr:`nparts` parts run on the same workers (set by :func:`tensordot` when BLAS
+    is held at one thread; 1: one call on the calling thread, BLAS's own threads)."""
+
+    def __init__(self, op1, op2, ax1, ax2, free1, free2, dtype, plan, nthreads=2):
         self.ops, self.ax, self.free = (op1, op2), (ax1, ax2), (free1, free2)
-        self.dtype, self.plan, self.scratch, self.acc = dtype, plan, {}, None
+        self.dtype, self.plan, self.acc = dtype, plan, None
+        self.nthreads, self.nparts = max(2, nthreads), 1
+        self.scratch = [{} for _ in range(self.nthreads)]
         sizes = [op1.shape[a] for a in ax1]
         order = plan.get("order", range(len(sizes)))
         per_axis = [_steps(n, max(1, k)) for n, k in zip(sizes, plan["steps"])]
@@ -467,30 +360,30 @@ class _Tiler:
             key[a] = k
         return tuple(key)
 
-    def _start(self, region, kb, wholes, pool) -> list:
-        """Start step `kb`: per operand, a view of its whole tile, or the future of its
-        read (both operands are read at once, on the evaluation workers)."""
+    def _start(self, region, kb, pool) -> list:
+        """Start step `kb`: per operand, the future of its read (both operands are read
+        at once, on the evaluation workers), or for an operand read whole the index of
+        the step in its whole tile (a tuple)."""
         parts = []
         for side in (0, 1):
-            if wholes[side] is not None:
-                t = wholes[side]
-                idx = [slice(None)] * t.ndim
+            if self.plan["whole"][side]:
+                idx = [slice(None)] * len(self.ops[side].shape)
                 for a, k in zip(self.ax[side], kb):
                     idx[a] = k
-                parts.append(t[tuple(idx)])
+                parts.append(tuple(idx))
             else:
                 parts.append(workers.submit(pool, self.ops[side].read,
                                             self._key(side, region, kb)))
         return parts
 
     @staticmethod
-    def _finish(parts) -> tuple:
+    def _finish(parts, wholes) -> tuple:
         """The tiles of a started step, and the pool buffers to give back after it."""
         tiles, bufs = [], []
         try:
-            for p in parts:
-                if isinstance(p, np.ndarray):
-                    tiles.append(p)
+            for side, p in enumerate(parts):
+                if isinstance(p, tuple):
+                    tiles.append(wholes[side][p])
                 else:
                     t, b = p.result()
                     tiles.append(t)
@@ -507,48 +400,76 @@ class _Tiler:
             self.acc = None
             self.acc = np.empty(shape, self.dtype)
         acc = self.acc
-        pool = workers.workers(2)
+        pool = workers.workers(self.nthreads)
         full = tuple(slice(0, self.ops[0].shape[a]) for a in self.ax[0])
         started = [workers.submit(pool, self.ops[side].read, self._key(side, region, full))
                    if self.plan["whole"][side] else None for side in (0, 1)]
-        wholes, whole_bufs = self._finish([p for p in started if p is not None])
-        it = iter(wholes)
+        # the streamed operand's first step is read alongside the whole ones
+        nxt = self._start(region, self.kblocks[0], pool) \
+            if self.kblocks and acc.size else None
+        try:
+            got, whole_bufs = self._finish([p for p in started if p is not None], (None, None))
+        except BaseException:
+            if nxt is not None:
+                _abandon(nxt)
+            raise
+        it = iter(got)
         wholes = [next(it) if p is not None else None for p in started]
         try:
-            self._run(region, acc, wholes, pool)
+            self._run(acc, region, wholes, pool, nxt)
         finally:
             _release(whole_bufs)
         return acc
 
-    def _run(self, region, acc, wholes, pool) -> None:
+    def _multiply(self, acc, tiles, first: bool, pool) -> list:
+        """Write or add the products of one step into `acc`: cut into :attr:`nparts`
+        parts on the workers (their futures are returned) when the step is big
+        enough, else one call here (nothing returned)."""
+        ts = contract.terms(acc, tiles[0], tiles[1], self.ax[0], self.ax[1], first)
+        n = self.nparts
+        if n > 1 and contract.splittable(ts) and contract.flops(ts) >= MIN_SPLIT:
+            return [workers.submit(pool, contract.run, ts, p, n, self.scratch[p])
+                    for p in range(n)]
+        contract.run(ts, 0, 1, self.scratch[0])
+        return []
+
+    def _run(self, acc, region, wholes, pool, nxt) -> None:
         kbs = self.kblocks
         if not kbs or not acc.size:
             acc[...] = 0
             return
         ahead = self.plan["ahead"]
-        nxt = self._start(region, kbs[0], wholes, pool)
         try:
             for i in range(len(kbs)):
-                tiles, bufs = self._finish(nxt)
-                nxt = None
-                if ahead and i + 1 < len(kbs):     # read the next step meanwhile
-                    nxt = self._start(region, kbs[i + 1], wholes, pool)
+                tiles, bufs = self._finish(nxt, wholes)
+                nxt, jobs = None, []
                 try:
-                    _contract_into(acc, tiles[0], tiles[1], self.ax[0], self.ax[1], i == 0,
-                                   self.scratch)
+                    jobs = self._multiply(acc, tiles, i == 0, pool)
+                    if ahead and i + 1 < len(kbs):   # read the next step meanwhile
+                        nxt = self._start(region, kbs[i + 1], pool)
                 finally:
+                    for j in jobs:                   # no product left on given-back tiles
+                        j.exception()
                     _release(bufs)
+                _raise_first(jobs)
                 if not ahead and i + 1 < len(kbs):
-                    nxt = self._start(region, kbs[i + 1], wholes, pool)
+                    nxt = self._start(region, kbs[i + 1], pool)
         finally:
             if nxt is not None:                  # an error: let the pending reads finish
                 _abandon(nxt)
 
 
+def _raise_first(jobs) -> None:
+    """Raise the error of the first failed job (all are finished)."""
+    for j in jobs:
+        if j.exception() is not None:
+            raise j.exception()
+
+
 def _abandon(parts) -> None:
     """Wait for the reads of a step that will not be used and give their buffers back."""
     for p in parts:                              # a failed read was already reported
-        if not isinstance(p, np.ndarray) and p.exception() is None:
+        if not isinstance(p, tuple) and p.exception() is None:
             _release([p.result()[1]])
 
 
