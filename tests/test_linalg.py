@@ -1,6 +1,8 @@
 """Blocked linear algebra against NumPy: tensordot, matmul (batched, broadcast), vecdot,
 outer; in string expressions and with @; foreign operands and outputs; bounded tiles."""
 
+import threading
+
 import h5py
 import numpy as np
 import pytest
@@ -191,30 +193,46 @@ def test_fit_keeps_blocks_then_cuts():
 
 
 class Recorder:
-    """An array-like that records the keys it is read with (and has a block layout)."""
+    """An array-like that records the keys it is read with, and by which thread (and
+    has a block layout)."""
 
     def __init__(self, data, chunks, blocks=None):
         self.data, self.shape, self.dtype = data, data.shape, data.dtype
         self.chunks = chunks
         if blocks is not None:
             self.blocks = blocks
-        self.keys = []
+        self.keys, self.threads = [], []
 
     def __getitem__(self, key):
         self.keys.append(key)
+        self.threads.append(threading.current_thread().name)
         return self.data[key]
+
+
+def _whole_blocks_once(rec, axes):
+    """Every read of `rec` covers whole blocks along the contracted axes `axes`, and
+    each element is read once."""
+    assert len(rec.keys) > 1
+    count = np.zeros(rec.shape, int)
+    for key in rec.keys:
+        count[key] += 1
+        for ax, k in zip(axes, [key[d] for d in axes]):
+            bl = rec.blocks[ax]
+            assert k.start % bl == 0 and (k.stop % bl == 0 or k.stop == rec.shape[ax])
+    assert (count == 1).all()
 
 
 @pytest.mark.parametrize("axes", [((0, 1), (0, 1)), ((1, 2), (1, 2)), ((2, 0), (2, 0))])
 def test_steps_keep_whole_blocks_and_prefetch(monkeypatch, axes):
     """With small budgets the contraction streams in many steps, the next one read
-    while the current one is multiplied; every read covers whole blocks along the
-    contracted axes and each stored block is read once."""
+    while the current one is multiplied (steps cut in parts, or one call); every read
+    covers whole blocks along the contracted axes and each stored block is read once."""
     rng = np.random.default_rng(6)
     x, y = rng.normal(size=(24, 20, 18)), rng.normal(size=(24, 20, 18))
     a, b = Recorder(x, (6, 20, 18), (2, 5, 18)), Recorder(y, (6, 20, 18), (2, 5, 18))
     monkeypatch.setattr(linalg, "TILE_BYTES", 20 * 18 * 8 * 18)
     monkeypatch.setattr(linalg, "LIVE_BYTES", 6 * 20 * 18 * 8 * 18)
+    monkeypatch.setattr(linalg, "LANE_ACC_BYTES", -1)        # no lanes
     started = _count_reads_at_products(monkeypatch)
     got = ndpack.tensordot(a, b, axes=axes)
     np.testing.assert_allclose(got[()], np.tensordot(x, y, axes=axes), rtol=1e-12,
@@ -222,14 +240,39 @@ def test_steps_keep_whole_blocks_and_prefetch(monkeypatch, axes):
     n = len(started)
     assert n > 1 and started == [2 * min(i + 2, n) for i in range(n)]    # one step ahead
     for rec in (a, b):
-        assert len(rec.keys) > 1
-        count = np.zeros(rec.shape, int)
-        for key in rec.keys:
-            count[key] += 1
-            for ax, k in zip(axes[0], [key[d] for d in axes[0]]):
-                bl = rec.blocks[ax]
-                assert k.start % bl == 0 and (k.stop % bl == 0 or k.stop == rec.shape[ax])
-        assert (count == 1).all()
+        _whole_blocks_once(rec, axes[0])
+
+
+@pytest.mark.parametrize("axes", [((0, 1), (0, 1)), ((1, 2), (1, 2)), ((2, 0), (2, 0))])
+def test_lanes_deal_steps_to_workers(monkeypatch, axes):
+    """With BLAS held and room for two steps, the steps are dealt to two workers in
+    turn, each adding into its own accumulator: whole blocks, each read once, at most
+    one step per worker in memory."""
+    if blas.library() is None:
+        pytest.skip("NumPy's OpenBLAS not found")
+    rng = np.random.default_rng(6)
+    x, y = rng.normal(size=(24, 20, 18)), rng.normal(size=(24, 20, 18))
+    a, b = Recorder(x, (6, 20, 18), (2, 5, 18)), Recorder(y, (6, 20, 18), (2, 5, 18))
+    monkeypatch.setattr(linalg, "TILE_BYTES", 20 * 18 * 8 * 18)
+    monkeypatch.setattr(linalg, "LIVE_BYTES", 6 * 20 * 18 * 8 * 18)
+    monkeypatch.setattr(linalg, "get_nthreads", lambda: 2)
+    dealt = []
+    real = linalg._Deal.next
+
+    def next_step(self, w):
+        i = real(self, w)
+        if i is not None:
+            dealt.append((w, i))
+        return i
+    monkeypatch.setattr(linalg._Deal, "next", next_step)
+    got = ndpack.tensordot(a, b, axes=axes)
+    np.testing.assert_allclose(got[()], np.tensordot(x, y, axes=axes), rtol=1e-12,
+                               atol=1e-12)
+    steps = sorted(i for _, i in dealt)
+    assert len(steps) > 1 and steps == list(range(len(steps)))    # each step once
+    for rec in (a, b):
+        _whole_blocks_once(rec, axes[0])
+        assert len(rec.keys) == len(steps)
 
 
 def test_sequential_steps_when_two_do_not_fit(monkeypatch):
@@ -375,24 +418,25 @@ def test_blocks_cut_when_one_does_not_fit(monkeypatch):
 needs_blas = pytest.mark.skipif(blas.library() is None, reason="NumPy's OpenBLAS not found")
 
 
-@pytest.fixture(params=["fast", "split-general", "general"])
+@pytest.fixture(params=["fast", "fast-parts", "split-general", "general"])
 def path(request, monkeypatch):
-    """Run a test on each path: "fast" (accumulating BLAS calls, each step cut among the
-    workers), "split-general" (steps cut among the workers, np.matmul and scratch
+    """Run a test on each path: "fast" (accumulating BLAS calls; the workers multiply,
+    in lanes where they apply, else in parts), "fast-parts" (no lanes: every step cut
+    in parts), "split-general" (the workers multiply with np.matmul and scratch
     additions: what dtypes BLAS does not take get), "general" (no BLAS library: one
     np.matmul per product on the calling thread, BLAS's own threads)."""
     monkeypatch.setattr(linalg, "MIN_SPLIT", 0)             # cut even tiny steps
-    if request.param == "fast":
-        if blas.library() is None:
-            pytest.skip("NumPy's OpenBLAS not found")
+    monkeypatch.setattr(linalg, "get_nthreads", lambda: 2)
+    if request.param != "general" and blas.library() is None:
+        pytest.skip("NumPy's OpenBLAS not found")
+    if request.param == "fast-parts":
+        monkeypatch.setattr(linalg, "LANE_ACC_BYTES", -1)
     elif request.param == "split-general":
-        if blas.library() is None:
-            pytest.skip("NumPy's OpenBLAS not found")
         monkeypatch.setattr(blas, "gemm", lambda out, a, b, accumulate: False)
-    else:
+    elif request.param == "general":
         monkeypatch.setattr(blas, "library", lambda: None)
-    calls = {"parts": 0, "gemm": 0}
-    real_run, real_gemm = contract.run, blas.gemm
+    calls = {"parts": 0, "lanes": 0, "gemm": 0}
+    real_run, real_gemm, real_lane = contract.run, blas.gemm, linalg._Tiler._lane
 
     def run(ts, part, nparts, scratch):
         calls["parts"] += nparts > 1
@@ -402,15 +446,22 @@ def path(request, monkeypatch):
         done = real_gemm(*args, **kwargs)
         calls["gemm"] += done
         return done
+
+    def lane(*args):
+        calls["lanes"] += 1
+        return real_lane(*args)
     monkeypatch.setattr(contract, "run", run)
     monkeypatch.setattr(blas, "gemm", gemm)
+    monkeypatch.setattr(linalg._Tiler, "_lane", lane)
     yield request.param, calls
     if request.param == "general":
-        assert calls == {"parts": 0, "gemm": 0}
+        assert calls == {"parts": 0, "lanes": 0, "gemm": 0}
     elif request.param == "split-general":
-        assert calls["parts"] > 0 and calls["gemm"] == 0
+        assert calls["parts"] + calls["lanes"] > 0 and calls["gemm"] == 0
+    elif request.param == "fast-parts":
+        assert calls["parts"] > 0 and calls["lanes"] == 0 and calls["gemm"] > 0
     else:
-        assert calls["parts"] > 0 and calls["gemm"] > 0
+        assert calls["parts"] + calls["lanes"] > 0 and calls["gemm"] > 0
 
 
 @pytest.mark.parametrize("axes", [((0, 1), (0, 1)), ((1, 2), (1, 2)), ((2, 0), (2, 0)),
@@ -564,3 +615,41 @@ def test_parts_add_up_to_the_whole(s, axes, first, nparts):
     for p in reversed(range(n)):
         contract.run(ts, p, n, {})
     np.testing.assert_allclose(acc, want, rtol=1e-12, atol=1e-12)
+
+
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=4),
+       perm_seed=st.integers(0, 1000), cut=st.integers(0, 4), step=st.integers(1, 2))
+@settings(deadline=None, max_examples=200)
+def test_matrix_views_exactly_when_numpy_would_not_copy(shape, perm_seed, cut, step):
+    """The stride test that replaced trying (and failing) a shape assignment agrees with
+    NumPy: a 2-D view whenever ``transpose(...).reshape(...)`` needs no copy."""
+    rng = np.random.default_rng(perm_seed)
+    base = np.arange(np.prod(shape) * step, dtype="f8")[::step].reshape(shape)
+    axes = list(rng.permutation(len(shape)))
+    cut = min(cut, len(shape))
+    rows, cols = axes[:cut], axes[cut:]
+    want = base.transpose(rows + cols).reshape(
+        int(np.prod([shape[a] for a in rows])), int(np.prod([shape[a] for a in cols])))
+    got = contract._matrix(base, rows, cols)
+    if got is None:
+        assert not np.shares_memory(want, base)
+    else:
+        assert np.shares_memory(got, base) and np.array_equal(got, want)
+
+
+@given(n=st.integers(1, 4), total=st.integers(0, 30), order=st.lists(st.integers(0, 3)))
+@settings(deadline=None, max_examples=100)
+def test_deal_gives_each_step_once(n, total, order):
+    """Lanes asking in any order get every step once: their own run in order, then
+    the last steps of the longest runs left."""
+    deal = linalg._Deal(n, total)
+    got = {w: [] for w in range(n)}
+    asks = [w % n for w in order] + [w for w in range(n) for _ in range(total + 1)]
+    for w in asks:
+        i = deal.next(w)
+        if i is not None:
+            got[w].append(i)
+    assert sorted(i for v in got.values() for i in v) == list(range(total))
+    for w, steps in got.items():
+        own = [i for i in steps if w * total // n <= i < (w + 1) * total // n]
+        assert own == sorted(own)

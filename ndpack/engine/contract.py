@@ -46,10 +46,25 @@ __all__ = ["SCRATCH_BYTES", "contract_into", "flops", "run", "splittable", "term
 SCRATCH_BYTES = 8 * 2**20      # products added to a target go through this much scratch
 
 
+def _mergeable(t: np.ndarray, axes) -> bool:
+    """Whether the axes `axes` of `t` (outermost first) merge into one without a copy:
+    each stride is the next one times that axis's length (length-1 axes aside)."""
+    prev = None
+    for a in axes:
+        if t.shape[a] == 1:
+            continue
+        if prev is not None and t.strides[prev] != t.strides[a] * t.shape[a]:
+            return False
+        prev = a
+    return True
+
+
 def _matrix(t: np.ndarray, rows, cols):
     """`t` as a 2-D view (the axes `rows` merged, by the axes `cols` merged), or None
     when that needs a copy."""
     rows, cols = list(rows), list(cols)
+    if t.size and not (_mergeable(t, rows) and _mergeable(t, cols)):
+        return None                             # (checked first: exceptions are slow)
     m = t.transpose(rows + cols).view()
     try:
         m.shape = (math.prod(t.shape[a] for a in rows), math.prod(t.shape[a] for a in cols))
