@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ndpack
-from ndpack.engine import blas, contract, linalg
+from ndpack.engine import blas, contract, linalg, workers
 
 
 def _scale(x, y):
@@ -232,7 +232,7 @@ def test_steps_keep_whole_blocks_and_prefetch(monkeypatch, axes):
     a, b = Recorder(x, (6, 20, 18), (2, 5, 18)), Recorder(y, (6, 20, 18), (2, 5, 18))
     monkeypatch.setattr(linalg, "TILE_BYTES", 20 * 18 * 8 * 18)
     monkeypatch.setattr(linalg, "LIVE_BYTES", 6 * 20 * 18 * 8 * 18)
-    monkeypatch.setattr(linalg, "LANE_ACC_BYTES", -1)        # no lanes
+    monkeypatch.setattr(contract, "LANE_ACC_BYTES", -1)        # no lanes
     started = _count_reads_at_products(monkeypatch)
     got = ndpack.tensordot(a, b, axes=axes)
     np.testing.assert_allclose(got[()], np.tensordot(x, y, axes=axes), rtol=1e-12,
@@ -257,14 +257,14 @@ def test_lanes_deal_steps_to_workers(monkeypatch, axes):
     monkeypatch.setattr(linalg, "LIVE_BYTES", 6 * 20 * 18 * 8 * 18)
     monkeypatch.setattr(linalg, "get_nthreads", lambda: 2)
     dealt = []
-    real = linalg._Deal.next
+    real = contract.Deal.next
 
     def next_step(self, w):
         i = real(self, w)
         if i is not None:
             dealt.append((w, i))
         return i
-    monkeypatch.setattr(linalg._Deal, "next", next_step)
+    monkeypatch.setattr(contract.Deal, "next", next_step)
     got = ndpack.tensordot(a, b, axes=axes)
     np.testing.assert_allclose(got[()], np.tensordot(x, y, axes=axes), rtol=1e-12,
                                atol=1e-12)
@@ -292,7 +292,7 @@ def test_sequential_steps_when_two_do_not_fit(monkeypatch):
 def _count_reads_at_products(monkeypatch):
     """The number of reads started when each step's products are done (filled later)."""
     started, submitted = [], []
-    real_submit, real_raise = linalg.workers.submit, linalg._raise_first
+    real_submit, real_raise = linalg.workers.submit, contract._raise_first
 
     def submit(pool, fn, *args):
         if getattr(fn, "__name__", "") == "read":
@@ -303,7 +303,7 @@ def _count_reads_at_products(monkeypatch):
         started.append(len(submitted))
         real_raise(jobs)
     monkeypatch.setattr(linalg.workers, "submit", submit)
-    monkeypatch.setattr(linalg, "_raise_first", products_done)
+    monkeypatch.setattr(contract, "_raise_first", products_done)
     return started
 
 
@@ -362,8 +362,8 @@ def test_tiles_of_several_chunks(monkeypatch):
     monkeypatch.setattr(linalg, "OUT_CHUNK_BYTES", 10 * 7 * 8)
     monkeypatch.setattr(linalg, "OUT_TILE_BYTES", 30 * 7 * 8)
     calls = []
-    real = linalg._Tiler.__call__
-    monkeypatch.setattr(linalg._Tiler, "__call__",
+    real = contract.Tiler.__call__
+    monkeypatch.setattr(contract.Tiler, "__call__",
                         lambda self, region: calls.append(region) or real(self, region))
     got = ndpack.matmul(a, b)
     assert got.chunks == (10, 7)
@@ -425,18 +425,18 @@ def path(request, monkeypatch):
     in parts), "split-general" (the workers multiply with np.matmul and scratch
     additions: what dtypes BLAS does not take get), "general" (no BLAS library: one
     np.matmul per product on the calling thread, BLAS's own threads)."""
-    monkeypatch.setattr(linalg, "MIN_SPLIT", 0)             # cut even tiny steps
+    monkeypatch.setattr(contract, "MIN_SPLIT", 0)             # cut even tiny steps
     monkeypatch.setattr(linalg, "get_nthreads", lambda: 2)
     if request.param != "general" and blas.library() is None:
         pytest.skip("NumPy's OpenBLAS not found")
     if request.param == "fast-parts":
-        monkeypatch.setattr(linalg, "LANE_ACC_BYTES", -1)
+        monkeypatch.setattr(contract, "LANE_ACC_BYTES", -1)
     elif request.param == "split-general":
         monkeypatch.setattr(blas, "gemm", lambda out, a, b, accumulate: False)
     elif request.param == "general":
         monkeypatch.setattr(blas, "library", lambda: None)
     calls = {"parts": 0, "lanes": 0, "gemm": 0}
-    real_run, real_gemm, real_lane = contract.run, blas.gemm, linalg._Tiler._lane
+    real_run, real_gemm, real_lane = contract.run, blas.gemm, contract.Tiler._lane
 
     def run(ts, part, nparts, scratch):
         calls["parts"] += nparts > 1
@@ -452,7 +452,7 @@ def path(request, monkeypatch):
         return real_lane(*args)
     monkeypatch.setattr(contract, "run", run)
     monkeypatch.setattr(blas, "gemm", gemm)
-    monkeypatch.setattr(linalg._Tiler, "_lane", lane)
+    monkeypatch.setattr(contract.Tiler, "_lane", lane)
     yield request.param, calls
     if request.param == "general":
         assert calls == {"parts": 0, "lanes": 0, "gemm": 0}
@@ -510,7 +510,7 @@ def test_products_held_at_one_thread(monkeypatch):
     lib = blas.library()
     if lib is None:
         pytest.skip("NumPy's OpenBLAS not found")
-    monkeypatch.setattr(linalg, "MIN_SPLIT", 0)
+    monkeypatch.setattr(contract, "MIN_SPLIT", 0)
     monkeypatch.setattr(linalg, "get_nthreads", lambda: 2)
     before = lib.get_threads()
     seen = []
@@ -642,7 +642,7 @@ def test_matrix_views_exactly_when_numpy_would_not_copy(shape, perm_seed, cut, s
 def test_deal_gives_each_step_once(n, total, order):
     """Lanes asking in any order get every step once: their own run in order, then
     the last steps of the longest runs left."""
-    deal = linalg._Deal(n, total)
+    deal = contract.Deal(n, total)
     got = {w: [] for w in range(n)}
     asks = [w % n for w in order] + [w for w in range(n) for _ in range(total + 1)]
     for w in asks:
@@ -653,3 +653,58 @@ def test_deal_gives_each_step_once(n, total, order):
     for w, steps in got.items():
         own = [i for i in steps if w * total // n <= i < (w + 1) * total // n]
         assert own == sorted(own)
+
+
+def test_operand_reads_whole_block_rows_in_place(tmp_path):
+    """Tiles made of whole block rows of chunks spanning the other axes decode in place
+    (also specials, from files and in memory, in pieces on workers); others -- cut
+    block rows, a padded last block row, cut trailing axes -- go through read_into."""
+    x = np.arange(23 * 6 * 4, dtype="f8").reshape(23, 6, 4)
+    x[10:15] = 0
+    for path in (None, tmp_path / "x.b2nd"):
+        a = ndpack.asarray(x, chunks=(5, 6, 4), blocks=(1, 3, 4), urlpath=path, mode="w")
+        a[5:10] = 0                                    # chunk 1: a special (zeros) chunk
+        assert a.decode_stored(a.get_chunk(1)).ndim == 0
+        want = x.copy()
+        want[5:10] = 0
+        op = contract.Operand(a, a.shape, a.dtype)
+        rest = (slice(0, 6), slice(0, 4))
+        assert op.runs((slice(3, 12),) + rest) == [(0, range(6, 10), 0, 2),
+                                                   (1, range(0, 10), 2, 7),
+                                                   (2, range(0, 4), 7, 9)]
+        assert op.runs((slice(20, 23),) + rest) == [(4, range(0, 6), 0, 3)]
+        assert op.runs((slice(0, 5), slice(0, 3), slice(0, 4))) is None     # cut axis 1
+        for key in [(slice(3, 12),) + rest, (slice(0, 23),) + rest,
+                    (slice(4, 9), slice(3, 6), slice(1, 3))]:
+            tile, buf = op.read(key)
+            np.testing.assert_array_equal(tile, want[key])
+            workers.buffers.give(buf)
+            pending = op.start(key, workers.workers(2), 2)
+            tile, buf = pending.result()
+            np.testing.assert_array_equal(tile, want[key])
+            workers.buffers.give(buf)
+    b = ndpack.asarray(x, chunks=(5, 6, 4), blocks=(2, 3, 4))          # 5 % 2: padded
+    assert contract.Operand(b, b.shape, b.dtype).runs((slice(0, 5),) + rest) is None
+    c = ndpack.asarray(x, chunks=(5, 6, 4), blocks=(1, 4, 4))          # 6 % 4: padded
+    assert contract.Operand(c, c.shape, c.dtype).flat is None
+
+
+def test_a_failing_read_is_reported(monkeypatch):
+    """An error decoding a piece of a tile reaches the caller (no hang, no product
+    from a half-read tile), on the paths reading in pieces and in lanes."""
+    rng = np.random.default_rng(22)
+    x = rng.normal(size=(40, 30))
+    a = ndpack.asarray(x, chunks=(10, 30), blocks=(2, 30))
+    real = type(a).decode_stored
+    calls = []
+
+    def decode(self, chunk, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise OSError("disk on fire")
+        return real(self, chunk, *args, **kwargs)
+    monkeypatch.setattr(type(a), "decode_stored", decode)
+    for axes in ([1], [1]), ([0], [0]):
+        calls.clear()
+        with pytest.raises(OSError, match="disk on fire"):
+            ndpack.tensordot(a, a, axes=axes)

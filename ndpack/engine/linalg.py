@@ -20,12 +20,17 @@ How the work is cut (more in docs/linalg.md):
 * **No transposing copies.**  Each step is one matrix product of views (``A @ B``,
   either transposed); when the axes do not merge into matrices the leading axis is
   looped over (a sum of smaller products), and only as a last resort does
-  ``np.tensordot`` copy.  Products after a tile's first go through one reused
-  scratch buffer (``np.matmul(..., out=)``) before being added.
+  ``np.tensordot`` copy.  Products add into the tile by accumulating BLAS calls
+  (``beta = 1``) through NumPy's OpenBLAS (:mod:`ndpack.engine.blas`), else through
+  a reused scratch buffer.
+* **The workers multiply.**  While a product runs BLAS is held at one thread and the
+  engine's workers run the products themselves (:mod:`ndpack.engine.contract`): in
+  lanes (each worker reads and multiplies its own steps, into its own accumulator)
+  for small tiles, else each step cut into one part per worker.
 * **Reads in parallel, ahead.**  Both operands' tiles of a step are read at once on
   the engine's evaluation workers (decoding releases the GIL); when two steps fit in a
-  third of :data:`LIVE_BYTES`, the next step is read while BLAS multiplies the
-  current one.
+  third of :data:`LIVE_BYTES`, the next step is read while the current one is
+  multiplied.
 
 Examples
 --------
@@ -43,7 +48,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-import threading
 
 import numpy as np
 
@@ -61,9 +65,6 @@ LIVE_BYTES = 128 * 2**20       # operand tiles held at once (the current and nex
 OUT_CHUNK_BYTES = 16 * 2**20   # the result's chunks: 4-16 MiB
 OUT_TILE_BYTES = 64 * 2**20    # computed at once: up to 64 MiB of whole chunks
 MIN_STEP = 2048                # contracted elements per step, budget permitting
-MIN_SPLIT = 2**22              # multiply-adds of a step worth cutting among the workers
-LANE_ACC_BYTES = 16 * 2**20    # extra accumulators of workers running steps side by side
-SLAB_BYTES = 2**20             # lanes contract slabs of about this much of an operand
 
 
 def _shape_dtype(x):
@@ -98,160 +99,6 @@ def _norm_axes(axes, nd1, nd2):
             raise ValueError(f"repeated axis in {ax!r}")
         out.append(norm)
     return out[0], out[1]
-
-
-def _chunks_of(x, shape):
-    c = getattr(x, "chunks", None)
-    if c is not None and not isinstance(c, str) and len(tuple(c)) == len(shape) and \
-            all(isinstance(v, (int, np.integer)) and v > 0 for v in c):
-        return tuple(int(v) for v in c)
-    return tuple(shape)
-
-
-def _steps(n: int, c: int) -> list:
-    return [slice(s, min(s + c, n)) for s in range(0, n, c)]
-
-
-def _grain_of(x, shape) -> tuple:
-    """The unit of decoding along each axis: an NDArray's blocks, a foreign array's
-    chunks, 1 for in-memory arrays (any cut is free)."""
-    for attr in ("blocks", "chunks"):
-        g = getattr(x, attr, None)
-        if g is not None and not isinstance(g, str) and len(tuple(g)) == len(shape) and \
-                all(isinstance(v, (int, np.integer)) and v > 0 for v in g):
-            return tuple(max(1, min(int(v), n)) for v, n in zip(g, shape))
-    return (1,) * len(shape)
-
-
-class _Operand:
-    """One operand of a product: its layout, and reads of its tiles.
-
-    NDArrays are read into buffers of the engine's pool (fresh multi-MB buffers cost
-    page faults on every step).  A tile made of whole rows of storage blocks along the
-    first axis, spanning the other axes, of chunks that span them too (no padding,
-    blocks stored in C order), lies in its chunks' stored order: it is decoded there
-    straight into the tile, block range by block range, on the calling thread (one C
-    thread: the workers are the parallelism), and a chunk's compressed bytes read for
-    one tile serve the next ones of the same chunk (`keep`).  Any other tile is read
-    with ``read_into``; other arrays with ``[key]``.
-    """
-
-    def __init__(self, x, shape, dtype, slot: int = 0):
-        self.x, self.shape, self.dtype, self.slot = x, shape, dtype, slot
-        self.chunks = _chunks_of(x, shape)
-        self.grain = _grain_of(x, shape)
-        self.direct = bool(shape) and callable(getattr(x, "read_into", None))
-        self.token = object()                    # identifies this operand's cached chunk
-        self.flat = self._flat()
-        # room for a compressed chunk: its data, headers and block starts
-        self.cbytes = math.prod(self.chunks) * dtype.itemsize * 9 // 8 + 2**16
-
-    def _flat(self):
-        """``(rows of a block row, blocks in a block row)`` when chunks can be decoded by
-        block rows straight into tiles (see the class docstring), else None."""
-        x, chunks, shape = self.x, self.chunks, self.shape
-        blocks = getattr(x, "blocks", None)
-        if not self.direct or not all(callable(getattr(x, m, None)) for m in (
-                "read_chunk", "decode_stored")) or not getattr(x, "stored_c_order", False) \
-                or blocks is None or len(tuple(blocks)) != len(shape):
-            return None
-        blocks = tuple(int(v) for v in blocks)
-        if min(blocks) <= 0 or any(c != n or c % b
-                                   for c, n, b in zip(chunks[1:], shape[1:], blocks[1:])):
-            return None
-        return blocks[0], math.prod(c // b for c, b in zip(chunks[1:], blocks[1:]))
-
-    def runs(self, key):
-        """``[(chunk number, blocks, first row, end row)]``: the block ranges of the
-        chunks that make up tile `key` and the rows of the tile they fill, when the
-        tile is made of whole block rows (see the class docstring), else None."""
-        if self.flat is None or any(k.start or k.stop != n
-                                    for k, n in zip(key[1:], self.shape[1:])):
-            return None
-        b0, per_row = self.flat
-        c0, start, stop = self.chunks[0], key[0].start, key[0].stop
-        out, r = [], start
-        while r < stop:
-            n = r // c0
-            lo, hi = r - n * c0, min(stop, (n + 1) * c0) - n * c0
-            if lo % b0 or hi % b0:               # a cut block row (or padding after it)
-                return None
-            out.append((n, range(lo // b0 * per_row, hi // b0 * per_row), r - start,
-                        r - start + hi - lo))
-            r += hi - lo
-        return out
-
-    def _compressed(self, n: int):
-        """Chunk `n`'s compressed bytes: read into this thread's buffer for the slot,
-        unless the last read there was this operand's chunk `n`."""
-        held = _LOCAL.__dict__.setdefault("held", {})
-        entry = held.get(self.slot)
-        if entry is not None and entry[0] is self.token and entry[1] == n:
-            return entry[2]
-        held.pop(self.slot, None)
-        view = self.x.read_chunk(n, _chunk_buffer(self.cbytes, self.slot))
-        held[self.slot] = (self.token, n, view)
-        return view
-
-    def forget(self) -> None:
-        """Drop this thread's hold on a chunk read for this operand (a view of an
-        in-memory array's bytes must not outlive the product)."""
-        held = getattr(_LOCAL, "held", {})
-        entry = held.get(self.slot)
-        if entry is not None and entry[0] is self.token:
-            del held[self.slot]
-
-    def read(self, key, keep: bool = False) -> tuple:
-        """``(tile, buffer)``: the C-ordered values of ``x[key]`` (a tuple of step-1
-        slices) and the pool buffer holding them (None when not pooled).  With `keep`,
-        the last chunk read stays held for the next call on this thread (call
-        :meth:`forget` after the last)."""
-        if not self.shape:
-            return np.asarray(self.x[()]), None
-        if not self.direct:
-            return np.asarray(self.x[key]), None
-        shape = tuple(k.stop - k.start for k in key)
-        nbytes = math.prod(shape) * self.dtype.itemsize
-        buf = workers.buffers.take(nbytes)
-        tile = buf[:nbytes].view(self.dtype).reshape(shape)
-        try:
-            runs = self.runs(key) if tile.size else None
-            if runs is None:
-                self.x.read_into(key, tile)
-                return tile, buf
-            for n, blocks, r0, r1 in runs:
-                dst = tile[r0:r1].reshape(-1)
-                got = self.x.decode_stored(self._compressed(n), out=dst, blocks=blocks,
-                                           nthreads=1)
-                if got.ndim == 0:                # a special chunk: its value, not decoded
-                    dst[...] = got
-        except BaseException:
-            workers.buffers.give(buf)
-            raise
-        finally:
-            if not keep:
-                self.forget()
-        return tile, buf
-
-
-_LOCAL = threading.local()
-
-
-def _chunk_buffer(nbytes: int, slot: int) -> np.ndarray:
-    """This thread's reused buffer `slot` for compressed chunks read from files, of at
-    least `nbytes` (fresh pages cost page faults; pages are touched only as far as
-    chunks fill them).  A chunk that does not fit is read into new bytes instead."""
-    bufs = _LOCAL.__dict__.setdefault("chunk", {})
-    buf = bufs.get(slot)
-    if buf is None or buf.nbytes < nbytes:
-        buf = bufs[slot] = np.empty(nbytes, np.uint8)
-    return buf
-
-
-def _release(bufs) -> None:
-    for b in bufs:
-        if b is not None:
-            workers.buffers.give(b)
 
 
 # ---------------------------------------------------------------------------------------
@@ -363,7 +210,7 @@ def tensordot(x1, x2, axes=2, chunks=None, blocks=None, out=None, **storage):
     out_shape = tuple(s1[d] for d in free1) + tuple(s2[d] for d in free2)
     dtype = np.tensordot(np.ones((1,) * len(s1), d1), np.ones((1,) * len(s2), d2),
                          axes=(ax1, ax2)).dtype
-    op1, op2 = _Operand(x1, s1, d1, 0), _Operand(x2, s2, d2, 1)
+    op1, op2 = contract.Operand(x1, s1, d1, 0), contract.Operand(x2, s2, d2, 1)
     out_chunks = _out_chunks(out_shape, free1, free2, op1.chunks, op2.chunks, dtype, chunks)
     tile_shape = _tile_shape(out_shape, out_chunks, dtype)
     n1 = math.prod(tile_shape[:len(free1)])
@@ -372,7 +219,7 @@ def tensordot(x1, x2, axes=2, chunks=None, blocks=None, out=None, **storage):
     if out is None and "cparams" not in storage:
         storage["cparams"] = _inherited_cparams((x1, x2), dtype)
     nthreads = get_nthreads()
-    tiler = _Tiler(op1, op2, ax1, ax2, free1, free2, dtype, plan, nthreads)
+    tiler = contract.Tiler(op1, op2, ax1, ax2, free1, free2, dtype, plan, nthreads)
     split = nthreads > 1 and not workers.on_engine_thread()
     with blas.one_thread() if split else contextlib.nullcontext(False) as held:
         if held:                                 # BLAS at one thread: the workers multiply
@@ -425,272 +272,6 @@ def _inherited_cparams(operands, dtype):
         if isinstance(cp, CParams) and getattr(x, "dtype", None) == dtype:
             return cp
     return None
-
-
-class _Tiler:
-    """``tile(region)``: the values of one output tile (valid until the next call).
-
-    Reads run on `nthreads` evaluation workers.  With BLAS held at one thread
-    (:meth:`use_workers`, by :func:`tensordot`) the workers also multiply, in one of two
-    ways:
-
-    * **lanes** (when the tile is small and two steps fit in memory): the steps are
-      dealt to the workers in turn; each reads its step and adds its products into
-      its own accumulator (the first worker's is the tile), summed at the end.  No
-      worker waits for another between steps: one decodes while the other multiplies.
-    * **parts**: each step's products are cut into one part per worker (rows of the
-      output), the steps one after another (the next read while they multiply).
-
-    Otherwise (:attr:`nparts` 1) each step's products are one call on the calling
-    thread (BLAS's own threads)."""
-
-    def __init__(self, op1, op2, ax1, ax2, free1, free2, dtype, plan, nthreads=2):
-        self.ops, self.ax, self.free = (op1, op2), (ax1, ax2), (free1, free2)
-        self.dtype, self.plan, self.acc = dtype, plan, None
-        self.nthreads, self.nparts, self.lanes = max(2, nthreads), 1, 1
-        self.scratch = [{} for _ in range(self.nthreads)]
-        self.lane_accs: list = []
-        sizes = [op1.shape[a] for a in ax1]
-        order = plan.get("order", range(len(sizes)))
-        per_axis = [_steps(n, max(1, k)) for n, k in zip(sizes, plan["steps"])]
-        # the steps in the streamed operand's storage order (outermost axis slowest)
-        self.kblocks = []
-        for combo in itertools.product(*[per_axis[p] for p in order]):
-            kb = [None] * len(sizes)
-            for p, s in zip(order, combo):
-                kb[p] = s
-            self.kblocks.append(tuple(kb))
-
-    def _key(self, side: int, region, kb) -> tuple:
-        op, ax, free = self.ops[side], self.ax[side], self.free[side]
-        part = region[:len(self.free[0])] if side == 0 else region[len(self.free[0]):]
-        key = [None] * len(op.shape)
-        for d, r in zip(free, part):
-            key[d] = r
-        for a, k in zip(ax, kb):
-            key[a] = k
-        return tuple(key)
-
-    def use_workers(self, n: int, n1: int, n2: int) -> None:
-        """BLAS is held at one thread: multiply on the `n` workers, in lanes when the
-        extra accumulators (``n - 1`` tiles of ``n1 x n2`` elements) stay within
-        :data:`LANE_ACC_BYTES` and two steps fit in memory (the plan reads ahead), else
-        in parts.  Lanes over operands decoded by block rows (:meth:`_Operand.runs`)
-        contract slabs of about :data:`SLAB_BYTES` (still in the cache from decoding)."""
-        self.nparts = n
-        if self.plan["ahead"] and len(self.kblocks) >= 2 and \
-                (n - 1) * n1 * n2 * self.dtype.itemsize <= LANE_ACC_BYTES:
-            self.lanes = n
-            self.kblocks = self._slabs(n1, n2)
-
-    def _slabs(self, n1: int, n2: int) -> list:
-        """The steps cut into slabs along the first axis of both operands (when it is a
-        pair of contracted axes and both decode by block rows), at chunk boundaries and
-        every ``rows`` (whole block rows of both, about :data:`SLAB_BYTES` of either)."""
-        ops = self.ops
-        pairs = [q for q, (a1, a2) in enumerate(zip(*self.ax)) if a1 == 0 and a2 == 0]
-        if not pairs or any(op.flat is None for op in ops) or any(self.plan["whole"]):
-            return self.kblocks
-        p = pairs[0]
-        unit = math.lcm(ops[0].flat[0], ops[1].flat[0])
-        out = []
-        for kb in self.kblocks:
-            other = math.prod(k.stop - k.start for q, k in enumerate(kb) if q != p)
-            row = max(n1 * ops[0].dtype.itemsize, n2 * ops[1].dtype.itemsize) * other
-            rows = max(unit, SLAB_BYTES // max(1, row) // unit * unit)
-            cuts = {kb[p].start, kb[p].stop}
-            cuts.update(range(kb[p].start - kb[p].start % rows + rows, kb[p].stop, rows))
-            for op in ops:
-                c = op.chunks[0]
-                cuts.update(range(kb[p].start - kb[p].start % c + c, kb[p].stop, c))
-            cuts = sorted(cuts)
-            out += [kb[:p] + (slice(lo, hi),) + kb[p + 1:] for lo, hi in zip(cuts, cuts[1:])]
-        return out
-
-    def _start(self, region, kb, pool) -> list:
-        """Start step `kb`: per operand, the future of its read (both operands are read
-        at once, on the evaluation workers), or for an operand read whole the index of
-        the step in its whole tile (a tuple)."""
-        parts = []
-        for side in (0, 1):
-            if self.plan["whole"][side]:
-                idx = [slice(None)] * len(self.ops[side].shape)
-                for a, k in zip(self.ax[side], kb):
-                    idx[a] = k
-                parts.append(tuple(idx))
-            else:
-                parts.append(workers.submit(pool, self.ops[side].read,
-                                            self._key(side, region, kb)))
-        return parts
-
-    @staticmethod
-    def _finish(parts, wholes) -> tuple:
-        """The tiles of a started step, and the pool buffers to give back after it."""
-        tiles, bufs = [], []
-        try:
-            for side, p in enumerate(parts):
-                if isinstance(p, tuple):
-                    tiles.append(wholes[side][p])
-                else:
-                    t, b = p.result()
-                    tiles.append(t)
-                    bufs.append(b)
-        except BaseException:
-            _release(bufs)
-            _abandon(parts)
-            raise
-        return tiles, bufs
-
-    def __call__(self, region) -> np.ndarray:
-        shape = tuple(r.stop - r.start for r in region)
-        if self.acc is None or self.acc.shape != shape:
-            self.acc = None
-            self.acc = np.empty(shape, self.dtype)
-        acc = self.acc
-        pool = workers.workers(self.nthreads)
-        full = tuple(slice(0, self.ops[0].shape[a]) for a in self.ax[0])
-        started = [workers.submit(pool, self.ops[side].read, self._key(side, region, full))
-                   if self.plan["whole"][side] else None for side in (0, 1)]
-        # the streamed operand's first step is read alongside the whole ones
-        nxt = self._start(region, self.kblocks[0], pool) \
-            if self.kblocks and acc.size and self.lanes == 1 else None
-        try:
-            got, whole_bufs = self._finish([p for p in started if p is not None], (None, None))
-        except BaseException:
-            if nxt is not None:
-                _abandon(nxt)
-            raise
-        it = iter(got)
-        wholes = [next(it) if p is not None else None for p in started]
-        try:
-            if self.lanes > 1 and acc.size:
-                self._run_lanes(acc, region, wholes, pool)
-            else:
-                self._run(acc, region, wholes, pool, nxt)
-        finally:
-            _release(whole_bufs)
-        return acc
-
-    def _lane(self, w: int, acc, region, deal, wholes, scratch) -> int:
-        """Lane `w`: the steps `deal` gives it, read here one after another and added
-        into `acc` (the first written); returns how many."""
-        done = 0
-        try:
-            while (i := deal.next(w)) is not None:
-                kb, tiles, bufs = self.kblocks[i], [], []
-                try:
-                    for side in (0, 1):
-                        if wholes[side] is not None:
-                            idx = [slice(None)] * len(self.ops[side].shape)
-                            for a, k in zip(self.ax[side], kb):
-                                idx[a] = k
-                            tiles.append(wholes[side][tuple(idx)])
-                        else:
-                            t, b = self.ops[side].read(self._key(side, region, kb), keep=True)
-                            tiles.append(t)
-                            bufs.append(b)
-                    contract.contract_into(acc, tiles[0], tiles[1], self.ax[0], self.ax[1],
-                                           done == 0, scratch)
-                    done += 1
-                finally:
-                    _release(bufs)
-        finally:
-            for op in self.ops:
-                op.forget()
-        return done
-
-    def _run_lanes(self, acc, region, wholes, pool) -> None:
-        n = min(self.lanes, len(self.kblocks))
-        while len(self.lane_accs) < n - 1 or any(
-                a.shape != acc.shape for a in self.lane_accs[:n - 1]):
-            self.lane_accs = [np.empty(acc.shape, self.dtype) for _ in range(n - 1)]
-        accs = [acc] + self.lane_accs[:n - 1]
-        deal = _Deal(n, len(self.kblocks))
-        jobs = [workers.submit(pool, self._lane, w, accs[w], region, deal, wholes,
-                               self.scratch[w]) for w in range(n)]
-        for j in jobs:                           # no lane left on buffers given back
-            j.exception()
-        _raise_first(jobs)
-        done = [j.result() for j in jobs]
-        if not done[0]:                          # (lanes that got no step wrote nothing)
-            acc[...] = 0
-        for extra, k in zip(accs[1:], done[1:]):
-            if k:
-                acc += extra
-
-    def _multiply(self, acc, tiles, first: bool, pool) -> list:
-        """Write or add the products of one step into `acc`: cut into :attr:`nparts`
-        parts on the workers (their futures are returned) when the step is big
-        enough, else one call here (nothing returned)."""
-        ts = contract.terms(acc, tiles[0], tiles[1], self.ax[0], self.ax[1], first)
-        n = self.nparts
-        if n > 1 and contract.splittable(ts) and contract.flops(ts) >= MIN_SPLIT:
-            return [workers.submit(pool, contract.run, ts, p, n, self.scratch[p])
-                    for p in range(n)]
-        contract.run(ts, 0, 1, self.scratch[0])
-        return []
-
-    def _run(self, acc, region, wholes, pool, nxt) -> None:
-        kbs = self.kblocks
-        if not kbs or not acc.size:
-            acc[...] = 0
-            return
-        ahead = self.plan["ahead"]
-        try:
-            for i in range(len(kbs)):
-                tiles, bufs = self._finish(nxt, wholes)
-                nxt, jobs = None, []
-                try:
-                    jobs = self._multiply(acc, tiles, i == 0, pool)
-                    if ahead and i + 1 < len(kbs):   # read the next step meanwhile
-                        nxt = self._start(region, kbs[i + 1], pool)
-                finally:
-                    for j in jobs:                   # no product left on given-back tiles
-                        j.exception()
-                    _release(bufs)
-                _raise_first(jobs)
-                if not ahead and i + 1 < len(kbs):
-                    nxt = self._start(region, kbs[i + 1], pool)
-        finally:
-            if nxt is not None:                  # an error: let the pending reads finish
-                _abandon(nxt)
-
-
-class _Deal:
-    """Steps ``0 .. total - 1`` shared by `n` lanes: each lane takes the steps of its own
-    run (a contiguous share, in order: chunks are read once); a lane done with its run
-    takes the last step of the longest run left (lanes finish together)."""
-
-    def __init__(self, n: int, total: int):
-        self.lock = threading.Lock()
-        self.runs = [[w * total // n, (w + 1) * total // n] for w in range(n)]
-
-    def next(self, w: int):
-        """The next step for lane `w`, or None when none is left."""
-        with self.lock:
-            run = self.runs[w]
-            if run[0] >= run[1]:
-                run = max(self.runs, key=lambda r: r[1] - r[0])
-                if run[0] >= run[1]:
-                    return None
-                run[1] -= 1
-                return run[1]
-            run[0] += 1
-            return run[0] - 1
-
-
-def _raise_first(jobs) -> None:
-    """Raise the error of the first failed job (all are finished)."""
-    for j in jobs:
-        if j.exception() is not None:
-            raise j.exception()
-
-
-def _abandon(parts) -> None:
-    """Wait for the reads of a step that will not be used and give their buffers back."""
-    for p in parts:                              # a failed read was already reported
-        if not isinstance(p, tuple) and p.exception() is None:
-            _release([p.result()[1]])
 
 
 def _out_chunks(out_shape, free1, free2, c1, c2, dtype, chunks):
@@ -756,7 +337,7 @@ def matmul(x1, x2, chunks=None, blocks=None, out=None, **storage):
     n = () if v2 else (s2[-1],)
     shape = batch + m + n
     dtype = np.matmul(np.ones((1,) * len(s1), d1), np.ones((1,) * len(s2), d2)).dtype
-    c1, c2 = _chunks_of(x1, s1), _chunks_of(x2, s2)
+    c1, c2 = contract.chunks_of(x1, s1), contract.chunks_of(x2, s2)
     chunks = chunks or tuple([1] * len(batch) + [min(c1[-2], s1[-2])] * len(m) +
                              [min(c2[-1], s2[-1])] * len(n))
     # one batch element of the tile per step: rows x k and k x columns under TILE_BYTES
@@ -770,7 +351,7 @@ def matmul(x1, x2, chunks=None, blocks=None, out=None, **storage):
         rb, rm, rn = region[:len(batch)], region[len(batch):len(batch) + len(m)], \
             region[len(batch) + len(m):]
         acc = np.empty(tuple(r.stop - r.start for r in region), dtype)
-        for i, k in enumerate(_steps(s1[-1], ks)):
+        for i, k in enumerate(contract.steps_of(s1[-1], ks)):
             key1 = _batch_key(rb, b1, batch) + tuple(rm) + (k,)
             key2 = _batch_key(rb, b2, batch) + ((k,) + tuple(rn) if not v2 else (k,))
             part = np.matmul(np.asarray(x1[key1]), np.asarray(x2[key2]))
