@@ -708,3 +708,25 @@ def test_a_failing_read_is_reported(monkeypatch):
         calls.clear()
         with pytest.raises(OSError, match="disk on fire"):
             ndpack.tensordot(a, a, axes=axes)
+
+
+def test_a_child_forked_during_a_hold_gets_blas_threads_back():
+    """A process forked while a product holds BLAS at one thread does not inherit the
+    hold (the parent's threads that held it do not exist there)."""
+    import os
+    lib = blas.library()
+    if lib is None or not hasattr(os, "fork"):
+        pytest.skip("NumPy's OpenBLAS not found, or no fork")
+    before = lib.get_threads()
+    with blas.one_thread():
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:                                 # the child
+            os.write(w, bytes([lib.get_threads(), blas._HOLD["users"]]))
+            os._exit(0)
+        os.waitpid(pid, 0)
+        got = os.read(r, 2)
+        os.close(r)
+        os.close(w)
+        assert lib.get_threads() == 1
+    assert tuple(got) == (before, 0) and lib.get_threads() == before

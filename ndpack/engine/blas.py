@@ -150,6 +150,9 @@ def one_thread():
         yield False
         return
     with _LOCK:
+        if not _HOLD.get("fork"):                # a child forked during a hold
+            _HOLD["fork"] = True                 # starts without it
+            os.register_at_fork(after_in_child=_forget_holds)
         if _HOLD["users"] == 0:
             _HOLD["before"] = lib.get_threads()
             lib.set_threads(1)
@@ -161,6 +164,15 @@ def one_thread():
             _HOLD["users"] -= 1
             if _HOLD["users"] == 0:
                 lib.set_threads(_HOLD["before"])
+
+
+def _forget_holds() -> None:
+    """In a forked child: the holds were the parent's threads'; give the count back."""
+    if _HOLD["users"]:
+        _HOLD["users"] = 0
+        lib = _STATE["lib"]
+        if lib is not None:
+            lib.set_threads(_HOLD["before"])
 
 
 def _layout(m: np.ndarray):
