@@ -31,7 +31,8 @@ spin for a while after every call and take a core from the decoders in between):
 Without the library, each step is one call on the calling thread (BLAS's threads).
 
 **Reads.**  :class:`Operand` reads tiles into the engine's reused buffers; tiles made
-of whole block rows of chunks decode straight into place with one C thread.
+of whole block rows of chunks decode straight into place (one C thread when the
+workers multiply).
 
 Examples
 --------
@@ -290,9 +291,10 @@ class Operand:
     page faults on every step).  A tile made of whole rows of storage blocks along the
     first axis, spanning the other axes, of chunks that span them too (no padding,
     blocks stored in C order), lies in its chunks' stored order: it is decoded there
-    straight into the tile, block range by block range, on the calling thread (one C
-    thread: the workers are the parallelism), and a chunk's compressed bytes read for
-    one tile serve the next ones of the same chunk (`keep`).  Any other tile is read
+    straight into the tile, block range by block range, on the calling thread (with
+    :attr:`threads` C threads: 1 when the workers multiply, as they are then the
+    parallelism, else the array's), and a chunk's compressed bytes read for one tile
+    serve the next ones of the same chunk (`keep`).  Any other tile is read
     with ``read_into``; other arrays with ``[key]``.
     """
 
@@ -302,6 +304,7 @@ class Operand:
         self.grain = grain_of(x, shape)
         self.direct = bool(shape) and callable(getattr(x, "read_into", None))
         self.token = object()                    # identifies this operand's cached chunk
+        self.threads = None                      # C threads decoding (None: the array's)
         self.flat = self._flat()
         # room for a compressed chunk: its data, headers and block starts
         self.cbytes = math.prod(self.chunks) * dtype.itemsize * 9 // 8 + 2**16
@@ -384,7 +387,7 @@ class Operand:
             for n, blocks, r0, r1 in runs:
                 dst = tile[r0:r1].reshape(-1)
                 got = self.x.decode_stored(self._compressed(n), out=dst, blocks=blocks,
-                                           nthreads=1)
+                                           nthreads=self.threads)
                 if got.ndim == 0:                # a special chunk: its value, not decoded
                     dst[...] = got
         finally:
@@ -510,6 +513,8 @@ class Tiler:
         in parts.  Lanes over operands decoded by block rows (:meth:`Operand.runs`)
         contract slabs of about :data:`SLAB_BYTES` (still in the cache from decoding)."""
         self.nparts = n
+        for op in self.ops:                      # the workers are the parallelism
+            op.threads = 1
         if self.plan["ahead"] and len(self.kblocks) >= 2 and \
                 (n - 1) * n1 * n2 * self.dtype.itemsize <= LANE_ACC_BYTES:
             self.lanes = n
@@ -650,17 +655,30 @@ class Tiler:
             if k:
                 acc += extra
 
-    def _multiply(self, acc, tiles, first: bool, pool) -> list:
+    def _multiply(self, acc, tiles, first: bool, pool, read_next=None) -> tuple:
         """Write or add the products of one step into `acc`: cut into :attr:`nparts`
-        parts on the workers (their futures are returned) when the step is big
-        enough, else one call here (nothing returned)."""
+        parts on the workers when the step is big enough, else one call here.
+        ``read_next()`` starts the next step's reads: after the parts are queued (the
+        workers multiply first), before the call here (the workers read meanwhile).
+        Returns the parts' futures and what ``read_next`` returned."""
         ts = terms(acc, tiles[0], tiles[1], self.ax[0], self.ax[1], first)
         n = self.nparts
         if n > 1 and splittable(ts) and flops(ts) >= MIN_SPLIT:
-            return [workers.submit(pool, run, ts, p, n, self.scratch[p])
-                    for p in range(n)]
-        run(ts, 0, 1, self.scratch[0])
-        return []
+            jobs = [workers.submit(pool, run, ts, p, n, self.scratch[p]) for p in range(n)]
+            try:
+                return jobs, read_next() if read_next is not None else None
+            except BaseException:
+                for j in jobs:
+                    j.exception()
+                raise
+        nxt = read_next() if read_next is not None else None
+        try:
+            run(ts, 0, 1, self.scratch[0])
+        except BaseException:
+            if nxt is not None:
+                _abandon(nxt)
+            raise
+        return [], nxt
 
     def _run(self, acc, region, wholes, pool, nxt) -> None:
         kbs = self.kblocks
@@ -672,10 +690,10 @@ class Tiler:
             for i in range(len(kbs)):
                 tiles, bufs = self._finish(nxt, wholes)
                 nxt, jobs = None, []
+                read_next = (lambda k=kbs[i + 1]: self._start(region, k, pool)) \
+                    if ahead and i + 1 < len(kbs) else None      # read the next meanwhile
                 try:
-                    jobs = self._multiply(acc, tiles, i == 0, pool)
-                    if ahead and i + 1 < len(kbs):   # read the next step meanwhile
-                        nxt = self._start(region, kbs[i + 1], pool)
+                    jobs, nxt = self._multiply(acc, tiles, i == 0, pool, read_next)
                 finally:
                     for j in jobs:                   # no product left on given-back tiles
                         j.exception()
