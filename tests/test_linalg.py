@@ -730,3 +730,24 @@ def test_a_child_forked_during_a_hold_gets_blas_threads_back():
         os.close(w)
         assert lib.get_threads() == 1
     assert tuple(got) == (before, 0) and lib.get_threads() == before
+
+
+def test_a_failed_step_gives_each_buffer_back_once(monkeypatch):
+    """When the second operand's read of a step fails, the first one's buffer goes back
+    to the pool once (twice would hand one buffer to two later reads)."""
+    rng = np.random.default_rng(23)
+    x = rng.normal(size=(30, 40))
+    a = ndpack.asarray(x, chunks=(10, 40))
+    given = []
+    real_give = workers.buffers.give
+    monkeypatch.setattr(workers.buffers, "give", lambda buf: given.append(id(buf)) or
+                        real_give(buf))
+
+    class Failing:
+        shape, dtype, chunks = (40, 30), np.dtype("f8"), (40, 30)
+
+        def __getitem__(self, key):
+            raise OSError("unreadable")
+    with pytest.raises(OSError, match="unreadable"):
+        ndpack.matmul(a, Failing())
+    assert given and len(given) == len(set(given))

@@ -564,18 +564,18 @@ class Tiler:
     def _finish(parts, wholes) -> tuple:
         """The tiles of a started step, and the pool buffers to give back after it."""
         tiles, bufs = [], []
-        try:
-            for side, p in enumerate(parts):
+        for side, p in enumerate(parts):
+            try:
                 if isinstance(p, tuple):
                     tiles.append(wholes[side][p])
                 else:
-                    t, b = p.result()
+                    t, b = p.result()            # (a failed read gave its buffer back)
                     tiles.append(t)
                     bufs.append(b)
-        except BaseException:
-            _release(bufs)
-            _abandon(parts)
-            raise
+            except BaseException:
+                _release(bufs)                   # the reads already taken, once
+                _abandon(parts[side + 1:])       # and those still pending
+                raise
         return tiles, bufs
 
     def __call__(self, region) -> np.ndarray:
