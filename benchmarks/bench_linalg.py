@@ -11,6 +11,12 @@ Ratios are speed relative to NumPy (NumPy time / time), best of 5 runs (1 with
 ``--quick``: n = 100, m = 1000).  The machine must be quiet: BLAS threads that wait for
 a descheduled partner make every product several times slower under load.
 
+Each table ends with ndpack's floor on this machine: the CPU time of the work that
+cannot be avoided -- decoding the operands (tensordot: each once; matmul: the first
+once, the second once per tile of result rows computed at once), the BLAS products on
+one thread, and for matmul compressing the result -- spread over the cores.  A target
+above NumPy time / floor, or dask time / floor, cannot be met here.
+
     python benchmarks/bench_linalg.py [--quick] [--json out.json]
 """
 
@@ -22,9 +28,10 @@ import tempfile
 import warnings
 
 import numpy as np
-from timing import best_with_rss, write_json
+from timing import best, best_with_rss, compress_pieces, decode_all, write_json
 
 import ndpack
+from ndpack.engine import blas, contract, linalg
 
 try:
     import blosc2
@@ -60,6 +67,7 @@ def tensordots(n, reps, rows):
               f"growth MB; speed vs NumPy")
         print(f"{'axes':<22}" + "".join(f"{h:>18}" for h in
                                         ("numpy", "nd native", "nd h5py", "b2", "dask h5py")))
+        decode_cpu, floors = _cpu(lambda: decode_all(a, b), reps), []
         for axes in AXES:
             want = np.tensordot(x, y, axes=axes)
             res = {"numpy": best_with_rss(lambda axes=axes: np.tensordot(x, y, axes=axes), reps),
@@ -81,10 +89,37 @@ def tensordots(n, reps, rows):
                              f"{t0 / res[k][0]:.2f}x").rjust(18) if k in res else f"{'-':>18}"
                             for k in ("numpy", "nd", "nd_h5", "b2", "dask"))
             print(f"{axes!s:<22}{cells}")
-            rows.append(dict(kind="tensordot", axes=str(axes),
+            floors.append((axes, _tensordot_floor(a, b, x, y, axes, decode_cpu, reps), res))
+            rows.append(dict(kind="tensordot", axes=str(axes), floor_s=floors[-1][1],
                              **{f"{k}_s": v[0] for k, v in res.items()},
                              **{f"{k}_rss": v[1] for k, v in res.items()}))
         h5.close()
+    print(f"floor: decoding both operands {decode_cpu * 1e3:.0f} ms of CPU, plus the BLAS "
+          f"products on one thread, over {CORES} cores")
+    for axes, floor, res in floors:
+        line = f"  {axes!s:<22}{floor * 1e3:6.0f} ms: {res['numpy'][0] / floor:.2f}x NumPy"
+        if "dask" in res:
+            line += f", {res['dask'][0] / floor:.2f}x dask at most"
+        print(line + f" (ndpack {floor / res['nd'][0]:.0%} of it)")
+
+
+CORES = max(1, ndpack.nthreads)
+
+
+def _cpu(fn, reps):
+    """Best process CPU time (all threads) of `fn`, in seconds."""
+    import time
+    return best(fn, reps, clock=time.process_time)
+
+
+def _tensordot_floor(a, b, x, y, axes, decode_cpu, reps) -> float:
+    """(decode CPU + BLAS CPU on one thread, as ndpack cuts the products) / cores."""
+    acc = np.empty(tuple(n for d, n in enumerate(x.shape) if d not in axes[0]) +
+                   tuple(n for d, n in enumerate(y.shape) if d not in axes[1]))
+    with blas.one_thread():
+        gemm = _cpu(lambda: contract.contract_into(acc, x, y, list(axes[0]), list(axes[1]),
+                                                   True, {}), reps)
+    return (decode_cpu + gemm) / CORES
 
 
 def matmuls(m, reps, rows):
@@ -103,7 +138,20 @@ def matmuls(m, reps, rows):
     print(f"\n[matmul] ({m}, {m}) float64, chunks {a.chunks}, LZ4 clevel 1")
     for k, (t, r) in res.items():
         print(f"  {k:<8}{t * 1e3:>9.0f} ms  {r / 2**20:>6.0f} MB  {t0 / t:>5.2f}x NumPy speed")
-    rows.append(dict(kind="matmul", m=m, **{f"{k}_s": v[0] for k, v in res.items()}))
+    # the floor: decode a once and b once per tile of rows, BLAS on one thread, compress
+    tile_rows = linalg._tile_shape((m, m), ndpack.matmul(a, b).chunks, np.dtype("f8"))[0]
+    tiles = -(-m // tile_rows)
+    decode = _cpu(lambda: decode_all(a, *[b] * tiles), reps)
+    with blas.one_thread():
+        gemm = _cpu(lambda: x @ y, reps)
+    z = x @ y
+    squeeze = _cpu(lambda: compress_pieces(z, 16 * 2**20, a.cparams), reps)
+    floor = (decode + gemm + squeeze) / CORES
+    print(f"  floor {floor * 1e3:6.0f} ms = (decode {decode * 1e3:.0f} + BLAS {gemm * 1e3:.0f} "
+          f"+ compress {squeeze * 1e3:.0f} ms of CPU) / {CORES} cores: {t0 / floor:.2f}x NumPy "
+          f"(ndpack {floor / res['nd'][0]:.0%} of it)")
+    rows.append(dict(kind="matmul", m=m, floor_s=floor,
+                     **{f"{k}_s": v[0] for k, v in res.items()}))
 
 
 def main(argv=None) -> int:

@@ -20,12 +20,17 @@ How the work is cut (more in docs/linalg.md):
 * **No transposing copies.**  Each step is one matrix product of views (``A @ B``,
   either transposed); when the axes do not merge into matrices the leading axis is
   looped over (a sum of smaller products), and only as a last resort does
-  ``np.tensordot`` copy.  Products after a tile's first go through one reused
-  scratch buffer (``np.matmul(..., out=)``) before being added.
+  ``np.tensordot`` copy.  Products add into the tile by accumulating BLAS calls
+  (``beta = 1``) through NumPy's OpenBLAS (:mod:`ndpack.engine.blas`), else through
+  a reused scratch buffer.
+* **The workers multiply.**  While a product runs BLAS is held at one thread and the
+  engine's workers run the products themselves (:mod:`ndpack.engine.contract`): in
+  lanes (each worker reads and multiplies its own steps, into its own accumulator)
+  for small tiles, else each step cut into one part per worker.
 * **Reads in parallel, ahead.**  Both operands' tiles of a step are read at once on
   the engine's evaluation workers (decoding releases the GIL); when two steps fit in a
-  third of :data:`LIVE_BYTES`, the next step is read while BLAS multiplies the
-  current one.
+  third of :data:`LIVE_BYTES`, the next step is read while the current one is
+  multiplied.
 
 Examples
 --------
@@ -40,13 +45,14 @@ array(506.)
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 
 import numpy as np
 
-from ndpack.codecs import CParams
-from ndpack.engine import workers
+from ndpack.codecs import CParams, get_nthreads
+from ndpack.engine import blas, contract, workers
 from ndpack.engine.output import new_output
 from ndpack.storage.grid import compute_chunks_blocks
 from ndpack.storage.ndarray import fill_from
@@ -59,7 +65,6 @@ LIVE_BYTES = 128 * 2**20       # operand tiles held at once (the current and nex
 OUT_CHUNK_BYTES = 16 * 2**20   # the result's chunks: 4-16 MiB
 OUT_TILE_BYTES = 64 * 2**20    # computed at once: up to 64 MiB of whole chunks
 MIN_STEP = 2048                # contracted elements per step, budget permitting
-SCRATCH_BYTES = 8 * 2**20      # products added to a tile go through this much scratch
 
 
 def _shape_dtype(x):
@@ -94,182 +99,6 @@ def _norm_axes(axes, nd1, nd2):
             raise ValueError(f"repeated axis in {ax!r}")
         out.append(norm)
     return out[0], out[1]
-
-
-def _chunks_of(x, shape):
-    c = getattr(x, "chunks", None)
-    if c is not None and not isinstance(c, str) and len(tuple(c)) == len(shape) and \
-            all(isinstance(v, (int, np.integer)) and v > 0 for v in c):
-        return tuple(int(v) for v in c)
-    return tuple(shape)
-
-
-def _steps(n: int, c: int) -> list:
-    return [slice(s, min(s + c, n)) for s in range(0, n, c)]
-
-
-def _grain_of(x, shape) -> tuple:
-    """The unit of decoding along each axis: an NDArray's blocks, a foreign array's
-    chunks, 1 for in-memory arrays (any cut is free)."""
-    for attr in ("blocks", "chunks"):
-        g = getattr(x, attr, None)
-        if g is not None and not isinstance(g, str) and len(tuple(g)) == len(shape) and \
-                all(isinstance(v, (int, np.integer)) and v > 0 for v in g):
-            return tuple(max(1, min(int(v), n)) for v, n in zip(g, shape))
-    return (1,) * len(shape)
-
-
-class _Operand:
-    """One operand of a product: its layout, and reads of its tiles.
-
-    NDArrays are read with ``read_into`` into buffers of the engine's pool (fresh
-    multi-MB buffers cost page faults on every step); other arrays with ``[key]``.
-    """
-
-    def __init__(self, x, shape, dtype):
-        self.x, self.shape, self.dtype = x, shape, dtype
-        self.chunks = _chunks_of(x, shape)
-        self.grain = _grain_of(x, shape)
-        self.direct = bool(shape) and callable(getattr(x, "read_into", None))
-
-    def read(self, key) -> tuple:
-        """``(tile, buffer)``: the C-ordered values of ``x[key]`` (a tuple of step-1
-        slices) and the pool buffer holding them (None when not pooled)."""
-        if not self.shape:
-            return np.asarray(self.x[()]), None
-        if not self.direct:
-            return np.asarray(self.x[key]), None
-        shape = tuple(k.stop - k.start for k in key)
-        nbytes = math.prod(shape) * self.dtype.itemsize
-        buf = workers.buffers.take(nbytes)
-        tile = buf[:nbytes].view(self.dtype).reshape(shape)
-        self.x.read_into(key, tile)
-        return tile, buf
-
-
-def _release(bufs) -> None:
-    for b in bufs:
-        if b is not None:
-            workers.buffers.give(b)
-
-
-# ---------------------------------------------------------------------------------------
-# the kernel: one step of a contraction as matrix products of views
-
-
-def _matrix(t: np.ndarray, rows, cols):
-    """`t` as a 2-D view (the axes `rows` merged, by the axes `cols` merged), or None
-    when that needs a copy."""
-    rows, cols = list(rows), list(cols)
-    m = t.transpose(rows + cols).view()
-    try:
-        m.shape = (math.prod(t.shape[a] for a in rows), math.prod(t.shape[a] for a in cols))
-    except AttributeError:                      # the axes do not merge without a copy
-        return None
-    return m
-
-
-def _as_gemm(t1, t2, c1, c2):
-    """``(A, B)`` with ``A @ B`` the contraction of `t1` and `t2` over the paired axes
-    `c1`, `c2` (free axes in order), all views; None when no order of the contracted
-    axes gives views of both."""
-    f1 = [d for d in range(t1.ndim) if d not in c1]
-    f2 = [d for d in range(t2.ndim) if d not in c2]
-    pairs = list(zip(c1, c2))
-    for order in (sorted(pairs), sorted(pairs, key=lambda p: p[1])):
-        a = _matrix(t1, f1, [p[0] for p in order])
-        b = _matrix(t2, [p[1] for p in order], f2) if a is not None else None
-        if b is not None:
-            return a, b
-    return None
-
-
-def _gemm_into(out, a, b, first: bool, scratch: dict) -> None:
-    """``out = a @ b`` (`first`) or ``out += a @ b`` through a reused scratch buffer of
-    at most about :data:`SCRATCH_BYTES` (a few hundred rows of `out` at a time)."""
-    if first:
-        np.matmul(a, b, out=out)
-        return
-    rows = max(256, SCRATCH_BYTES // max(1, out.shape[1] * out.dtype.itemsize))
-    rows = min(rows, out.shape[0])
-    key = (rows, out.shape[1], out.dtype)
-    tmp = scratch.get(key)
-    if tmp is None:
-        scratch.clear()                          # one buffer: the tile shape rarely varies
-        tmp = scratch[key] = np.empty((rows, out.shape[1]), out.dtype)
-    for r in range(0, out.shape[0], rows):
-        part = tmp[:min(rows, out.shape[0] - r)]
-        np.matmul(a[r:r + rows], b, out=part)
-        out[r:r + rows] += part
-
-
-def _sub_problem(t1, t2, c1, c2, side: int, i: int):
-    """Index 0 of `t1` (side 1) or `t2` (side 2) fixed at `i`: ``(t1, t2, c1, c2, acc
-    axis or None)``; the acc axis is the output axis that the index fixes (a free axis),
-    None when it is a contracted axis (a term of the sum)."""
-    if side == 2:
-        s2, s1, k2, k1, ax = _sub_problem(t2, t1, c2, c1, 1, i)
-        return s1, s2, k1, k2, ax
-    if 0 not in c1:                              # a free axis: the output's first
-        return t1[i], t2, [c - 1 for c in c1], list(c2), 0
-    p = c1.index(0)
-    q = c2[p]
-    t2i = t2[(slice(None),) * q + (i,)]
-    return (t1[i], t2i, [c - 1 for j, c in enumerate(c1) if j != p],
-            [c - (c > q) for j, c in enumerate(c2) if j != p], None)
-
-
-def _loop_side(t1, t2, c1, c2):
-    """Which operand's leading axis to loop over so that each term is one matrix
-    product of views (1 or 2), or None."""
-    for side, t in ((1, t1), (2, t2)):
-        if t.ndim and t.shape[0]:
-            s1, s2, k1, k2, _ = _sub_problem(t1, t2, c1, c2, side, 0)
-            if _as_gemm(s1, s2, k1, k2) is not None:
-                return side
-    return None
-
-
-def _contract_into(acc, t1, t2, c1, c2, first: bool, scratch: dict) -> None:
-    """Write (`first`) or add the contraction of `t1` and `t2` over the paired axes
-    `c1`, `c2` into `acc` (free axes of `t1`, then of `t2`).
-
-    Examples
-    --------
-    >>> x, y = np.arange(24.0).reshape(2, 3, 4), np.arange(24.0).reshape(4, 2, 3)
-    >>> acc = np.empty((3, 3))
-    >>> _contract_into(acc, x, y, [0, 2], [1, 0], True, {})
-    >>> bool(np.allclose(acc, np.tensordot(x, y, ([0, 2], [1, 0]))))
-    True
-    """
-    if acc.size == 0:
-        return
-    if t1.size == 0 or t2.size == 0:             # nothing to sum
-        if first:
-            acc[...] = 0
-        return
-    mats = _as_gemm(t1, t2, c1, c2)
-    out = _matrix(acc, range(t1.ndim - len(c1)), range(t1.ndim - len(c1), acc.ndim)) \
-        if mats is not None else None
-    if out is not None:
-        _gemm_into(out, mats[0], mats[1], first, scratch)
-        return
-    side = _loop_side(t1, t2, c1, c2)
-    if side is None:                             # the axes are too mixed: copy
-        part = np.tensordot(t1, t2, axes=(c1, c2))
-        if first:
-            acc[...] = part
-        else:
-            acc += part
-        return
-    n = (t1 if side == 1 else t2).shape[0]
-    for i in range(n):
-        s1, s2, k1, k2, ax = _sub_problem(t1, t2, c1, c2, side, i)
-        if ax is None:                           # a term of the sum
-            _contract_into(acc, s1, s2, k1, k2, first and i == 0, scratch)
-        else:
-            at = ax if side == 1 else t1.ndim - len(c1)
-            _contract_into(acc[(slice(None),) * at + (i,)], s1, s2, k1, k2, first, scratch)
 
 
 # ---------------------------------------------------------------------------------------
@@ -381,7 +210,7 @@ def tensordot(x1, x2, axes=2, chunks=None, blocks=None, out=None, **storage):
     out_shape = tuple(s1[d] for d in free1) + tuple(s2[d] for d in free2)
     dtype = np.tensordot(np.ones((1,) * len(s1), d1), np.ones((1,) * len(s2), d2),
                          axes=(ax1, ax2)).dtype
-    op1, op2 = _Operand(x1, s1, d1), _Operand(x2, s2, d2)
+    op1, op2 = contract.Operand(x1, s1, d1, 0), contract.Operand(x2, s2, d2, 1)
     out_chunks = _out_chunks(out_shape, free1, free2, op1.chunks, op2.chunks, dtype, chunks)
     tile_shape = _tile_shape(out_shape, out_chunks, dtype)
     n1 = math.prod(tile_shape[:len(free1)])
@@ -389,11 +218,16 @@ def tensordot(x1, x2, axes=2, chunks=None, blocks=None, out=None, **storage):
     plan = _plan(op1, op2, ax1, ax2, n1, n2)
     if out is None and "cparams" not in storage:
         storage["cparams"] = _inherited_cparams((x1, x2), dtype)
-    tiler = _Tiler(op1, op2, ax1, ax2, free1, free2, dtype, plan)
-    if out is not None:
-        return _emit(out_shape, dtype, tiler, tile_shape, blocks, out, storage)
-    return _emit(out_shape, dtype, _TileCache(tiler, out_shape, tile_shape), out_chunks,
-                 blocks, out, storage)
+    nthreads = get_nthreads()
+    tiler = contract.Tiler(op1, op2, ax1, ax2, free1, free2, dtype, plan, nthreads)
+    split = nthreads > 1 and not workers.on_engine_thread()
+    with blas.one_thread() if split else contextlib.nullcontext(False) as held:
+        if held:                                 # BLAS at one thread: the workers multiply
+            tiler.use_workers(nthreads, n1, n2)
+        if out is not None:
+            return _emit(out_shape, dtype, tiler, tile_shape, blocks, out, storage)
+        return _emit(out_shape, dtype, _TileCache(tiler, out_shape, tile_shape), out_chunks,
+                     blocks, out, storage)
 
 
 def _tile_shape(shape, chunks, dtype) -> tuple:
@@ -438,118 +272,6 @@ def _inherited_cparams(operands, dtype):
         if isinstance(cp, CParams) and getattr(x, "dtype", None) == dtype:
             return cp
     return None
-
-
-class _Tiler:
-    """``tile(region)``: the values of one output tile (valid until the next call)."""
-
-    def __init__(self, op1, op2, ax1, ax2, free1, free2, dtype, plan):
-        self.ops, self.ax, self.free = (op1, op2), (ax1, ax2), (free1, free2)
-        self.dtype, self.plan, self.scratch, self.acc = dtype, plan, {}, None
-        sizes = [op1.shape[a] for a in ax1]
-        order = plan.get("order", range(len(sizes)))
-        per_axis = [_steps(n, max(1, k)) for n, k in zip(sizes, plan["steps"])]
-        # the steps in the streamed operand's storage order (outermost axis slowest)
-        self.kblocks = []
-        for combo in itertools.product(*[per_axis[p] for p in order]):
-            kb = [None] * len(sizes)
-            for p, s in zip(order, combo):
-                kb[p] = s
-            self.kblocks.append(tuple(kb))
-
-    def _key(self, side: int, region, kb) -> tuple:
-        op, ax, free = self.ops[side], self.ax[side], self.free[side]
-        part = region[:len(self.free[0])] if side == 0 else region[len(self.free[0]):]
-        key = [None] * len(op.shape)
-        for d, r in zip(free, part):
-            key[d] = r
-        for a, k in zip(ax, kb):
-            key[a] = k
-        return tuple(key)
-
-    def _start(self, region, kb, wholes, pool) -> list:
-        """Start step `kb`: per operand, a view of its whole tile, or the future of its
-        read (both operands are read at once, on the evaluation workers)."""
-        parts = []
-        for side in (0, 1):
-            if wholes[side] is not None:
-                t = wholes[side]
-                idx = [slice(None)] * t.ndim
-                for a, k in zip(self.ax[side], kb):
-                    idx[a] = k
-                parts.append(t[tuple(idx)])
-            else:
-                parts.append(workers.submit(pool, self.ops[side].read,
-                                            self._key(side, region, kb)))
-        return parts
-
-    @staticmethod
-    def _finish(parts) -> tuple:
-        """The tiles of a started step, and the pool buffers to give back after it."""
-        tiles, bufs = [], []
-        try:
-            for p in parts:
-                if isinstance(p, np.ndarray):
-                    tiles.append(p)
-                else:
-                    t, b = p.result()
-                    tiles.append(t)
-                    bufs.append(b)
-        except BaseException:
-            _release(bufs)
-            _abandon(parts)
-            raise
-        return tiles, bufs
-
-    def __call__(self, region) -> np.ndarray:
-        shape = tuple(r.stop - r.start for r in region)
-        if self.acc is None or self.acc.shape != shape:
-            self.acc = None
-            self.acc = np.empty(shape, self.dtype)
-        acc = self.acc
-        pool = workers.workers(2)
-        full = tuple(slice(0, self.ops[0].shape[a]) for a in self.ax[0])
-        started = [workers.submit(pool, self.ops[side].read, self._key(side, region, full))
-                   if self.plan["whole"][side] else None for side in (0, 1)]
-        wholes, whole_bufs = self._finish([p for p in started if p is not None])
-        it = iter(wholes)
-        wholes = [next(it) if p is not None else None for p in started]
-        try:
-            self._run(region, acc, wholes, pool)
-        finally:
-            _release(whole_bufs)
-        return acc
-
-    def _run(self, region, acc, wholes, pool) -> None:
-        kbs = self.kblocks
-        if not kbs or not acc.size:
-            acc[...] = 0
-            return
-        ahead = self.plan["ahead"]
-        nxt = self._start(region, kbs[0], wholes, pool)
-        try:
-            for i in range(len(kbs)):
-                tiles, bufs = self._finish(nxt)
-                nxt = None
-                if ahead and i + 1 < len(kbs):     # read the next step meanwhile
-                    nxt = self._start(region, kbs[i + 1], wholes, pool)
-                try:
-                    _contract_into(acc, tiles[0], tiles[1], self.ax[0], self.ax[1], i == 0,
-                                   self.scratch)
-                finally:
-                    _release(bufs)
-                if not ahead and i + 1 < len(kbs):
-                    nxt = self._start(region, kbs[i + 1], wholes, pool)
-        finally:
-            if nxt is not None:                  # an error: let the pending reads finish
-                _abandon(nxt)
-
-
-def _abandon(parts) -> None:
-    """Wait for the reads of a step that will not be used and give their buffers back."""
-    for p in parts:                              # a failed read was already reported
-        if not isinstance(p, np.ndarray) and p.exception() is None:
-            _release([p.result()[1]])
 
 
 def _out_chunks(out_shape, free1, free2, c1, c2, dtype, chunks):
@@ -615,7 +337,7 @@ def matmul(x1, x2, chunks=None, blocks=None, out=None, **storage):
     n = () if v2 else (s2[-1],)
     shape = batch + m + n
     dtype = np.matmul(np.ones((1,) * len(s1), d1), np.ones((1,) * len(s2), d2)).dtype
-    c1, c2 = _chunks_of(x1, s1), _chunks_of(x2, s2)
+    c1, c2 = contract.chunks_of(x1, s1), contract.chunks_of(x2, s2)
     chunks = chunks or tuple([1] * len(batch) + [min(c1[-2], s1[-2])] * len(m) +
                              [min(c2[-1], s2[-1])] * len(n))
     # one batch element of the tile per step: rows x k and k x columns under TILE_BYTES
@@ -629,7 +351,7 @@ def matmul(x1, x2, chunks=None, blocks=None, out=None, **storage):
         rb, rm, rn = region[:len(batch)], region[len(batch):len(batch) + len(m)], \
             region[len(batch) + len(m):]
         acc = np.empty(tuple(r.stop - r.start for r in region), dtype)
-        for i, k in enumerate(_steps(s1[-1], ks)):
+        for i, k in enumerate(contract.steps_of(s1[-1], ks)):
             key1 = _batch_key(rb, b1, batch) + tuple(rm) + (k,)
             key2 = _batch_key(rb, b2, batch) + ((k,) + tuple(rn) if not v2 else (k,))
             part = np.matmul(np.asarray(x1[key1]), np.asarray(x2[key2]))
