@@ -62,6 +62,9 @@ cdef extern from "ndpack.h" nogil:
     int32_t ndp_decompress_blocks(const void *src, int32_t srcsize, const int32_t *blocks,
                                   int32_t nblocks, void *dst, int32_t dstsize, int nthreads,
                                   ndp_error *err)
+    int64_t ndp_getitems(const void *src, int32_t srcsize, const int64_t *starts,
+                         const int32_t *counts, int32_t nruns, void *dst, int64_t dstsize,
+                         ndp_error *err)
     int ndp_register_codec(int id, int format_version, ndp_codec_fn encoder,
                            ndp_codec_fn decoder, void *userdata, ndp_error *err)
     int ndp_register_filter(int id, ndp_filter_fn forward, ndp_filter_fn backward,
@@ -343,6 +346,29 @@ def decompress_blocks(src, blocks, int nthreads=1, dst=None):
     if dst is not None:
         return r
     return _take_bytes(raw, r)
+
+
+def getitems(src, const int64_t[::1] starts, const int32_t[::1] counts, dst):
+    """Decode runs of items ``[starts[i], starts[i] + counts[i])`` (each inside one
+    block) one after another into the writable buffer `dst`; returns the bytes
+    written."""
+    if starts.shape[0] != counts.shape[0]:
+        raise ParameterError(f"{starts.shape[0]} starts for {counts.shape[0]} counts")
+    cdef _ReadBuffer buf = _ReadBuffer(src)
+    cdef int32_t size = _checked_len(buf.view.len, "chunk")
+    cdef _WriteBuffer wbuf = _WriteBuffer(dst)
+    cdef ndp_error err
+    err.code = 0
+    cdef int32_t n = <int32_t>starts.shape[0]
+    cdef int64_t r
+    if n == 0:
+        return 0
+    with nogil:
+        r = ndp_getitems(buf.view.buf, size, &starts[0], &counts[0], n, wbuf.view.buf,
+                         wbuf.view.len, &err)
+    if r < 0:
+        _raise(<int>r, &err)
+    return r
 
 
 def special_chunk(int special, int nbytes, int typesize, int blocksize, value=None):

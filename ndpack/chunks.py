@@ -35,6 +35,7 @@ __all__ = [
     "getitem",
     "decompress_blocks",
     "sum_chunk",
+    "getitems",
     "special_chunk",
     "compress_or_header",
     "is_raw_header",
@@ -221,6 +222,28 @@ def decompress_blocks(src, blocks, nthreads: int | None = None, dst=None):
     of new bytes, or of the writable buffer `dst` (then the byte count is returned)."""
     n = _core.get_nthreads() if nthreads is None else int(nthreads)
     return _core.decompress_blocks(_as_buffer(src), list(blocks), n, dst)
+
+
+def getitems(src, starts, counts, dst) -> int:
+    """Decode runs of items ``[starts[i], starts[i] + counts[i])`` of a chunk, each
+    inside one block, one after another into the writable buffer `dst` (returns the
+    bytes written).  Blocks that are split and only shuffled are not decoded whole:
+    the runs' bytes come straight from raw streams, compressed streams are decoded
+    alone, and only the runs' items are unshuffled.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> chunk = compress2(np.arange(100.0).tobytes(), typesize=8, blocksize=160)
+    >>> out = np.empty(4)
+    >>> getitems(chunk, [3, 40], [2, 2], out)
+    32
+    >>> out.tolist()
+    [3.0, 4.0, 40.0, 41.0]
+    """
+    starts = np.ascontiguousarray(starts, np.int64)
+    counts = np.ascontiguousarray(counts, np.int32)
+    return _core.getitems(_as_buffer(src), starts, counts, dst)
 
 
 def sum_chunk(src, dtype, chunkshape, blockshape, valid, reduced, out, offset, ostride):

@@ -69,3 +69,75 @@ def test_read_only_files_read_blocks_from_several_threads(tmp_path, monkeypatch)
         for key, got in zip(keys, pool.map(lambda k: a[k], keys)):
             np.testing.assert_array_equal(got, x[key])
     assert lazy                                   # only the touched blocks were read
+
+
+@pytest.mark.parametrize("filters", [[ndpack.Filter.SHUFFLE], [ndpack.Filter.BITSHUFFLE],
+                                     [ndpack.Filter.DELTA, ndpack.Filter.SHUFFLE], []])
+@pytest.mark.parametrize("dtype", ["f8", "i4", "u2", "u1", "c16"])
+@pytest.mark.parametrize("where", ["memory", "disk"])
+def test_runs_of_blocks_read_without_decoding_blocks_whole(filters, dtype, where, tmp_path,
+                                                            monkeypatch):
+    rng = np.random.default_rng(2)
+    x = (np.sin(np.arange(8 * 12 * 40 * 30) * 1e-3) * 100 +
+         rng.normal(0, 1, 8 * 12 * 40 * 30)).reshape(8, 12, 40, 30).astype(dtype)
+    kw = {"urlpath": str(tmp_path / "a.b2nd"), "mode": "w"} if where == "disk" else {}
+    a = ndpack.asarray(x, chunks=(2, 6, 40, 30), blocks=(1, 1, 20, 30),
+                       cparams={"clevel": 5, "filters": filters, "filters_meta": [0] * len(filters)},
+                       **kw)
+    if where == "disk":
+        a = ndpack.open(a.urlpath, mode="r")
+    calls = []
+    real = ndread.NDReader._runs_into
+    monkeypatch.setattr(ndread.NDReader, "_runs_into",
+                        lambda self, *args: calls.append(real(self, *args)) or calls[-1])
+    for key in [(slice(None), slice(None), 7), (slice(None), 3, 39), (1, slice(2, 9), 0),
+                (slice(None), slice(None), 19, slice(4, 30)), (5, 5, 5)]:
+        calls.clear()
+        np.testing.assert_array_equal(a[key], x[key])
+        assert any(calls), key
+    for key in [(slice(None), slice(None), slice(0, 15)), (slice(None), 2)]:
+        calls.clear()
+        np.testing.assert_array_equal(a[key], x[key])
+        assert not any(calls), key                     # most of each block: decoded
+
+
+def test_getitems_matches_whole_decoding_for_every_pipeline():
+    from ndpack.chunks import compress2, decompress, getitems
+    rng = np.random.default_rng(0)
+    for it in range(300):
+        ts = int(rng.choice([1, 2, 4, 8, 16]))
+        items = int(rng.integers(1, 3000))
+        raw = (np.sin(np.arange(items * ts) * 0.01) * 100).astype(np.uint8).tobytes()
+        ch = compress2(raw, typesize=ts, clevel=int(rng.integers(0, 10)),
+                       filters=[ndpack.Filter(int(rng.choice([0, 1, 2, 3])))],
+                       codec=ndpack.Codec(int(rng.choice([0, 1, 5]))),
+                       splitmode=ndpack.SplitMode(int(rng.choice([1, 2, 3]))),
+                       blocksize=int(rng.choice([0, 64, 512])) * ts)
+        full = np.frombuffer(decompress(ch), np.uint8)
+        per_block = max(int.from_bytes(ch[8:12], "little") // ts, 1)
+        runs = []
+        for _ in range(int(rng.integers(1, 6))):
+            s = int(rng.integers(0, items))
+            end = min((s // per_block + 1) * per_block, items)
+            runs.append((s, int(rng.integers(0, end - s + 1))))
+        out = np.empty(sum(c for _, c in runs) * ts, np.uint8)
+        assert getitems(ch, [s for s, _ in runs], [c for _, c in runs], out) == out.size
+        want = [full[s * ts:(s + c) * ts] for s, c in runs]
+        np.testing.assert_array_equal(out, np.concatenate(want) if want else out)
+
+
+def test_getitems_bad_runs_are_errors():
+    from ndpack.chunks import compress2, getitems
+    from ndpack.errors import FormatError, ParameterError
+    ch = compress2(np.arange(1000.0).tobytes(), typesize=8, blocksize=800)
+    out = np.empty(100)
+    with pytest.raises(ParameterError, match="crosses a block"):
+        getitems(ch, [95], [10], out)
+    with pytest.raises(ParameterError, match="out of range"):
+        getitems(ch, [995], [10], out)
+    with pytest.raises(ParameterError, match="too small"):
+        getitems(ch, [0, 100], [100, 100], np.empty(100))
+    bad = bytearray(ch)
+    bad[60:80] = b"\xff" * 20
+    with pytest.raises((FormatError, ParameterError)):
+        getitems(bytes(bad), [5], [3], out)

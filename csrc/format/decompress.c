@@ -431,3 +431,127 @@ int ndp_visit_blocks(const void *src, int32_t srcsize, int32_t blockbytes, int32
   djob_free(&job);
   return rc;
 }
+
+/* ---- item runs (sub-block reads) ---- */
+
+/* Whether runs can be read without decoding whole blocks: regular blocks split in
+ * one stream per byte, whose only filter is SHUFFLE (stream s is byte s of every
+ * item, so item e is byte e of each stream). */
+static int runs_partial_ok(const djob *job) {
+  const ndp_chunk_info *ci = &job->ci;
+  if (ci->special || ci->memcpyed || ci->vlblocks || ci->dont_split || job->typesize < 2)
+    return 0;
+  int shuffles = 0;
+  for (int i = 0; i < NDP_NFILTERS; i++) {
+    if (ci->filters[i] == NDP_SHUFFLE) shuffles++;
+    else if (ci->filters[i] != NDP_NOFILTER) return 0;
+  }
+  return shuffles == 1;
+}
+
+/* Items [lo, hi) of full regular block j (split, shuffle only) into out: raw streams
+ * give their bytes directly, runs and zero streams their value, compressed streams are
+ * decoded into a per-thread plane buffer. */
+static int read_run(const djob *job, int32_t j, int32_t lo, int32_t hi, uint8_t *out,
+                    ndp_error *err) {
+  const ndp_chunk_info *ci = &job->ci;
+  const uint8_t *src = job->src;
+  int32_t cbytes = ci->cbytes, ts = job->typesize, neblock = ci->blocksize / ts;
+  int32_t pos = ndp_rd32(src + ci->header_len + 4 * j);
+  if (pos < job->data_start || pos >= cbytes)
+    return ndp_fail(err, NDP_ERR_FORMAT, "block %d starts at %d, outside the data area",
+                    (int)j, (int)pos);
+  uint8_t *plane = ndp_scratch(2, (size_t)neblock);
+  if (plane == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "cannot allocate a stream buffer");
+  int32_t n = hi - lo;
+  for (int s = 0; s < ts; s++) {
+    if (cbytes - pos < 4)
+      return ndp_fail(err, NDP_ERR_FORMAT, "block %d stream %d: size field past the end",
+                      (int)j, s);
+    int32_t csize = ndp_rd32(src + pos);
+    pos += 4;
+    const uint8_t *p;
+    if (csize == 0) {
+      for (int32_t e = 0; e < n; e++) out[(size_t)e * ts + s] = 0;
+      continue;
+    } else if (csize < 0) {
+      if (csize < -255 || pos >= cbytes || !(src[pos] & 0x01))
+        return ndp_fail(err, NDP_ERR_FORMAT, "block %d stream %d: invalid run (csize %d)",
+                        (int)j, s, (int)csize);
+      for (int32_t e = 0; e < n; e++) out[(size_t)e * ts + s] = (uint8_t)(-csize);
+      pos += 1;
+      continue;
+    } else if (csize > cbytes - pos) {
+      return ndp_fail(err, NDP_ERR_FORMAT,
+                      "block %d stream %d: %d bytes declared, only %d left in the chunk",
+                      (int)j, s, (int)csize, (int)(cbytes - pos));
+    } else if (csize == neblock) {
+      p = src + pos + lo;
+    } else {
+      int32_t r = ndp_codec_decode(ci->compcode, ci->compcode_meta, src + pos, csize, plane,
+                                   neblock, job->has_dict ? &job->dict : NULL);
+      if (r != neblock)
+        return ndp_fail(err, r == NDP_ERR_CODEC ? NDP_ERR_CODEC : NDP_ERR_FORMAT,
+                        "block %d stream %d: corrupt stream (decoded %d of %d bytes)",
+                        (int)j, s, (int)(r < 0 ? 0 : r), (int)neblock);
+      p = plane + lo;
+    }
+    for (int32_t e = 0; e < n; e++) out[(size_t)e * ts + s] = p[e];
+    pos += csize;
+  }
+  return NDP_OK;
+}
+
+int64_t ndp_getitems(const void *src, int32_t srcsize, const int64_t *starts,
+                     const int32_t *counts, int32_t nruns, void *dst_, int64_t dstsize,
+                     ndp_error *err) {
+  uint8_t *dst = (uint8_t *)dst_;
+  djob job;
+  int rc = djob_init(&job, src, srcsize, err);
+  if (rc != NDP_OK) return rc;
+  const ndp_chunk_info *ci = &job.ci;
+  int64_t ts = ci->typesize, written = 0;
+  int partial = runs_partial_ok(&job);
+  if (ci->vlblocks) rc = ndp_fail(err, NDP_ERR_PARAM, "VL-block chunks can only be decoded whole");
+  if (rc == NDP_OK && !partial) rc = prepare_ref(&job, err);
+  uint8_t *whole = NULL;
+  for (int32_t i = 0; i < nruns && rc == NDP_OK; i++) {
+    int64_t lo = starts[i] * ts, len = (int64_t)counts[i] * ts;
+    if (starts[i] < 0 || counts[i] < 0 || lo + len > ci->nbytes) {
+      rc = ndp_fail(err, NDP_ERR_PARAM, "run %d: items [%lld, %lld) out of range (chunk has %d)",
+                    (int)i, (long long)starts[i], (long long)(starts[i] + counts[i]),
+                    (int)(ci->nbytes / ts));
+      break;
+    }
+    if (written + len > dstsize) {
+      rc = ndp_fail(err, NDP_ERR_DEST_SIZE, "destination of %lld bytes too small",
+                    (long long)dstsize);
+      break;
+    }
+    if (len == 0) continue;
+    int32_t j = (int32_t)(lo / ci->blocksize);
+    int64_t boff = (int64_t)j * ci->blocksize, bsz = block_size(ci, j);
+    if (lo + len > boff + bsz) {
+      rc = ndp_fail(err, NDP_ERR_PARAM, "run %d crosses a block boundary", (int)i);
+      break;
+    }
+    if (partial && bsz == ci->blocksize) {
+      rc = read_run(&job, j, (int32_t)((lo - boff) / ts), (int32_t)((lo - boff + len) / ts),
+                    dst + written, err);
+    } else if (ci->special) {
+      fill_special(&job, (int32_t)lo, (int32_t)len, dst + written);
+    } else if (ci->memcpyed) {
+      memcpy(dst + written, job.src + ci->header_len + lo, (size_t)len);
+    } else {
+      if (whole == NULL) whole = (uint8_t *)malloc((size_t)ci->blocksize);
+      if (whole == NULL) rc = ndp_fail(err, NDP_ERR_MEMORY, "out of memory");
+      else rc = decode_block(&job, j, whole, err);
+      if (rc == NDP_OK) memcpy(dst + written, whole + (lo - boff), (size_t)len);
+    }
+    written += len;
+  }
+  free(whole);
+  if (job.ref != NULL) free((void *)job.ref);
+  djob_free(&job);
+  return rc == NDP_OK ? written : rc;
+}

@@ -145,6 +145,15 @@ int32_t ndp_decompress_blocks(const void *src, int32_t srcsize, const int32_t *b
                               int32_t nblocks, void *dst, int32_t dstsize,
                               int nthreads, ndp_error *err);
 
+/* Decode runs of items: items [starts[i], starts[i] + counts[i]) (each run inside one
+ * block) one after another into dst.  Blocks split in one stream per byte whose only
+ * filter is SHUFFLE are not decoded whole: raw streams give the run's bytes directly,
+ * compressed ones are decoded alone, and only the run's items are unshuffled.
+ * Returns the bytes written or a negative status. */
+int64_t ndp_getitems(const void *src, int32_t srcsize, const int64_t *starts,
+                     const int32_t *counts, int32_t nruns, void *dst, int64_t dstsize,
+                     ndp_error *err);
+
 /* ---- user codecs and filters (ids 160-255) ---- */
 /* encoder: returns compressed size (> 0), 0 if it does not fit / not compressible,
  *          < 0 on failure.  decoder: returns decoded size or < 0. */

@@ -41,6 +41,14 @@ static void run_one(const uint8_t *data, size_t size) {
     err.code = 0;
     ndp_decompress_blocks(data, (int32_t)size, blocks, 2, out, ci.nbytes, 1, &err);
   }
+  /* runs of items (sub-block reads) */
+  if (ci.typesize > 0 && ci.blocksize > 0 && ci.nbytes / ci.typesize > 4) {
+    int64_t per = ci.blocksize / ci.typesize > 0 ? ci.blocksize / ci.typesize : 1;
+    int64_t starts[2] = {1, ((ci.nbytes / ci.typesize - 1) / per) * per};
+    int32_t counts[2] = {1, 1};
+    err.code = 0;
+    ndp_getitems(data, (int32_t)size, starts, counts, 2, out, ci.nbytes, &err);
+  }
   /* the fused decode + sum: the chunk as a 1-D array of doubles (or bytes) */
   if (ci.blocksize > 0 && ci.nbytes % ci.blocksize == 0) {
     int ts = ci.typesize == 8 ? 8 : 1;

@@ -18,7 +18,7 @@ import threading
 
 import numpy as np
 
-from ndpack.chunks import decompress2, decompress_blocks
+from ndpack.chunks import decompress2, decompress_blocks, getitems
 from ndpack.storage.framefile import ContiguousFrame
 from ndpack.storage.grid import compact_index, dim_parts, prod
 
@@ -184,6 +184,8 @@ class NDReader:
         pieces = [_pieces(loc, b, ids) for loc, b, ids in zip(locs, self._blocks, bids)]
         if not self._nd or None in pieces:
             return False
+        if self._runs_into(chunk, pieces, bids, target):
+            return True
         counts = [len(b) for b in bids]
         bs = self._blocksize
         # the first dimension j whose inner dimensions fit a group, split in runs of m
@@ -234,6 +236,36 @@ class NDReader:
             return False
         decompress_blocks(chunk, self._block_numbers(bids), nthreads=nthreads,
                           dst=target.reshape(-1).view(np.uint8))
+        return True
+
+    def _runs_into(self, chunk, pieces, bids, target) -> bool:
+        """When every touched block contributes one short run of its C order (the
+        same sub-box in each, e.g. one row for ``a[:, :, j]``), read only those runs
+        (:func:`ndpack.chunks.getitems`: shuffled split blocks are not decoded whole)
+        and copy them into `target`.  False (nothing done) otherwise."""
+        nd, b = self._nd, self._blocks
+        if any(len(p) != 1 or p[0][1].step not in (None, 1) for p in pieces):
+            return False
+        inner = [p[0][1] for p in pieces]
+        ext = [sl.stop - sl.start for sl in inner]
+        k = max((d for d in range(nd) if ext[d] < b[d]), default=None)
+        if k is None or any(ext[d] != 1 for d in range(k)):
+            return False                               # whole blocks, or not one run
+        run = ext[k] * prod(b[k + 1:])
+        if 4 * run > prod(b):
+            return False                               # most of the block: decode it
+        off = sum(sl.start * prod(b[d + 1:]) for d, sl in enumerate(inner))
+        numbers = np.asarray(self._block_numbers(bids), np.int64)
+        starts = numbers * prod(b) + off
+        counts = np.full(len(numbers), run, np.int32)
+        buf = _scratch(len(numbers) * run * self._dtype.itemsize, "dst")
+        getitems(chunk, starts, counts, buf)
+        shape = tuple(len(ids) for ids in bids)
+        grid = np.frombuffer(buf, dtype=self._dtype).reshape(shape + tuple(ext))
+        grid = grid.transpose([ax for d in range(nd) for ax in (d, nd + d)])
+        dst = target.view()
+        dst.shape = grid.shape                         # splits axes: always a view
+        dst[...] = grid
         return True
 
     def _decode_scratch(self, chunk, numbers, nthreads) -> np.ndarray:
