@@ -267,7 +267,15 @@ class _Spy:
         import ndpack.storage.ndarray
         import ndpack.storage.ndread
         self.whole, self.blocks = [], []
-        real_whole, real_blocks = mod.decompress2, mod.decompress_blocks
+        real_whole, real_blocks, real_items = mod.decompress2, mod.decompress_blocks, \
+            mod.getitems
+
+        def items(src, starts, counts, *a, **k):
+            # runs of items read from the blocks that hold them (recorded as those blocks)
+            info = mod.chunk_info(src)
+            per = max(info["blocksize"] // info["typesize"], 1)
+            self.blocks.append(sorted({int(s) // per for s in starts}))
+            return real_items(src, starts, counts, *a, **k)
 
         def whole(src, *a, **k):
             self.whole.append(1)
@@ -278,7 +286,8 @@ class _Spy:
             return real_blocks(src, ids, *a, **k)
 
         for user in (ndpack.storage.ndarray, ndpack.storage.ndread):   # where decoding happens
-            for name, fn in (("decompress2", whole), ("decompress_blocks", blocks)):
+            for name, fn in (("decompress2", whole), ("decompress_blocks", blocks),
+                             ("getitems", items)):
                 if hasattr(user, name):
                     monkeypatch.setattr(user, name, fn)
 

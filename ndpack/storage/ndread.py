@@ -405,7 +405,6 @@ class NDReader:
         if fill is not None:
             out[()] = fill
             return out
-        raw = decompress_blocks(chunk, [flat_b], nthreads=1)
-        out[()] = np.frombuffer(raw, self._dtype, 1, flat_i * self._dtype.itemsize)[0]
+        getitems(chunk, [flat_b * prod(self._blocks) + flat_i], [1], out)
         return out
 
