@@ -72,16 +72,68 @@ static void fill_special(const djob *job, int32_t off, int32_t n, uint8_t *out) 
   }
 }
 
+/* The position of regular block j's first stream, checked against the data area. */
+static int block_start(const djob *job, int32_t j, int32_t *pos, ndp_error *err) {
+  *pos = ndp_rd32(job->src + job->ci.header_len + 4 * j);
+  if (*pos < job->data_start || *pos >= job->ci.cbytes)
+    return ndp_fail(err, NDP_ERR_FORMAT, "block %d starts at %d, outside the data area [%d, %d)",
+                    (int)j, (int)*pos, (int)job->data_start, (int)job->ci.cbytes);
+  return NDP_OK;
+}
+
+/* Stream s of block j at *pos: its csize (0: zeros, < 0: a run of the byte -csize,
+ * > 0: `*data` holds csize bytes), every length checked; *pos moves past it. */
+static int next_stream(const djob *job, int32_t j, int s, int32_t *pos, int32_t *csize,
+                       const uint8_t **data, ndp_error *err) {
+  const uint8_t *src = job->src;
+  int32_t cbytes = job->ci.cbytes;
+  if (cbytes - *pos < 4)
+    return ndp_fail(err, NDP_ERR_FORMAT, "block %d stream %d: size field past the end",
+                    (int)j, s);
+  *csize = ndp_rd32(src + *pos);
+  *pos += 4;
+  if (*csize < 0) {
+    if (*csize < -255 || *pos >= cbytes || !(src[*pos] & 0x01))
+      return ndp_fail(err, NDP_ERR_FORMAT, "block %d stream %d: invalid run (csize %d)",
+                      (int)j, s, (int)*csize);
+    *pos += 1;
+  } else if (*csize > cbytes - *pos) {
+    return ndp_fail(err, NDP_ERR_FORMAT,
+                    "block %d stream %d: %d bytes declared, only %d left in the chunk",
+                    (int)j, s, (int)*csize, (int)(cbytes - *pos));
+  } else {
+    *data = src + *pos;
+    *pos += *csize;
+  }
+  return NDP_OK;
+}
+
+/* Decode compressed stream s of block j (csize bytes at p) into o (neblock bytes). */
+static int decode_stream(const djob *job, int32_t j, int s, const uint8_t *p, int32_t csize,
+                         uint8_t *o, int32_t neblock, ndp_error *err) {
+  const ndp_chunk_info *ci = &job->ci;
+  int32_t r = ndp_codec_decode(ci->compcode, ci->compcode_meta, p, csize, o, neblock,
+                               job->has_dict ? &job->dict : NULL);
+  if (r == NDP_ERR_CODEC)
+    return ndp_fail(err, NDP_ERR_CODEC, "chunk uses codec %d, which is not available",
+                    ci->compcode);
+  if (r != neblock)
+    return ndp_fail(err, r == NDP_ERR_CALLBACK ? NDP_ERR_CALLBACK : NDP_ERR_FORMAT,
+                    "block %d stream %d: corrupt %s stream (decoded %d of %d bytes)",
+                    (int)j, s, ci->compcode == NDP_ZSTD ? "zstd" :
+                    ci->compcode == NDP_ZLIB ? "zlib" :
+                    ci->compcode == NDP_BLOSCLZ ? "blosclz" : "codec",
+                    (int)(r < 0 ? 0 : r), (int)neblock);
+  return NDP_OK;
+}
+
 /* Decode the streams of regular block j into `out` (bsize bytes). */
 static int decode_streams(const djob *job, int32_t j, int32_t bsize, uint8_t *out,
                           ndp_error *err) {
   const ndp_chunk_info *ci = &job->ci;
-  const uint8_t *src = job->src;
-  int32_t cbytes = ci->cbytes;
-  int32_t pos = ndp_rd32(src + ci->header_len + 4 * j);
-  if (pos < job->data_start || pos >= cbytes)
-    return ndp_fail(err, NDP_ERR_FORMAT, "block %d starts at %d, outside the data area [%d, %d)",
-                    (int)j, (int)pos, (int)job->data_start, (int)cbytes);
+  int32_t pos, csize = 0;
+  int rc = block_start(job, j, &pos, err);
+  if (rc != NDP_OK) return rc;
   int nstreams = (!ci->dont_split && bsize == ci->blocksize) ? job->typesize : 1;
   if (bsize % nstreams != 0)
     return ndp_fail(err, NDP_ERR_FORMAT, "block %d of %d bytes cannot be split in %d streams",
@@ -89,42 +141,12 @@ static int decode_streams(const djob *job, int32_t j, int32_t bsize, uint8_t *ou
   int32_t neblock = bsize / nstreams;
   for (int s = 0; s < nstreams; s++) {
     uint8_t *o = out + (size_t)s * neblock;
-    if (cbytes - pos < 4)
-      return ndp_fail(err, NDP_ERR_FORMAT, "block %d stream %d: size field past the end",
-                      (int)j, s);
-    int32_t csize = ndp_rd32(src + pos);
-    pos += 4;
-    if (csize == 0) {
-      memset(o, 0, (size_t)neblock);
-    } else if (csize < 0) {
-      if (csize < -255 || pos >= cbytes || !(src[pos] & 0x01))
-        return ndp_fail(err, NDP_ERR_FORMAT, "block %d stream %d: invalid run (csize %d)",
-                        (int)j, s, (int)csize);
-      memset(o, -csize, (size_t)neblock);
-      pos += 1;
-    } else {
-      if (csize > cbytes - pos)
-        return ndp_fail(err, NDP_ERR_FORMAT,
-                        "block %d stream %d: %d bytes declared, only %d left in the chunk",
-                        (int)j, s, (int)csize, (int)(cbytes - pos));
-      if (csize == neblock) {
-        memcpy(o, src + pos, (size_t)neblock);
-      } else {
-        int32_t r = ndp_codec_decode(ci->compcode, ci->compcode_meta, src + pos, csize, o,
-                                     neblock, job->has_dict ? &job->dict : NULL);
-        if (r == NDP_ERR_CODEC)
-          return ndp_fail(err, NDP_ERR_CODEC, "chunk uses codec %d, which is not available",
-                          ci->compcode);
-        if (r != neblock)
-          return ndp_fail(err, r == NDP_ERR_CALLBACK ? NDP_ERR_CALLBACK : NDP_ERR_FORMAT,
-                          "block %d stream %d: corrupt %s stream (decoded %d of %d bytes)",
-                          (int)j, s, ci->compcode == NDP_ZSTD ? "zstd" :
-                          ci->compcode == NDP_ZLIB ? "zlib" :
-                          ci->compcode == NDP_BLOSCLZ ? "blosclz" : "codec",
-                          (int)(r < 0 ? 0 : r), (int)neblock);
-      }
-      pos += csize;
-    }
+    const uint8_t *p = NULL;
+    rc = next_stream(job, j, s, &pos, &csize, &p, err);
+    if (rc != NDP_OK) return rc;
+    if (csize <= 0) memset(o, csize == 0 ? 0 : -csize, (size_t)neblock);
+    else if (csize == neblock) memcpy(o, p, (size_t)neblock);
+    else if ((rc = decode_stream(job, j, s, p, csize, o, neblock, err)) != NDP_OK) return rc;
   }
   return NDP_OK;
 }
@@ -454,50 +476,27 @@ static int runs_partial_ok(const djob *job) {
  * decoded into a per-thread plane buffer. */
 static int read_run(const djob *job, int32_t j, int32_t lo, int32_t hi, uint8_t *out,
                     ndp_error *err) {
-  const ndp_chunk_info *ci = &job->ci;
-  const uint8_t *src = job->src;
-  int32_t cbytes = ci->cbytes, ts = job->typesize, neblock = ci->blocksize / ts;
-  int32_t pos = ndp_rd32(src + ci->header_len + 4 * j);
-  if (pos < job->data_start || pos >= cbytes)
-    return ndp_fail(err, NDP_ERR_FORMAT, "block %d starts at %d, outside the data area",
-                    (int)j, (int)pos);
+  int32_t ts = job->typesize, neblock = job->ci.blocksize / ts, pos, csize = 0;
+  int rc = block_start(job, j, &pos, err);
+  if (rc != NDP_OK) return rc;
   uint8_t *plane = ndp_scratch(2, (size_t)neblock);
   if (plane == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "cannot allocate a stream buffer");
   int32_t n = hi - lo;
   for (int s = 0; s < ts; s++) {
-    if (cbytes - pos < 4)
-      return ndp_fail(err, NDP_ERR_FORMAT, "block %d stream %d: size field past the end",
-                      (int)j, s);
-    int32_t csize = ndp_rd32(src + pos);
-    pos += 4;
-    const uint8_t *p;
-    if (csize == 0) {
-      for (int32_t e = 0; e < n; e++) out[(size_t)e * ts + s] = 0;
+    const uint8_t *p = NULL;
+    rc = next_stream(job, j, s, &pos, &csize, &p, err);
+    if (rc != NDP_OK) return rc;
+    if (csize <= 0) {
+      uint8_t v = csize == 0 ? 0 : (uint8_t)(-csize);
+      for (int32_t e = 0; e < n; e++) out[(size_t)e * ts + s] = v;
       continue;
-    } else if (csize < 0) {
-      if (csize < -255 || pos >= cbytes || !(src[pos] & 0x01))
-        return ndp_fail(err, NDP_ERR_FORMAT, "block %d stream %d: invalid run (csize %d)",
-                        (int)j, s, (int)csize);
-      for (int32_t e = 0; e < n; e++) out[(size_t)e * ts + s] = (uint8_t)(-csize);
-      pos += 1;
-      continue;
-    } else if (csize > cbytes - pos) {
-      return ndp_fail(err, NDP_ERR_FORMAT,
-                      "block %d stream %d: %d bytes declared, only %d left in the chunk",
-                      (int)j, s, (int)csize, (int)(cbytes - pos));
-    } else if (csize == neblock) {
-      p = src + pos + lo;
-    } else {
-      int32_t r = ndp_codec_decode(ci->compcode, ci->compcode_meta, src + pos, csize, plane,
-                                   neblock, job->has_dict ? &job->dict : NULL);
-      if (r != neblock)
-        return ndp_fail(err, r == NDP_ERR_CODEC ? NDP_ERR_CODEC : NDP_ERR_FORMAT,
-                        "block %d stream %d: corrupt stream (decoded %d of %d bytes)",
-                        (int)j, s, (int)(r < 0 ? 0 : r), (int)neblock);
-      p = plane + lo;
     }
-    for (int32_t e = 0; e < n; e++) out[(size_t)e * ts + s] = p[e];
-    pos += csize;
+    if (csize != neblock) {                 /* compressed: decode this stream alone */
+      rc = decode_stream(job, j, s, p, csize, plane, neblock, err);
+      if (rc != NDP_OK) return rc;
+      p = plane;
+    }
+    for (int32_t e = 0; e < n; e++) out[(size_t)e * ts + s] = p[lo + e];
   }
   return NDP_OK;
 }
