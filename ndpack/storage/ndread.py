@@ -260,12 +260,9 @@ class NDReader:
         counts = np.full(len(numbers), run, np.int32)
         buf = _scratch(len(numbers) * run * self._dtype.itemsize, "dst")
         getitems(chunk, starts, counts, buf)
-        shape = tuple(len(ids) for ids in bids)
-        grid = np.frombuffer(buf, dtype=self._dtype).reshape(shape + tuple(ext))
-        grid = grid.transpose([ax for d in range(nd) for ax in (d, nd + d)])
-        dst = target.view()
-        dst.shape = grid.shape                         # splits axes: always a view
-        dst[...] = grid
+        # the runs are blocks of shape `ext`, each taken whole
+        whole = [[(p[0][0], slice(0, e), p[0][2])] for p, e in zip(pieces, ext)]
+        self._copy_pieces(buf, bids, whole, target, tuple(ext))
         return True
 
     def _decode_scratch(self, chunk, numbers, nthreads) -> np.ndarray:
@@ -275,14 +272,16 @@ class NDReader:
         decompress_blocks(chunk, numbers, nthreads=nthreads, dst=buf)
         return buf
 
-    def _copy_pieces(self, buf, bids, pieces, target):
-        """Copy from decoded blocks (C-order grid of `bids` blocks, one after another)
-        into `target` without first gathering the blocks into one array: seen as
-        (count0, block0, count1, block1, ...) the blocks are a strided view, and each
-        product of per-dimension pieces is one strided copy."""
+    def _copy_pieces(self, buf, bids, pieces, target, blocks=None):
+        """Copy from decoded blocks (C-order grid of `bids` blocks, one after another,
+        each of shape `blocks`, by default the array's) into `target` without first
+        gathering the blocks into one array: seen as (count0, block0, count1, block1,
+        ...) the blocks are a strided view, and each product of per-dimension pieces is
+        one strided copy."""
         nd = self._nd
         counts = tuple(len(b) for b in bids)
-        grid = np.frombuffer(buf, dtype=self._dtype).reshape(counts + self._blocks)
+        shape = counts + (self._blocks if blocks is None else blocks)
+        grid = np.frombuffer(buf, dtype=self._dtype, count=prod(shape)).reshape(shape)
         grid = grid.transpose([ax for d in range(nd) for ax in (d, nd + d)])
         for combo in itertools.product(*pieces):
             src = grid[tuple(x for p in combo for x in (p[0], p[1]))]
