@@ -65,6 +65,9 @@ cdef extern from "ndpack.h" nogil:
     int64_t ndp_getitems(const void *src, int32_t srcsize, const int64_t *starts,
                          const int32_t *counts, int32_t nruns, void *dst, int64_t dstsize,
                          ndp_error *err)
+    int64_t ndp_fd_read_blocks(int fd, int64_t pos, int32_t nblocks, int32_t min_cbytes,
+                               const int32_t *numbers, int32_t n, void *buf, int64_t cap,
+                               int64_t *needed, ndp_error *err)
     int ndp_register_codec(int id, int format_version, ndp_codec_fn encoder,
                            ndp_codec_fn decoder, void *userdata, ndp_error *err)
     int ndp_register_filter(int id, ndp_filter_fn forward, ndp_filter_fn backward,
@@ -369,6 +372,25 @@ def getitems(src, const int64_t[::1] starts, const int32_t[::1] counts, dst):
     if r < 0:
         _raise(<int>r, &err)
     return r
+
+
+def fd_read_blocks(int fd, int64_t pos, int32_t nblocks, int32_t min_cbytes,
+                   const int32_t[::1] numbers, buf):
+    """Blocks `numbers` of the chunk at `pos` of file `fd` packed into the writable
+    `buf` as a smaller valid chunk: ``(size, needed)``, size 0 when it does not
+    apply (read the chunk whole) and `needed` > 0 when `buf` is too small."""
+    cdef _WriteBuffer wbuf = _WriteBuffer(buf)
+    cdef ndp_error err
+    err.code = 0
+    cdef int64_t needed = 0, r
+    cdef int32_t n = <int32_t>numbers.shape[0]
+    cdef const int32_t *np_ = &numbers[0] if n > 0 else NULL
+    with nogil:
+        r = ndp_fd_read_blocks(fd, pos, nblocks, min_cbytes, np_, n, wbuf.view.buf,
+                               wbuf.view.len, &needed, &err)
+    if r < 0:
+        _raise(<int>r, &err)
+    return r, needed
 
 
 def special_chunk(int special, int nbytes, int typesize, int blocksize, value=None):

@@ -36,6 +36,7 @@ __all__ = [
     "decompress_blocks",
     "sum_chunk",
     "getitems",
+    "read_blocks_from_file",
     "special_chunk",
     "compress_or_header",
     "is_raw_header",
@@ -244,6 +245,38 @@ def getitems(src, starts, counts, dst) -> int:
     starts = np.ascontiguousarray(starts, np.int64)
     counts = np.ascontiguousarray(counts, np.int32)
     return _core.getitems(_as_buffer(src), starts, counts, dst)
+
+
+def read_blocks_from_file(fd: int, pos: int, nblocks: int, numbers, buf,
+                          min_cbytes: int = 0) -> tuple[int, int]:
+    """Read the blocks `numbers` of the chunk stored at byte `pos` of the open file
+    `fd` (a chunk of `nblocks` blocks) with positioned reads, packed into the writable
+    buffer `buf` as a smaller valid chunk (its other blocks must not be decoded).
+
+    Returns ``(size, needed)``: the reduced chunk is ``buf[:size]``; size is 0 when
+    the read does not apply (a special, memcpyed or VL-block chunk, another block
+    count, cbytes below `min_cbytes`, an unexpected block start, a short read: read
+    the chunk whole, whose decoding reports any corruption), and `needed` > 0 when
+    `buf` is too small (a lower bound when the block starts did not fit: call again
+    with a buffer of that size).
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np
+    >>> chunk = compress2(np.arange(1000.0).tobytes(), typesize=8, blocksize=800)
+    >>> fd, path = tempfile.mkstemp()
+    >>> _ = os.write(fd, b"xx" + chunk)
+    >>> buf = np.empty(len(chunk), np.uint8)
+    >>> size, needed = read_blocks_from_file(fd, 2, 10, [7], buf)
+    >>> size < len(chunk), needed
+    (True, 0)
+    >>> np.frombuffer(decompress_blocks(buf[:size], [7]), np.float64)[:3].tolist()
+    [700.0, 701.0, 702.0]
+    >>> os.close(fd); os.remove(path)
+    """
+    numbers = np.ascontiguousarray(numbers, np.int32)
+    return _core.fd_read_blocks(int(fd), int(pos), int(nblocks), int(min_cbytes),
+                                numbers, buf)
 
 
 def sum_chunk(src, dtype, chunkshape, blockshape, valid, reduced, out, offset, ostride):

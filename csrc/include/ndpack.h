@@ -154,6 +154,19 @@ int64_t ndp_getitems(const void *src, int32_t srcsize, const int64_t *starts,
                      const int32_t *counts, int32_t nruns, void *dst, int64_t dstsize,
                      ndp_error *err);
 
+/* Read the blocks `numbers` of the chunk stored at byte `pos` of the file `fd`
+ * (a chunk of `nblocks` blocks) with positioned reads: header and block starts, the
+ * dictionary, then only the wanted blocks' bytes (and block 0 when DELTA needs it),
+ * packed into `buf` as a valid smaller chunk whose other blocks must not be decoded.
+ * Returns the reduced chunk's size; 0 when it does not apply (special, memcpyed or
+ * VL-block chunk, another block count, cbytes below `min_cbytes`, an unexpected
+ * block start or a short read: read the chunk whole, whose decoding reports any
+ * corruption), with *needed set to the bytes required when `cap` is too small; a
+ * negative ndp_status for invalid arguments. */
+int64_t ndp_fd_read_blocks(int fd, int64_t pos, int32_t nblocks, int32_t min_cbytes,
+                           const int32_t *numbers, int32_t n, void *buf, int64_t cap,
+                           int64_t *needed, ndp_error *err);
+
 /* ---- user codecs and filters (ids 160-255) ---- */
 /* encoder: returns compressed size (> 0), 0 if it does not fit / not compressible,
  *          < 0 on failure.  decoder: returns decoded size or < 0. */

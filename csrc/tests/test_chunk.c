@@ -350,6 +350,54 @@ static void test_sum_chunk(void) {
   CHECK(ndp_sum_chunk(c, cb, &s, out, &err) == NDP_ERR_PARAM, "sum: float into integers");
 }
 
+/* Positioned reads of some blocks from a file: the reduced chunk decodes them like
+ * the whole chunk; corrupt starts and short files decline (0). */
+static void test_fd_read_blocks(void) {
+  int32_t n = 1 << 20;
+  uint8_t *src = malloc((size_t)n), *c = malloc((size_t)n + 32);
+  uint8_t *buf = malloc((size_t)n + 32), *a = malloc((size_t)n), *b = malloc((size_t)n);
+  make_input(0, src, n);
+  ndp_cparams cp = ndp_cparams_default();
+  ndp_error err = {0, {0}};
+  cp.blocksize = 40000;
+  cp.typesize = 4;
+  for (int delta = 0; delta < 2; delta++) {
+    cp.filters[0] = delta ? NDP_DELTA : 0;
+    int32_t cb = ndp_compress(&cp, src, n, c, n + 32, &err);
+    CHECK(cb > 0, "compress: %s", err.msg);
+    FILE *f = tmpfile();
+    fwrite("lead", 1, 4, f);
+    fwrite(c, 1, (size_t)cb, f);
+    fflush(f);
+    int fd = fileno(f);
+    int32_t want[] = {26, 3, 7};
+    int64_t need = 0;
+    int64_t r = ndp_fd_read_blocks(fd, 4, 27, 0, want, 3, buf, (int64_t)n + 32, &need, &err);
+    CHECK(r > 0 && r < cb && need == 0, "fd_read_blocks size %lld of %d", (long long)r, cb);
+    int32_t d1 = ndp_decompress_blocks(buf, (int32_t)r, want, 3, a, n, 1, &err);
+    int32_t d2 = ndp_decompress_blocks(c, cb, want, 3, b, n, 1, &err);
+    CHECK(d1 == d2 && d1 > 0 && memcmp(a, b, (size_t)d1) == 0, "fd blocks content delta %d",
+          delta);
+    r = ndp_fd_read_blocks(fd, 4, 27, 0, want, 3, buf, 200, &need, &err);
+    CHECK(r == 0 && need > 200, "small buffer: need %lld", (long long)need);
+    r = ndp_fd_read_blocks(fd, 4, 26, 0, want + 1, 2, buf, (int64_t)n, &need, &err);
+    CHECK(r == 0 && need == 0, "another block count declines");
+    r = ndp_fd_read_blocks(fd, 4 + cb - 50, 27, 0, want, 3, buf, (int64_t)n, &need, &err);
+    CHECK(r == 0, "short file declines");
+    int32_t bad = 27;
+    CHECK(ndp_fd_read_blocks(fd, 4, 27, 0, &bad, 1, buf, n, &need, &err) == NDP_ERR_PARAM,
+          "block out of range");
+    uint8_t off[4] = {0xff, 0xff, 0xff, 0x7f};
+    fseek(f, 4 + 32 + 4 * 3, SEEK_SET);
+    fwrite(off, 1, 4, f);
+    fflush(f);
+    r = ndp_fd_read_blocks(fd, 4, 27, 0, want, 3, buf, (int64_t)n + 32, &need, &err);
+    CHECK(r == 0, "corrupt start declines");
+    fclose(f);
+  }
+  free(src); free(c); free(buf); free(a); free(b);
+}
+
 int main(void) {
   const char *dir = getenv("NDPACK_VECTORS");
   test_vectors(dir ? dir : "../shared/spec/vectors");
@@ -359,6 +407,7 @@ int main(void) {
   test_special();
   test_bad_params();
   test_sum_chunk();
+  test_fd_read_blocks();
   printf("%d passed, %d failed\n", passed, failed);
   return failed != 0;
 }

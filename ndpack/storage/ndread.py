@@ -13,12 +13,11 @@ import concurrent.futures
 import contextlib
 import itertools
 import os
-import struct
 import threading
 
 import numpy as np
 
-from ndpack.chunks import decompress2, decompress_blocks, getitems
+from ndpack.chunks import decompress2, decompress_blocks, getitems, read_blocks_from_file
 from ndpack.storage.framefile import ContiguousFrame
 from ndpack.storage.grid import compact_index, dim_parts, prod
 
@@ -65,6 +64,8 @@ _NOLOCK = contextlib.nullcontext()
 
 _SCRATCH_MAX = 256 * 2**20
 _GROUP_BYTES = 4 * 2**20
+_LAZY_BYTES = 2**20          # first guess of a reduced chunk's size (grown when short)
+_LAZY_MIN = 2**17            # smaller chunks are read whole
 
 
 def _scratch(nbytes: int, slot: str = "src") -> np.ndarray:
@@ -308,68 +309,28 @@ class NDReader:
 
     def _lazy_chunk(self, n: int, numbers):
         """Chunk `n` of a contiguous file frame reduced to the blocks `numbers` (and
-        block 0, the DELTA reference): header, block starts and dictionary, then only
-        those blocks' streams, read from the file with positioned reads.  The block
-        starts of the other blocks point at block 0 (they are never decoded) and cbytes
-        is the reduced size.  None when a whole read is better (small chunk, many
-        blocks) or the chunk is special, memcpyed or has an old header."""
+        block 0 when DELTA needs it), read from the file with positioned reads in the
+        C core (:func:`ndpack.chunks.read_blocks_from_file`): a valid smaller chunk
+        whose other blocks are never decoded.  None when a whole read is better (small
+        chunk, many blocks) or the chunk is special, memcpyed or unexpected."""
         fr = self._schunk._frame
         nblocks = len(self._block_ids)
-        hend = 32 + 4 * nblocks
-        want = sorted(set(numbers) | {0})
-        if 2 * len(want) > nblocks:
+        if 2 * len(numbers) + 2 > nblocks:
             return None
+        numbers = np.asarray(numbers, np.int32)
+        buf = _scratch(_LAZY_BYTES)
         # a file opened read-only is never compacted: positioned reads need no lock
         with (_NOLOCK if getattr(fr, "readonly", False) else fr.lock):
             v = fr.offsets[n]
             if v < 0:
                 return None
-            fd, pos = fr.reader.fd, fr.base + fr.header_len + v
-            head = os.pread(fd, hend, pos)                  # header and block starts
-            if len(head) < hend:
-                return None
-            flags = head[2]
-            if (flags & 0x5) != 0x5 or flags & 0x2 or head[31] & 0x70:
-                return None
-            nbytes, blocksize, cbytes = struct.unpack_from("<iii", head, 4)
-            if blocksize <= 0 or cbytes < (1 << 17) or hend > cbytes or \
-                    -(-nbytes // blocksize) != nblocks:
-                return None
-            starts = np.frombuffer(head, "<i4", nblocks, 32)
-            lo = int(starts.min())
-            if lo < hend or int(starts.max()) >= cbytes:
-                return None
-            srt = np.unique(starts)                  # a block ends where the next begins
-            ws = starts[want]
-            we = np.append(srt[1:], cbytes)[np.searchsorted(srt, ws)]
-            ws, we = ws.tolist(), we.tolist()
-            merged = []
-            for s0, e0 in sorted(zip(ws, we)):
-                if merged and s0 <= merged[-1][1]:
-                    merged[-1][1] = max(merged[-1][1], e0)
-                else:
-                    merged.append([s0, e0])
-            total = lo + sum(e0 - s0 for s0, e0 in merged)
-            buf = _scratch(total)
-            mv = memoryview(buf)
-            mv[:hend] = head
-            if lo > hend and os.preadv(fd, [mv[hend:lo]], pos + hend) != lo - hend:
-                return None                                # (the dictionary)
-            moved, at = [], lo
-            for s0, e0 in merged:
-                if os.preadv(fd, [mv[at:at + e0 - s0]], pos + s0) != e0 - s0:
-                    return None
-                moved.append((s0, e0, at - s0))
-                at += e0 - s0
-        m0 = np.array([m[0] for m in moved], np.int64)      # sorted span starts
-        shift = np.array([m[2] for m in moved], np.int64)
-        new = np.empty(nblocks, "<i4")
-        new[:] = int(starts[0]) + int(shift[np.searchsorted(m0, starts[0], "right") - 1])
-        ws = np.asarray(ws, np.int64)
-        new[want] = ws + shift[np.searchsorted(m0, ws, "right") - 1]
-        buf[32:hend] = new.view(np.uint8)
-        buf[12:16] = np.frombuffer(struct.pack("<i", total), np.uint8)
-        return buf
+            fd, pos = fr.reader.fd, fr.base + fr.header_len + int(v)
+            size, needed = read_blocks_from_file(fd, pos, nblocks, numbers, buf, _LAZY_MIN)
+            while needed:              # the block starts, then the spans, did not fit
+                buf = _scratch(needed)
+                size, needed = read_blocks_from_file(fd, pos, nblocks, numbers, buf,
+                                                     _LAZY_MIN)
+        return buf[:size] if size else None
 
     def _get_point(self, key):
         """A single item ``a[i, j, ...]`` (0-d array), decoding one block; None when
