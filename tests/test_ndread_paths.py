@@ -141,3 +141,33 @@ def test_getitems_bad_runs_are_errors():
     bad[60:80] = b"\xff" * 20
     with pytest.raises((FormatError, ParameterError)):
         getitems(bytes(bad), [5], [3], out)
+
+
+def test_parallel_reads_from_inside_a_busy_read_pool_finish():
+    # every pool thread runs a read that itself wants pool threads: the callers
+    # drain their own chunks, helpers that never started are cancelled
+    x = np.random.default_rng(4).random((16, 40, 50))
+    a = ndpack.asarray(x, chunks=(2, 40, 50), blocks=(1, 8, 50), cparams={"clevel": 5},
+                       dparams={"nthreads": 2})
+    pool = ndread._pool(2)
+    keys = [(slice(None), j) for j in range(0, 40, 3)]
+    futures = [pool.submit(lambda k=k: a[k]) for k in keys]
+    for k, f in zip(keys, futures):
+        np.testing.assert_array_equal(f.result(timeout=60), x[k])
+
+
+@pytest.mark.parametrize("where", ["memory", "disk"])
+def test_a_corrupt_chunk_in_a_parallel_read_raises(where, tmp_path):
+    x = np.random.default_rng(5).random((12, 30, 40))
+    kw = {"urlpath": str(tmp_path / "c.b2nd"), "mode": "w"} if where == "disk" else {}
+    a = ndpack.asarray(x, chunks=(2, 30, 40), blocks=(1, 6, 40), cparams={"clevel": 5}, **kw)
+    chunk = bytearray(a.schunk.get_chunk(3))
+    chunk[len(chunk) // 2:len(chunk) // 2 + 64] = b"\xff" * 64   # damage the data area
+    a.schunk.update_chunk(3, bytes(chunk))
+    if where == "disk":
+        a = ndpack.open(a.urlpath, mode="r", dparams={"nthreads": 2})
+    else:
+        a.schunk.dparams = ndpack.DParams(nthreads=2)
+    np.testing.assert_array_equal(a[:6, 4], x[:6, 4])             # chunks 0-2 are intact
+    with pytest.raises(ndpack.errors.NdpackError):
+        a[:, :, 7]                                                 # every chunk, in parallel

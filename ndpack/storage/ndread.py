@@ -127,12 +127,25 @@ class NDReader:
         parts = list(self._parts(ranges))
         if nthreads > 1 and len(parts) > 1:
             # chunks in parallel (reads, decoding and copies release the GIL), each
-            # decoded by one thread; the output regions of the chunks are disjoint
+            # decoded by one thread; the output regions of the chunks are disjoint.
+            # The caller and nthreads - 1 pool threads take chunks from one iterator
+            # (a list iterator's next is atomic): one task per thread, not per chunk
+            todo = iter(parts)
+
+            def drain():
+                for n, dst, locs in todo:
+                    self._read_chunk(n, dst, locs, out, 1, lazy)
             pool = _pool(nthreads)
-            futures = [pool.submit(self._read_chunk, n, dst, locs, out, 1, lazy)
-                       for n, dst, locs in parts]
-            for f in futures:
-                f.result()
+            helpers = [pool.submit(drain) for _ in range(min(nthreads, len(parts)) - 1)]
+            try:
+                drain()
+            finally:
+                # helpers that never started (a busy pool) have nothing left to do
+                running = [f for f in helpers if not f.cancel()]
+                errors = [f.exception() for f in running]
+            for e in errors:
+                if e is not None:
+                    raise e
             return
         for n, dst, locs in parts:
             self._read_chunk(n, dst, locs, out, nthreads, lazy)
