@@ -256,7 +256,9 @@ def compute_aligned(node: Node, ops: list, out: NDArray, tick=None) -> NDArray:
     chunk `n + 1` into the other of two result buffers.
     """
     size = out.stored_elements
-    buffers = [np.empty(size, out.dtype), np.empty(size, out.dtype)]
+    nbytes = size * out.dtype.itemsize
+    raws = [buffers.take(nbytes), buffers.take(nbytes)]      # reused: no page faults
+    results = [r[:nbytes].view(out.dtype) for r in raws]
     writing = [None, None]                 # the write of each buffer in flight
 
     def target(n):
@@ -264,11 +266,13 @@ def compute_aligned(node: Node, ops: list, out: NDArray, tick=None) -> NDArray:
         if writing[k] is not None:         # the buffer's previous chunk is stored
             writing[k].result()
             writing[k] = None
-        return buffers[k]
+        return results[k]
 
     stores = writer()
     tick = tick or (lambda: None)
     if on_engine_thread():                 # nested: never wait on our own writer
+        for r in raws:
+            buffers.give(r)
         for n, values in _chunk_results(node, ops, out.dtype, None):
             out.write_stored(n, values)
             tick()
@@ -289,6 +293,8 @@ def compute_aligned(node: Node, ops: list, out: NDArray, tick=None) -> NDArray:
         for job in writing + [last]:       # never leave a write running on an error
             if job is not None:
                 job.exception()
+        for r in raws:
+            buffers.give(r)
     return out
 
 
