@@ -174,6 +174,7 @@ def run_slices(quick: bool, reps: int) -> list[dict]:
             try:
                 peers = build_peers(x, chunks, blocks, cpname, tmp,
                                     others=cpname == "lz4")
+                os.sync()             # write the new files back now, not while timing
                 names = list(peers)
                 print(f"\nlayout {lname}: chunks {chunks} blocks {blocks}, cparams {cpname}"
                       f" (cratio nd {peers['nd-mem'].cratio:.2f})")
