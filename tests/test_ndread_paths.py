@@ -126,6 +126,51 @@ def test_getitems_matches_whole_decoding_for_every_pipeline():
         np.testing.assert_array_equal(out, np.concatenate(want) if want else out)
 
 
+@pytest.mark.parametrize("dtype", ["f8", "i4", "u2"])
+@pytest.mark.parametrize("where", ["memory", "disk"])
+def test_several_runs_per_block_read_without_decoding_blocks_whole(dtype, where, tmp_path,
+                                                                   monkeypatch):
+    rng = np.random.default_rng(3)
+    x = (np.sin(np.arange(4 * 6 * 75 * 250) * 1e-3) * 100 +
+         rng.normal(0, 1, 4 * 6 * 75 * 250)).reshape(4, 6, 75, 250).astype(dtype)
+    kw = {"urlpath": str(tmp_path / "m.b2nd"), "mode": "w"} if where == "disk" else {}
+    a = ndpack.asarray(x, chunks=(1, 3, 75, 250), blocks=(1, 1, 75, 250),
+                       cparams={"clevel": 5}, **kw)
+    if where == "disk":
+        a = ndpack.open(a.urlpath, mode="r")
+    calls = []
+    real = ndread.NDReader._runs_into
+    monkeypatch.setattr(ndread.NDReader, "_runs_into",
+                        lambda self, *args: calls.append(real(self, *args)) or calls[-1])
+    for key in [(Ellipsis, 7), (slice(None), 3, slice(5, 9), slice(2, 4)),
+                (slice(1, 3), slice(None), slice(None), 249)]:
+        calls.clear()
+        np.testing.assert_array_equal(a[key], x[key])
+        assert any(calls), key                          # several runs per block
+    calls.clear()
+    np.testing.assert_array_equal(a[:, :, :, 10:80], x[:, :, :, 10:80])
+    assert not any(calls)                               # most of each block: decoded
+
+
+@pytest.mark.parametrize("filters", [[ndpack.Filter.SHUFFLE], [ndpack.Filter.BITSHUFFLE]])
+def test_getitems_many_runs_in_one_block(filters):
+    # runs of one block are read together (its compressed streams decoded once), in
+    # batches; runs may go back to a block, be empty or come in any order
+    from ndpack.chunks import compress2, getitems
+    rng = np.random.default_rng(9)
+    x = np.sin(np.arange(40000) * 1e-3) + rng.normal(0, 1e-6, 40000)
+    ch = compress2(x, typesize=8, clevel=5, blocksize=8000 * 8, filters=filters)
+    starts = np.concatenate([np.arange(3, 8000, 7), np.arange(16000, 17000, 3),
+                             [5, 39999, 12000], rng.integers(0, 40000, 300)])
+    counts = np.ones(starts.size, np.int32)
+    counts[::5] = 0                                     # empty runs in between
+    counts[1::11] = np.minimum(3, 8000 - starts[1::11] % 8000)
+    out = np.empty(int(counts.sum()), np.float64)
+    assert getitems(ch, starts, counts, out) == out.nbytes
+    want = np.concatenate([x[s:s + c] for s, c in zip(starts, counts)])
+    np.testing.assert_array_equal(out, want)
+
+
 def test_getitems_bad_runs_are_errors():
     from ndpack.chunks import compress2, getitems
     from ndpack.errors import FormatError, ParameterError

@@ -471,24 +471,32 @@ static int runs_partial_ok(const djob *job) {
   return shuffles == 1;
 }
 
-/* Items [lo, hi) of full regular block j (split, shuffle only) into out: raw streams
- * give their bytes directly, runs and zero streams their value, compressed streams are
- * decoded into a per-thread plane buffer. */
-static int read_run(const djob *job, int32_t j, int32_t lo, int32_t hi, uint8_t *out,
-                    ndp_error *err) {
+/* One run of items [lo, hi) of a block, written at out. */
+typedef struct {
+  int32_t lo, hi;
+  uint8_t *out;
+} item_run;
+
+#define RUN_BATCH 8192
+
+/* Runs of items of full regular block j (split, shuffle only): raw streams give their
+ * bytes directly, runs and zero streams their value, compressed streams are decoded
+ * once (into a per-thread plane buffer) for all the runs. */
+static int read_runs(const djob *job, int32_t j, const item_run *runs, int32_t nr,
+                     ndp_error *err) {
   int32_t ts = job->typesize, neblock = job->ci.blocksize / ts, pos, csize = 0;
   int rc = block_start(job, j, &pos, err);
   if (rc != NDP_OK) return rc;
   uint8_t *plane = ndp_scratch(2, (size_t)neblock);
   if (plane == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "cannot allocate a stream buffer");
-  int32_t n = hi - lo;
   for (int s = 0; s < ts; s++) {
     const uint8_t *p = NULL;
     rc = next_stream(job, j, s, &pos, &csize, &p, err);
     if (rc != NDP_OK) return rc;
     if (csize <= 0) {
       uint8_t v = csize == 0 ? 0 : (uint8_t)(-csize);
-      for (int32_t e = 0; e < n; e++) out[(size_t)e * ts + s] = v;
+      for (int32_t r = 0; r < nr; r++)
+        for (int32_t e = 0; e < runs[r].hi - runs[r].lo; e++) runs[r].out[(size_t)e * ts + s] = v;
       continue;
     }
     if (csize != neblock) {                 /* compressed: decode this stream alone */
@@ -496,8 +504,33 @@ static int read_run(const djob *job, int32_t j, int32_t lo, int32_t hi, uint8_t 
       if (rc != NDP_OK) return rc;
       p = plane;
     }
-    for (int32_t e = 0; e < n; e++) out[(size_t)e * ts + s] = p[lo + e];
+    for (int32_t r = 0; r < nr; r++) {
+      const uint8_t *q = p + runs[r].lo;
+      uint8_t *o = runs[r].out + s;
+      for (int32_t e = 0; e < runs[r].hi - runs[r].lo; e++) o[(size_t)e * ts] = q[e];
+    }
   }
+  return NDP_OK;
+}
+
+/* Check run i (in range, inside one block, room in dst): its byte offset `lo`, length
+ * `len` and block `j`. */
+static int check_run(const ndp_chunk_info *ci, const int64_t *starts, const int32_t *counts,
+                     int32_t i, int64_t written, int64_t dstsize, int64_t *lo, int64_t *len,
+                     int32_t *j, ndp_error *err) {
+  int64_t ts = ci->typesize;
+  *lo = starts[i] * ts;
+  *len = (int64_t)counts[i] * ts;
+  if (starts[i] < 0 || counts[i] < 0 || *lo + *len > ci->nbytes)
+    return ndp_fail(err, NDP_ERR_PARAM, "run %d: items [%lld, %lld) out of range (chunk has %d)",
+                    (int)i, (long long)starts[i], (long long)(starts[i] + counts[i]),
+                    (int)(ci->nbytes / ts));
+  if (written + *len > dstsize)
+    return ndp_fail(err, NDP_ERR_DEST_SIZE, "destination of %lld bytes too small",
+                    (long long)dstsize);
+  *j = *len > 0 ? (int32_t)(*lo / ci->blocksize) : 0;
+  if (*len > 0 && *lo + *len > (int64_t)*j * ci->blocksize + block_size(ci, *j))
+    return ndp_fail(err, NDP_ERR_PARAM, "run %d crosses a block boundary", (int)i);
   return NDP_OK;
 }
 
@@ -514,42 +547,57 @@ int64_t ndp_getitems(const void *src, int32_t srcsize, const int64_t *starts,
   if (ci->vlblocks) rc = ndp_fail(err, NDP_ERR_PARAM, "VL-block chunks can only be decoded whole");
   if (rc == NDP_OK && !partial) rc = prepare_ref(&job, err);
   uint8_t *whole = NULL;
-  for (int32_t i = 0; i < nruns && rc == NDP_OK; i++) {
-    int64_t lo = starts[i] * ts, len = (int64_t)counts[i] * ts;
-    if (starts[i] < 0 || counts[i] < 0 || lo + len > ci->nbytes) {
-      rc = ndp_fail(err, NDP_ERR_PARAM, "run %d: items [%lld, %lld) out of range (chunk has %d)",
-                    (int)i, (long long)starts[i], (long long)(starts[i] + counts[i]),
-                    (int)(ci->nbytes / ts));
-      break;
+  int32_t whole_j = -1;                      /* the block held in `whole` */
+  item_run *batch = NULL;
+  if (rc == NDP_OK && partial && nruns > 0) {
+    batch = (item_run *)malloc(sizeof(item_run) * (size_t)(nruns < RUN_BATCH ? nruns : RUN_BATCH));
+    if (batch == NULL) rc = ndp_fail(err, NDP_ERR_MEMORY, "out of memory");
+  }
+  int32_t i = 0;
+  while (i < nruns && rc == NDP_OK) {
+    int64_t lo, len;
+    int32_t j;
+    rc = check_run(ci, starts, counts, i, written, dstsize, &lo, &len, &j, err);
+    if (rc != NDP_OK) break;
+    if (len == 0) {
+      i++;
+      continue;
     }
-    if (written + len > dstsize) {
-      rc = ndp_fail(err, NDP_ERR_DEST_SIZE, "destination of %lld bytes too small",
-                    (long long)dstsize);
-      break;
-    }
-    if (len == 0) continue;
-    int32_t j = (int32_t)(lo / ci->blocksize);
     int64_t boff = (int64_t)j * ci->blocksize, bsz = block_size(ci, j);
-    if (lo + len > boff + bsz) {
-      rc = ndp_fail(err, NDP_ERR_PARAM, "run %d crosses a block boundary", (int)i);
-      break;
-    }
     if (partial && bsz == ci->blocksize) {
-      rc = read_run(&job, j, (int32_t)((lo - boff) / ts), (int32_t)((lo - boff + len) / ts),
-                    dst + written, err);
-    } else if (ci->special) {
+      /* this run and the next ones in the same block, their streams decoded once */
+      int32_t nb = 0;
+      for (;;) {
+        batch[nb].lo = (int32_t)((lo - boff) / ts);
+        batch[nb].hi = (int32_t)((lo - boff + len) / ts);
+        batch[nb].out = dst + written;
+        nb++;
+        written += len;
+        i++;
+        if (nb == RUN_BATCH || i == nruns) break;
+        int32_t j2;
+        rc = check_run(ci, starts, counts, i, written, dstsize, &lo, &len, &j2, err);
+        if (rc != NDP_OK || len == 0 || j2 != j) break;
+      }
+      if (rc == NDP_OK) rc = read_runs(&job, j, batch, nb, err);
+      continue;
+    }
+    if (ci->special) {
       fill_special(&job, (int32_t)lo, (int32_t)len, dst + written);
     } else if (ci->memcpyed) {
       memcpy(dst + written, job.src + ci->header_len + lo, (size_t)len);
     } else {
       if (whole == NULL) whole = (uint8_t *)malloc((size_t)ci->blocksize);
       if (whole == NULL) rc = ndp_fail(err, NDP_ERR_MEMORY, "out of memory");
-      else rc = decode_block(&job, j, whole, err);
+      else if (j != whole_j) rc = decode_block(&job, j, whole, err);  /* once per block */
+      whole_j = rc == NDP_OK ? j : -1;
       if (rc == NDP_OK) memcpy(dst + written, whole + (lo - boff), (size_t)len);
     }
     written += len;
+    i++;
   }
   free(whole);
+  free(batch);
   if (job.ref != NULL) free((void *)job.ref);
   djob_free(&job);
   return rc == NDP_OK ? written : rc;

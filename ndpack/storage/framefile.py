@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import array
 import bisect
+import contextlib
 import mmap
 import os
 import struct
@@ -222,7 +223,8 @@ class _FileFrame(FrameBase):
     def get(self, i: int, buf: bytearray | None = None):
         """Chunk `i` (bytes, or a view of `buf` when given and big enough: contiguous
         file frames read into it instead of allocating)."""
-        with self.lock:                        # an update may be compacting the section
+        # an update may be compacting the section; a file opened read-only never is
+        with (contextlib.nullcontext() if self.readonly else self.lock):
             i = self._check_index(i)
             v = self.offsets[i]
             if v < 0:

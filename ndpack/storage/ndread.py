@@ -157,7 +157,9 @@ class NDReader:
                    for loc, e in zip(locs, self._ext_chunks))
         if full:
             bids = [range(g) for g in self._bgrid]
-            chunk = frame.get(n)
+            # from files, into this thread's buffer (fresh pages cost page faults)
+            chunk = frame.get(n, _scratch(self._chunk_nbytes + 64, "src")) if lazy \
+                else frame.get(n)
         else:
             bids = [[p[0] for p in dim_parts(loc, b)] for loc, b in zip(locs, self._blocks)]
             chunk = None
@@ -166,8 +168,8 @@ class NDReader:
             if chunk is not None:                 # a reduced regular chunk
                 if self._blocks_into(chunk, locs, bids, out[dst], nthreads):
                     return
-            else:
-                chunk = frame.get(n)
+            else:                                 # whole, into this thread's buffer
+                chunk = frame.get(n, _scratch(self._chunk_nbytes + 64, "src"))
         fill = self._special_fill(chunk)
         if fill is not None:
             out[dst] = fill
@@ -253,26 +255,35 @@ class NDReader:
         return True
 
     def _runs_into(self, chunk, pieces, bids, target) -> bool:
-        """When every touched block contributes one short run of its C order (the
-        same sub-box in each, e.g. one row for ``a[:, :, j]``), read only those runs
-        (:func:`ndpack.chunks.getitems`: shuffled split blocks are not decoded whole)
-        and copy them into `target`.  False (nothing done) otherwise."""
+        """When every touched block contributes the same small sub-box (e.g. one row
+        for ``a[:, :, j]``, one column for ``a[..., j]``), read only its runs of C
+        order (:func:`ndpack.chunks.getitems`: shuffled split blocks are not decoded
+        whole, their compressed streams once per block) and copy them into `target`.
+        False (nothing done) otherwise."""
         nd, b = self._nd, self._blocks
         if any(len(p) != 1 or p[0][1].step not in (None, 1) for p in pieces):
             return False
         inner = [p[0][1] for p in pieces]
         ext = [sl.stop - sl.start for sl in inner]
         k = max((d for d in range(nd) if ext[d] < b[d]), default=None)
-        if k is None or any(ext[d] != 1 for d in range(k)):
-            return False                               # whole blocks, or not one run
+        if k is None:
+            return False                               # whole blocks
         run = ext[k] * prod(b[k + 1:])
-        if 4 * run > prod(b):
+        nruns = prod(ext[:k])                          # runs per block, one per index
+        if 4 * run * nruns > prod(b):                  # of the dimensions before k
             return False                               # most of the block: decode it
-        off = sum(sl.start * prod(b[d + 1:]) for d, sl in enumerate(inner))
+        if nruns > 1 and 16 * nruns * self._dtype.itemsize > prod(b):
+            return False                # many short runs cost more than decoding whole
+        # the runs' offsets in a block: the box's C order split at dimension k
+        grid = np.zeros(1, np.int64)
+        for d in range(k):
+            grid = (grid[:, None] + (inner[d].start + np.arange(ext[d]))
+                    * prod(b[d + 1:])).reshape(-1)
+        offs = grid + inner[k].start * prod(b[k + 1:])
         numbers = np.asarray(self._block_numbers(bids), np.int64)
-        starts = numbers * prod(b) + off
-        counts = np.full(len(numbers), run, np.int32)
-        buf = _scratch(len(numbers) * run * self._dtype.itemsize, "dst")
+        starts = (numbers[:, None] * prod(b) + offs).reshape(-1)
+        counts = np.full(starts.size, run, np.int32)
+        buf = _scratch(starts.size * run * self._dtype.itemsize, "dst")
         getitems(chunk, starts, counts, buf)
         # the runs are blocks of shape `ext`, each taken whole
         whole = [[(p[0][0], slice(0, e), p[0][2])] for p, e in zip(pieces, ext)]
