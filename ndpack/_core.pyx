@@ -107,16 +107,12 @@ cdef extern from "Python.h":
     Py_ssize_t Py_SIZE(object o)
 
 
-cdef PyObject *_new_bytes(Py_ssize_t n, bint huge=True) except NULL:
-    """A new, uninitialized bytes object (owned reference) to be filled by C; with
-    `huge`, large ones get the huge-page hint (for outputs written whole: a huge page
-    is zeroed whole on first touch, so buffers filled only in part, like compression
-    outputs, are better without it)."""
+cdef PyObject *_new_bytes(Py_ssize_t n) except NULL:
+    """A new, uninitialized bytes object (owned reference) to be filled by C."""
     cdef PyObject *raw = _bytes_new(NULL, n)
     if raw == NULL:
         raise MemoryError(f"cannot allocate {n} bytes")
-    if huge:
-        ndp_advise_hugepages(_bytes_data(raw), n)
+    ndp_advise_hugepages(_bytes_data(raw), n)
     return raw
 
 
@@ -224,7 +220,7 @@ def compress(src, int compcode, int compcode_meta, int clevel, bint use_dict, in
         cp.filters[i] = filters[i]
         cp.filters_meta[i] = <uint8_t>(filters_meta[i] & 0xFF)
     cdef int32_t cap = n + NDP_MAX_OVERHEAD
-    cdef PyObject *raw = _new_bytes(cap, False)    # filled only as far as it compresses
+    cdef PyObject *raw = _new_bytes(cap)
     cdef char *dst = _bytes_data(raw)
     cdef int32_t r
     cdef int flags = NDP_RAW_HEADER_ONLY if header_if_raw else 0
