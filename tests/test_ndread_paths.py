@@ -9,16 +9,31 @@ import ndpack
 from ndpack.storage import ndread
 
 
-def _count_direct(monkeypatch):
+def _spy(monkeypatch, name: str) -> list:
+    """Record whether each call of the read path ``NDReader.<name>`` took it."""
     calls = []
-    real = ndread.NDReader._direct_into
+    real = getattr(ndread.NDReader, name)
 
     def spy(self, *args):
         done = real(self, *args)
         calls.append(done)
         return done
-    monkeypatch.setattr(ndread.NDReader, "_direct_into", spy)
+    monkeypatch.setattr(ndread.NDReader, name, spy)
     return calls
+
+
+def _stored(x, where, tmp_path, **kw):
+    """`x` as an NDArray in memory, or written to a file and reopened read-only."""
+    if where == "memory":
+        return ndpack.asarray(x, **kw)
+    a = ndpack.asarray(x, urlpath=str(tmp_path / "a.b2nd"), mode="w", **kw)
+    return ndpack.open(a.urlpath, mode="r")
+
+
+def _noisy_sine(shape, dtype, seed):
+    n = int(np.prod(shape))
+    rng = np.random.default_rng(seed)
+    return (np.sin(np.arange(n) * 1e-3) * 100 + rng.normal(0, 1, n)).reshape(shape).astype(dtype)
 
 
 @pytest.mark.parametrize("where", ["memory", "disk"])
@@ -30,7 +45,7 @@ def test_whole_blocks_decode_into_the_output(where, nthreads, tmp_path, monkeypa
                        cparams={"clevel": 5}, **kw)
     if where == "disk":
         a = ndpack.open(a.urlpath, mode="r", dparams={"nthreads": nthreads})
-    calls = _count_direct(monkeypatch)
+    calls = _spy(monkeypatch, "_direct_into")
     for key in [(3,), (slice(None), 4), (slice(2, 6), 9), (1, 2), (slice(None), 0, slice(15, 30))]:
         calls.clear()
         np.testing.assert_array_equal(a[key], x[key])
@@ -77,19 +92,10 @@ def test_read_only_files_read_blocks_from_several_threads(tmp_path, monkeypatch)
 @pytest.mark.parametrize("where", ["memory", "disk"])
 def test_runs_of_blocks_read_without_decoding_blocks_whole(filters, dtype, where, tmp_path,
                                                             monkeypatch):
-    rng = np.random.default_rng(2)
-    x = (np.sin(np.arange(8 * 12 * 40 * 30) * 1e-3) * 100 +
-         rng.normal(0, 1, 8 * 12 * 40 * 30)).reshape(8, 12, 40, 30).astype(dtype)
-    kw = {"urlpath": str(tmp_path / "a.b2nd"), "mode": "w"} if where == "disk" else {}
-    a = ndpack.asarray(x, chunks=(2, 6, 40, 30), blocks=(1, 1, 20, 30),
-                       cparams={"clevel": 5, "filters": filters, "filters_meta": [0] * len(filters)},
-                       **kw)
-    if where == "disk":
-        a = ndpack.open(a.urlpath, mode="r")
-    calls = []
-    real = ndread.NDReader._runs_into
-    monkeypatch.setattr(ndread.NDReader, "_runs_into",
-                        lambda self, *args: calls.append(real(self, *args)) or calls[-1])
+    x = _noisy_sine((8, 12, 40, 30), dtype, 2)
+    a = _stored(x, where, tmp_path, chunks=(2, 6, 40, 30), blocks=(1, 1, 20, 30),
+                cparams={"clevel": 5, "filters": filters, "filters_meta": [0] * len(filters)})
+    calls = _spy(monkeypatch, "_runs_into")
     for key in [(slice(None), slice(None), 7), (slice(None), 3, 39), (1, slice(2, 9), 0),
                 (slice(None), slice(None), 19, slice(4, 30)), (5, 5, 5)]:
         calls.clear()
@@ -130,18 +136,10 @@ def test_getitems_matches_whole_decoding_for_every_pipeline():
 @pytest.mark.parametrize("where", ["memory", "disk"])
 def test_several_runs_per_block_read_without_decoding_blocks_whole(dtype, where, tmp_path,
                                                                    monkeypatch):
-    rng = np.random.default_rng(3)
-    x = (np.sin(np.arange(4 * 6 * 75 * 250) * 1e-3) * 100 +
-         rng.normal(0, 1, 4 * 6 * 75 * 250)).reshape(4, 6, 75, 250).astype(dtype)
-    kw = {"urlpath": str(tmp_path / "m.b2nd"), "mode": "w"} if where == "disk" else {}
-    a = ndpack.asarray(x, chunks=(1, 3, 75, 250), blocks=(1, 1, 75, 250),
-                       cparams={"clevel": 5}, **kw)
-    if where == "disk":
-        a = ndpack.open(a.urlpath, mode="r")
-    calls = []
-    real = ndread.NDReader._runs_into
-    monkeypatch.setattr(ndread.NDReader, "_runs_into",
-                        lambda self, *args: calls.append(real(self, *args)) or calls[-1])
+    x = _noisy_sine((4, 6, 75, 250), dtype, 3)
+    a = _stored(x, where, tmp_path, chunks=(1, 3, 75, 250), blocks=(1, 1, 75, 250),
+                cparams={"clevel": 5})
+    calls = _spy(monkeypatch, "_runs_into")
     for key in [(Ellipsis, 7), (slice(None), 3, slice(5, 9), slice(2, 4)),
                 (slice(1, 3), slice(None), slice(None), 249)]:
         calls.clear()

@@ -165,19 +165,27 @@ static void test_roundtrips(void) {
   free(src);
 }
 
+/* The chunk of test_partial and test_fd_read_blocks: 1 MiB of make_input(0), 27
+ * blocks of 40000 bytes (the last partial), typesize 4, with or without DELTA. */
+static int32_t blocks_chunk(const uint8_t *src, int32_t n, int delta, uint8_t *c,
+                            ndp_error *err) {
+  ndp_cparams cp = ndp_cparams_default();
+  cp.blocksize = 40000;
+  cp.typesize = 4;
+  cp.filters[0] = delta ? NDP_DELTA : 0;
+  int32_t cb = ndp_compress(&cp, src, n, c, n + 32, err);
+  CHECK(cb > 0, "compress: %s", err->msg);
+  return cb;
+}
+
 static void test_partial(void) {
   int32_t n = 1 << 20;
   uint8_t *src = malloc((size_t)n), *full = malloc((size_t)n);
   uint8_t *c = malloc((size_t)n + 32), *part = malloc((size_t)n);
   make_input(0, src, n);
-  ndp_cparams cp = ndp_cparams_default();
   ndp_error err = {0, {0}};
-  cp.blocksize = 40000;
-  cp.typesize = 4;
   for (int delta = 0; delta < 2; delta++) {
-    cp.filters[0] = delta ? NDP_DELTA : 0;
-    int32_t cb = ndp_compress(&cp, src, n, c, n + 32, &err);
-    CHECK(cb > 0, "compress: %s", err.msg);
+    int32_t cb = blocks_chunk(src, n, delta, c, &err);
     for (int k = 0; k < 50; k++) {
       int32_t a = (int32_t)(rng() % (n / 4)), len = (int32_t)(rng() % (n / 4 - a + 1));
       int32_t r = ndp_getitem(c, cb, a, len, part, n, &err);
@@ -357,14 +365,9 @@ static void test_fd_read_blocks(void) {
   uint8_t *src = malloc((size_t)n), *c = malloc((size_t)n + 32);
   uint8_t *buf = malloc((size_t)n + 32), *a = malloc((size_t)n), *b = malloc((size_t)n);
   make_input(0, src, n);
-  ndp_cparams cp = ndp_cparams_default();
   ndp_error err = {0, {0}};
-  cp.blocksize = 40000;
-  cp.typesize = 4;
   for (int delta = 0; delta < 2; delta++) {
-    cp.filters[0] = delta ? NDP_DELTA : 0;
-    int32_t cb = ndp_compress(&cp, src, n, c, n + 32, &err);
-    CHECK(cb > 0, "compress: %s", err.msg);
+    int32_t cb = blocks_chunk(src, n, delta, c, &err);
     FILE *f = tmpfile();
     fwrite("lead", 1, 4, f);
     fwrite(c, 1, (size_t)cb, f);
