@@ -152,14 +152,11 @@ class NDReader:
 
     def _read_chunk(self, n, dst, locs, out, nthreads, lazy):
         """Chunk `n`'s part of a read: the positions `locs` of the chunk into out[dst]."""
-        frame = self._schunk._frame
         full = all(loc.start == 0 and loc.step == 1 and len(loc) == e
                    for loc, e in zip(locs, self._ext_chunks))
         if full:
             bids = [range(g) for g in self._bgrid]
-            # from files, into this thread's buffer (fresh pages cost page faults)
-            chunk = frame.get(n, _scratch(self._chunk_nbytes + 64, "src")) if lazy \
-                else frame.get(n)
+            chunk = self._whole_chunk(n, lazy)
         else:
             bids = [[p[0] for p in dim_parts(loc, b)] for loc, b in zip(locs, self._blocks)]
             chunk = None
@@ -168,8 +165,8 @@ class NDReader:
             if chunk is not None:                 # a reduced regular chunk
                 if self._blocks_into(chunk, locs, bids, out[dst], nthreads):
                     return
-            else:                                 # whole, into this thread's buffer
-                chunk = frame.get(n, _scratch(self._chunk_nbytes + 64, "src"))
+            else:
+                chunk = self._whole_chunk(n, lazy)
         fill = self._special_fill(chunk)
         if fill is not None:
             out[dst] = fill
@@ -189,6 +186,13 @@ class NDReader:
         idx = tuple(compact_index(loc, b, ids)
                     for loc, b, ids in zip(locs, self._blocks, bids))
         out[dst] = region[_as_index(idx)]
+
+    def _whole_chunk(self, n: int, lazy: bool):
+        """Chunk `n` whole; from files (`lazy`) read into this thread's buffer, valid
+        until its next read (fresh pages for every chunk would cost page faults)."""
+        frame = self._schunk._frame
+        return frame.get(n, _scratch(self._chunk_nbytes + 64, "src")) if lazy \
+            else frame.get(n)
 
     def _blocks_into(self, chunk, locs, bids, target, nthreads) -> bool:
         """Decode the blocks `bids` of a regular chunk and copy the positions `locs`
