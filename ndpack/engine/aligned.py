@@ -45,7 +45,7 @@ from ndpack.storage.ndarray import NDArray
 
 __all__ = ["layout_of", "aligned_operands", "compute_aligned", "read_aligned", "GROUP_BYTES"]
 
-GROUP_BYTES = 1 << 19    # one operand's share of a group of blocks evaluated at once (L2/4)
+GROUP_BYTES = 1 << 21    # one operand's share of a group of blocks evaluated at once (measured)
 
 
 def layout_of(node: Node, shape: tuple):
