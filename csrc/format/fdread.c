@@ -133,23 +133,19 @@ int64_t ndp_fd_read_blocks(int fd, int64_t pos, int32_t nblocks, int32_t min_cby
   for (int32_t i = 0; i < nm; i++)
     if (pread_full(fd, buf + sp[i].at, sp[i].end - sp[i].start, pos + sp[i].start) != 0)
       goto done;
-  /* new block starts: wanted blocks at their packed place, the others at the first
-   * wanted block's (never decoded) */
-  int32_t fill = hend;
-  if (n + has_delta > 0) {
-    int32_t s0 = ndp_rd32(buf + NDP_EXT_HEADER + 4 * (has_delta ? 0 : numbers[0]));
-    const span *p = find_span(sp, nm, s0);
-    fill = p->at + (s0 - p->start);
-  }
-  /* starts of the wanted blocks, computed before the table is overwritten */
+  /* new block starts: wanted blocks at their packed place (computed before the table
+   * is overwritten), the others at the first wanted block's (never decoded) */
   int32_t *fresh = sorted;                           /* reuse: nblocks slots */
-  for (int32_t j = 0; j < nblocks; j++) fresh[j] = fill;
+  for (int32_t j = 0; j < nblocks; j++) fresh[j] = -1;
   for (int32_t i = 0; i < n + has_delta; i++) {
     int32_t j = i < n ? numbers[i] : 0;
     int32_t s = ndp_rd32(buf + NDP_EXT_HEADER + 4 * j);
     const span *p = find_span(sp, nm, s);
     fresh[j] = p->at + (s - p->start);
   }
+  int32_t fill = n + has_delta > 0 ? fresh[has_delta ? 0 : numbers[0]] : (int32_t)hend;
+  for (int32_t j = 0; j < nblocks; j++)
+    if (fresh[j] < 0) fresh[j] = fill;
   for (int32_t j = 0; j < nblocks; j++) ndp_wr32(buf + NDP_EXT_HEADER + 4 * j, fresh[j]);
   ndp_wr32(buf + 12, (int32_t)total);
   result = total;
