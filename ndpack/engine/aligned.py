@@ -207,10 +207,7 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=Fal
                          for op, c, st in zip(ops, raw, stored)]
                 if all(f is not None for f in fills):          # scalars only: 0-d result
                     while inflight:
-                        m, mdst, mjobs = inflight.pop(0)
-                        for job in mjobs:
-                            job.result()
-                        yield m, mdst
+                        yield _finished(inflight.pop(0))
                     if lookahead:
                         pending = prefetch(fetch, n + 1) if n + 1 < nchunks else None
                     yield n, np.asarray(run(node, ops, fills)).astype(dtype)
@@ -219,34 +216,35 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=Fal
                 if dst is None or not lookahead:
                     dst = whole if dst is None else dst
                     while inflight:                            # `whole` must be free
-                        m, mdst, mjobs = inflight.pop(0)
-                        for job in mjobs:
-                            job.result()
-                        yield m, mdst
+                        yield _finished(inflight.pop(0))
                 jobs = [submit(pool, group, raw, fills, g,
                                dst[g.start * per_block:g.stop * per_block])
                         for g in groups]
                 inflight.append((n, dst, jobs))
                 if len(inflight) > 1 or dst is whole or not lookahead:
-                    m, mdst, mjobs = inflight.pop(0)
-                    for job in mjobs:
-                        job.result()
+                    done = _finished(inflight.pop(0))
                     if lookahead:
                         pending = prefetch(fetch, n + 1) if n + 1 < nchunks else None
-                    yield m, mdst
+                    yield done
                 else:
                     pending = None if n + 1 >= nchunks else prefetch(fetch, n + 1)
             while inflight:
-                m, mdst, mjobs = inflight.pop(0)
-                for job in mjobs:
-                    job.result()
-                yield m, mdst
+                yield _finished(inflight.pop(0))
     finally:                 # on an error or an early exit, nothing keeps running
         for job in [j for _, _, js in inflight for j in js] + jobs + [pending]:
             if job is not None:
                 job.exception()
         fetch.close()
         buffers.give(whole_raw)
+
+
+def _finished(entry) -> tuple:
+    """``(n, values)`` of a chunk in flight ``(n, values, jobs)`` once its groups are
+    done (the first group error is raised)."""
+    n, values, jobs = entry
+    for job in jobs:
+        job.result()
+    return n, values
 
 
 def compute_aligned(node: Node, ops: list, out: NDArray, tick=None) -> NDArray:
