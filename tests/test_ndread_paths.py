@@ -8,6 +8,12 @@ import pytest
 import ndpack
 from ndpack.storage import ndread
 
+try:
+    import blosc2
+    HAVE_BLOSC2 = True
+except ImportError:
+    HAVE_BLOSC2 = False
+
 
 def _spy(monkeypatch, name: str) -> list:
     """Record whether each call of the read path ``NDReader.<name>`` took it."""
@@ -114,8 +120,12 @@ def test_getitems_matches_whole_decoding_for_every_pipeline():
         ts = int(rng.choice([1, 2, 4, 8, 16]))
         items = int(rng.integers(1, 3000))
         raw = (np.sin(np.arange(items * ts) * 0.01) * 100).astype(np.uint8).tobytes()
+        # a SHUFFLE group other than the typesize (NumPy "U" dtypes use 4) makes
+        # streams that are not bytes of items
+        meta = int(rng.choice([0, 0, 2, 4, ts]))
         ch = compress2(raw, typesize=ts, clevel=int(rng.integers(0, 10)),
                        filters=[ndpack.Filter(int(rng.choice([0, 1, 2, 3])))],
+                       filters_meta=[meta, 0, 0, 0, 0, 0],
                        codec=ndpack.Codec(int(rng.choice([0, 1, 5]))),
                        splitmode=ndpack.SplitMode(int(rng.choice([1, 2, 3]))),
                        blocksize=int(rng.choice([0, 64, 512])) * ts)
@@ -167,6 +177,20 @@ def test_getitems_many_runs_in_one_block(filters):
     assert getitems(ch, starts, counts, out) == out.nbytes
     want = np.concatenate([x[s:s + c] for s, c in zip(starts, counts)])
     np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.skipif(not HAVE_BLOSC2, reason="python-blosc2 not installed")
+@pytest.mark.parametrize("dtype", ["U1", "U3"])
+def test_unicode_arrays_of_python_blosc2_read_by_items(dtype, tmp_path):
+    # python-blosc2 stores "U" dtypes with SHUFFLE group 4 (filters_meta 4): its
+    # streams are not bytes of items, so runs decode their blocks
+    rng = np.random.default_rng(4)
+    x = np.array(["".join(rng.choice(list("abcdefgh"), int(dtype[1:])))
+                  for _ in range(60000)], dtype=dtype)
+    blosc2.asarray(x, urlpath=str(tmp_path / "u.b2nd"), mode="w")
+    for a in (ndpack.open(str(tmp_path / "u.b2nd")), ndpack.open(str(tmp_path / "u.b2nd"), mode="r")):
+        for key in [slice(5, 9), slice(1000, 1003), 59999, (np.array([3, 77, 5000]),)]:
+            np.testing.assert_array_equal(a[key], x[key])
 
 
 def test_getitems_bad_runs_are_errors():

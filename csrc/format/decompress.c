@@ -465,8 +465,13 @@ static int runs_partial_ok(const djob *job) {
     return 0;
   int shuffles = 0;
   for (int i = 0; i < NDP_NFILTERS; i++) {
-    if (ci->filters[i] == NDP_SHUFFLE) shuffles++;
-    else if (ci->filters[i] != NDP_NOFILTER) return 0;
+    if (ci->filters[i] == NDP_SHUFFLE) {
+      /* a group other than the typesize (NumPy "U" dtypes: 4) makes other planes */
+      if (ci->filters_meta[i] != 0 && ci->filters_meta[i] != job->typesize) return 0;
+      shuffles++;
+    } else if (ci->filters[i] != NDP_NOFILTER) {
+      return 0;
+    }
   }
   return shuffles == 1;
 }
