@@ -232,7 +232,7 @@ static size_t shuffle_pshufb(size_t g, size_t m, const uint8_t *src, uint8_t *ds
 
 /* Inverse, g in {3, 5}: output vector k of a lane (element bytes 16k..16k+15)
  * takes byte p from plane (16k+p) % g at element (16k+p) / g. */
-static size_t unshuffle_pshufb(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
+static size_t unshuffle_pshufb(size_t g, size_t m, const uint8_t *const *p, uint8_t *dst) {
   if (m < 64) return 0;
   __m256i mask[5][5], v[5];
   for (size_t k = 0; k < g; k++)
@@ -244,9 +244,11 @@ static size_t unshuffle_pshufb(size_t g, size_t m, const uint8_t *src, uint8_t *
       }
       mask[k][j] = _mm256_broadcastsi128_si256(LD128(b));
     }
+  const uint8_t *s[5];
+  for (size_t j = 0; j < g; j++) s[j] = p[j];
   size_t i = 0;
   for (; i + 32 <= m; i += 32) {
-    for (size_t j = 0; j < g; j++) v[j] = LD(src + j * m + i);
+    for (size_t j = 0; j < g; j++) v[j] = LD(s[j] + i);
     uint8_t *d = dst + g * i;
     for (size_t k = 0; k < g; k++) {
       __m256i acc = _mm256_shuffle_epi8(v[0], mask[k][0]);
@@ -348,7 +350,7 @@ static size_t shuffle_tiles(size_t g, size_t m, const uint8_t *src, uint8_t *dst
   return i;
 }
 
-static size_t unshuffle_tiles(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
+static size_t unshuffle_tiles(size_t g, size_t m, const uint8_t *const *p, uint8_t *dst) {
   const size_t lim = tile_limit(g, m);
   const size_t ntile = (g + 15) / 16;
   size_t i = 0;
@@ -357,7 +359,7 @@ static size_t unshuffle_tiles(size_t g, size_t m, const uint8_t *src, uint8_t *d
       size_t j0 = tile_j0(g, tt);
       __m256i v[16];
       /* planes past g - 1 (g < 16) do not exist: repeat the last one */
-#define L_(c) v[c] = LD(src + (j0 + c < g ? j0 + c : g - 1) * m + i);
+#define L_(c) v[c] = LD(p[j0 + c < g ? j0 + c : g - 1] + i);
       REP16(L_)
 #undef L_
       transpose16(v);
@@ -393,22 +395,23 @@ static void shuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst) 
  * (slightly faster in memory; for 2 and 4 planes it does not help). */
 
 /* 32 elements at plane offset i -> element bytes at d */
-NDP_INLINE void unshuf2_32(const uint8_t *src, size_t m, size_t i, uint8_t *d) {
-  __m256i a = LD(src + i), b = LD(src + m + i);
+NDP_INLINE void unshuf2_32(const uint8_t *const *s, size_t i, uint8_t *d) {
+  __m256i a = LD(s[0] + i), b = LD(s[1] + i);
   ZIP(a, b);
   ST2(d, d + 32, a);
   ST2(d + 16, d + 48, b);
 }
 
-static size_t unshuffle2(size_t m, const uint8_t *src, uint8_t *dst) {
+static size_t unshuffle2(size_t m, const uint8_t *const *p, uint8_t *dst) {
+  const uint8_t *s[2] = {p[0], p[1]};
   size_t i = 0;
-  for (; i + 32 <= m; i += 32) unshuf2_32(src, m, i, dst + 2 * i);
+  for (; i + 32 <= m; i += 32) unshuf2_32(s, i, dst + 2 * i);
   return i;
 }
 
-NDP_INLINE void unshuf4_32(const uint8_t *src, size_t m, size_t i, uint8_t *d) {
-  __m256i v0 = LD(src + i), v1 = LD(src + m + i);
-  __m256i v2 = LD(src + 2 * m + i), v3 = LD(src + 3 * m + i);
+NDP_INLINE void unshuf4_32(const uint8_t *const *s, size_t i, uint8_t *d) {
+  __m256i v0 = LD(s[0] + i), v1 = LD(s[1] + i);
+  __m256i v2 = LD(s[2] + i), v3 = LD(s[3] + i);
   ZIP(v0, v2);
   ZIP(v1, v3);
   ZIP(v0, v1);
@@ -419,9 +422,10 @@ NDP_INLINE void unshuf4_32(const uint8_t *src, size_t m, size_t i, uint8_t *d) {
   ST(d + 96, _mm256_permute2x128_si256(v2, v3, 0x31));
 }
 
-static size_t unshuffle4(size_t m, const uint8_t *src, uint8_t *dst) {
+static size_t unshuffle4(size_t m, const uint8_t *const *p, uint8_t *dst) {
+  const uint8_t *s[4] = {p[0], p[1], p[2], p[3]};
   size_t i = 0;
-  for (; i + 32 <= m; i += 32) unshuf4_32(src, m, i, dst + 4 * i);
+  for (; i + 32 <= m; i += 32) unshuf4_32(s, i, dst + 4 * i);
   return i;
 }
 
@@ -442,9 +446,9 @@ NDP_INLINE void unshuffle8_regs(__m256i *v) {
   ZIP(v[6], v[7]);
 }
 
-NDP_INLINE void unshuf8_32(const uint8_t *src, size_t m, size_t i, uint8_t *d) {
+NDP_INLINE void unshuf8_32(const uint8_t *const *s, size_t i, uint8_t *d) {
   __m256i v[8];
-#define L_(j) v[j] = LD(src + j * m + i);
+#define L_(j) v[j] = LD(s[j] + i);
   REP8(L_)
 #undef L_
   unshuffle8_regs(v);
@@ -453,29 +457,40 @@ NDP_INLINE void unshuf8_32(const uint8_t *src, size_t m, size_t i, uint8_t *d) {
 #undef S_
 }
 
-static size_t unshuffle8(size_t m, const uint8_t *src, uint8_t *dst) {
+static size_t unshuffle8(size_t m, const uint8_t *const *p, uint8_t *dst) {
+  const uint8_t *s[8] = {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]};
   size_t i = 0;
   for (; i + 64 <= m; i += 64) {
-    unshuf8_32(src, m, i, dst + 8 * i);
-    unshuf8_32(src, m, i + 32, dst + 8 * i + 256);
+    unshuf8_32(s, i, dst + 8 * i);
+    unshuf8_32(s, i + 32, dst + 8 * i + 256);
   }
   if (i + 32 <= m) {
-    unshuf8_32(src, m, i, dst + 8 * i);
+    unshuf8_32(s, i, dst + 8 * i);
     i += 32;
   }
   return i;
 }
 
-static void unshuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
+static void unshuffle_planes_range(size_t g, size_t m, const uint8_t *const *p, uint8_t *dst) {
   size_t done;
   switch (g) {
-    case 2: done = unshuffle2(m, src, dst); break;
-    case 4: done = unshuffle4(m, src, dst); break;
-    case 8: done = unshuffle8(m, src, dst); break;
-    case 3: case 5: done = unshuffle_pshufb(g, m, src, dst); break;
-    default: done = (g >= 6 && m >= 64) ? unshuffle_tiles(g, m, src, dst) : 0; break;
+    case 2: done = unshuffle2(m, p, dst); break;
+    case 4: done = unshuffle4(m, p, dst); break;
+    case 8: done = unshuffle8(m, p, dst); break;
+    case 3: case 5: done = unshuffle_pshufb(g, m, p, dst); break;
+    default: done = (g >= 6 && m >= 64) ? unshuffle_tiles(g, m, p, dst) : 0; break;
   }
-  ndp_unshuffle_scalar_part(g, m, done, m, src, dst);
+  ndp_unshuffle_planes_scalar_part(g, done, m, p, dst);
+}
+
+static void unshuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
+  if (g > NDP_MAX_PLANES) {
+    ndp_unshuffle_scalar_part(g, m, 0, m, src, dst);
+    return;
+  }
+  const uint8_t *p[NDP_MAX_PLANES];
+  ndp_planes_of(g, m, src, p);
+  unshuffle_planes_range(g, m, p, dst);
 }
 
 static void shuffle_avx2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
@@ -486,6 +501,11 @@ static void shuffle_avx2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
   }
   shuffle_range(g, m, src, dst);
   if (n > m * g) memcpy(dst + m * g, src + m * g, n - m * g);
+}
+
+static void unshuffle_planes_avx2(size_t g, size_t m, const uint8_t *const *p, uint8_t *dst) {
+  if (m < 32) ndp_unshuffle_planes_scalar(g, m, p, dst);
+  else unshuffle_planes_range(g, m, p, dst);
 }
 
 static void unshuffle_avx2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
@@ -755,6 +775,7 @@ static const ndp_filter_kernels avx2_kernels = {
     bitunshuffle_avx2,
     bytedelta_encode_avx2,
     bytedelta_decode_avx2,
+    unshuffle_planes_avx2,
 };
 
 const ndp_filter_kernels *ndp_filters_avx2(void) { return &avx2_kernels; }

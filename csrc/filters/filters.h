@@ -30,6 +30,12 @@ enum {
  * m = n/g whole groups; the n - m*g trailing bytes are copied unchanged. */
 typedef void (*ndp_shuffle_fn)(size_t g, size_t n, const uint8_t *src, uint8_t *dst);
 
+/* Unshuffle of m whole groups (g >= 2) from planes at any addresses:
+ * dst[i*g + j] = planes[j][i] for i < m, j < g.  Split streams decoded or stored
+ * raw in a chunk are unshuffled in place, without gathering them first. */
+typedef void (*ndp_unshuffle_planes_fn)(size_t g, size_t m, const uint8_t *const *planes,
+                                        uint8_t *dst);
+
 /* Bit shuffle with element size `t` (>= 1), FORMAT.md 2.3: the first
  * m = (n/t) - (n/t)%8 elements are bit-transposed, the rest copied. */
 typedef void (*ndp_bitshuffle_fn)(size_t t, size_t n, const uint8_t *src, uint8_t *dst);
@@ -46,6 +52,7 @@ typedef struct {
   ndp_bitshuffle_fn bitunshuffle;
   ndp_bytedelta_fn bytedelta_encode;
   ndp_bytedelta_fn bytedelta_decode;
+  ndp_unshuffle_planes_fn unshuffle_planes;
 } ndp_filter_kernels;
 
 /* The kernels of one ISA, or NULL if this build or this CPU lacks it. */

@@ -78,11 +78,13 @@ NDP_INLINE void shuffle_fixed(size_t g, size_t m, size_t i0, size_t i1,
   }
 }
 
-NDP_INLINE void unshuffle_fixed(size_t g, size_t m, size_t i0, size_t i1,
-                                const uint8_t *src, uint8_t *dst) {
+NDP_INLINE void unshuffle_fixed(size_t g, size_t i0, size_t i1, const uint8_t *const *p,
+                                uint8_t *dst) {
+  const uint8_t *s[8];                  /* a local copy: stores to dst cannot alias it */
+  for (size_t j = 0; j < g; j++) s[j] = p[j];
   for (size_t i = i0; i < i1; i++) {
     uint8_t *d = dst + i * g;
-    for (size_t j = 0; j < g; j++) d[j] = src[j * m + i];
+    for (size_t j = 0; j < g; j++) d[j] = s[j][i];
   }
 }
 
@@ -103,14 +105,14 @@ static void shuffle_tiled(size_t g, size_t m, size_t i0, size_t i1,
   }
 }
 
-static void unshuffle_tiled(size_t g, size_t m, size_t i0, size_t i1,
-                            const uint8_t *src, uint8_t *dst) {
+static void unshuffle_tiled(size_t g, size_t i0, size_t i1, const uint8_t *const *p,
+                            uint8_t *dst) {
   size_t tile = NDP_TILE_BYTES / g;
   if (tile < 16) tile = 16;
   for (size_t b0 = i0; b0 < i1; b0 += tile) {
     size_t b1 = (i1 - b0 > tile) ? b0 + tile : i1;
     for (size_t j = 0; j < g; j++) {
-      const uint8_t *s = src + j * m;
+      const uint8_t *s = p[j];
       uint8_t *d = dst + j;
       for (size_t i = b0; i < b1; i++) d[i * g] = s[i];
     }
@@ -128,15 +130,31 @@ void ndp_shuffle_scalar_part(size_t g, size_t m, size_t i0, size_t i1,
   }
 }
 
+void ndp_unshuffle_planes_scalar_part(size_t g, size_t i0, size_t i1,
+                                      const uint8_t *const *p, uint8_t *dst) {
+  switch (g) {
+    case 2: unshuffle_fixed(2, i0, i1, p, dst); break;
+    case 3: unshuffle_fixed(3, i0, i1, p, dst); break;
+    case 4: unshuffle_fixed(4, i0, i1, p, dst); break;
+    case 8: unshuffle_fixed(8, i0, i1, p, dst); break;
+    default: unshuffle_tiled(g, i0, i1, p, dst); break;
+  }
+}
+
+void ndp_unshuffle_planes_scalar(size_t g, size_t m, const uint8_t *const *p, uint8_t *dst) {
+  ndp_unshuffle_planes_scalar_part(g, 0, m, p, dst);
+}
+
 void ndp_unshuffle_scalar_part(size_t g, size_t m, size_t i0, size_t i1,
                                const uint8_t *src, uint8_t *dst) {
-  switch (g) {
-    case 2: unshuffle_fixed(2, m, i0, i1, src, dst); break;
-    case 3: unshuffle_fixed(3, m, i0, i1, src, dst); break;
-    case 4: unshuffle_fixed(4, m, i0, i1, src, dst); break;
-    case 8: unshuffle_fixed(8, m, i0, i1, src, dst); break;
-    default: unshuffle_tiled(g, m, i0, i1, src, dst); break;
+  if (g > NDP_MAX_PLANES) {                     /* no plane table: element by element */
+    for (size_t i = i0; i < i1; i++)
+      for (size_t j = 0; j < g; j++) dst[i * g + j] = src[j * m + i];
+    return;
   }
+  const uint8_t *p[NDP_MAX_PLANES];
+  ndp_planes_of(g, m, src, p);
+  ndp_unshuffle_planes_scalar_part(g, i0, i1, p, dst);
 }
 
 void ndp_shuffle_scalar(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
@@ -464,6 +482,7 @@ static const ndp_filter_kernels scalar_kernels = {
     ndp_bitunshuffle_scalar,
     ndp_bytedelta_encode_scalar,
     ndp_bytedelta_decode_scalar,
+    ndp_unshuffle_planes_scalar,
 };
 
 const ndp_filter_kernels *ndp_filters_scalar(void) { return &scalar_kernels; }

@@ -35,6 +35,18 @@ void ndp_shuffle_scalar_part(size_t g, size_t m, size_t i0, size_t i1,
                              const uint8_t *src, uint8_t *dst);
 void ndp_unshuffle_scalar_part(size_t g, size_t m, size_t i0, size_t i1,
                                const uint8_t *src, uint8_t *dst);
+/* Elements [i0, i1) from plane pointers (the planes layout of unshuffle_planes). */
+void ndp_unshuffle_planes_scalar_part(size_t g, size_t i0, size_t i1,
+                                      const uint8_t *const *p, uint8_t *dst);
+void ndp_unshuffle_planes_scalar(size_t g, size_t m, const uint8_t *const *p, uint8_t *dst);
+
+/* Groups up to this size unshuffle through a table of plane pointers on the stack. */
+#define NDP_MAX_PLANES 256
+
+/* The plane pointers of a plane-major buffer: p[j] = src + j*m for j < g. */
+static inline void ndp_planes_of(size_t g, size_t m, const uint8_t *src, const uint8_t **p) {
+  for (size_t j = 0; j < g; j++) p[j] = src + j * m;
+}
 void ndp_bitshuffle_scalar_part(size_t t, size_t m, size_t i0, size_t i1,
                                 const uint8_t *src, uint8_t *dst);
 void ndp_bitunshuffle_scalar_part(size_t t, size_t m, size_t i0, size_t i1,

@@ -218,10 +218,11 @@ static void shuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst) 
 
 /* ---- UNSHUFFLE: planes src + j*m -> elements [0, m) of dst ---- */
 
-static size_t unshuffle2(size_t m, const uint8_t *src, uint8_t *dst) {
+static size_t unshuffle2(size_t m, const uint8_t *const *p, uint8_t *dst) {
+  const uint8_t *s0 = p[0], *s1 = p[1];
   size_t i = 0;
   for (; i + 16 <= m; i += 16) {
-    __m128i a = LD(src + i), b = LD(src + m + i);
+    __m128i a = LD(s0 + i), b = LD(s1 + i);
     ZIP(a, b);
     ST(dst + 2 * i, a);
     ST(dst + 2 * i + 16, b);
@@ -229,11 +230,12 @@ static size_t unshuffle2(size_t m, const uint8_t *src, uint8_t *dst) {
   return i;
 }
 
-static size_t unshuffle4(size_t m, const uint8_t *src, uint8_t *dst) {
+static size_t unshuffle4(size_t m, const uint8_t *const *p, uint8_t *dst) {
+  const uint8_t *s[4] = {p[0], p[1], p[2], p[3]};
   size_t i = 0;
   for (; i + 16 <= m; i += 16) {
-    __m128i v0 = LD(src + i), v1 = LD(src + m + i);
-    __m128i v2 = LD(src + 2 * m + i), v3 = LD(src + 3 * m + i);
+    __m128i v0 = LD(s[0] + i), v1 = LD(s[1] + i);
+    __m128i v2 = LD(s[2] + i), v3 = LD(s[3] + i);
     ZIP(v0, v2);
     ZIP(v1, v3);
     ZIP(v0, v1);
@@ -263,11 +265,12 @@ NDP_INLINE void unshuffle8_regs(__m128i *v) {
   ZIP(v[6], v[7]);
 }
 
-static size_t unshuffle8(size_t m, const uint8_t *src, uint8_t *dst) {
+static size_t unshuffle8(size_t m, const uint8_t *const *p, uint8_t *dst) {
+  const uint8_t *s[8] = {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]};
   size_t i = 0;
   for (; i + 16 <= m; i += 16) {
     __m128i v[8];
-#define L_(j) v[j] = LD(src + j * m + i);
+#define L_(j) v[j] = LD(s[j] + i);
     REP8(L_)
 #undef L_
     unshuffle8_regs(v);
@@ -278,7 +281,7 @@ static size_t unshuffle8(size_t m, const uint8_t *src, uint8_t *dst) {
   return i;
 }
 
-static size_t unshuffle_tiles(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
+static size_t unshuffle_tiles(size_t g, size_t m, const uint8_t *const *p, uint8_t *dst) {
   const size_t lim = tile_limit(g, m);
   const size_t ntile = (g + 15) / 16;
   size_t i = 0;
@@ -287,7 +290,7 @@ static size_t unshuffle_tiles(size_t g, size_t m, const uint8_t *src, uint8_t *d
       size_t j0 = tile_j0(g, tt);
       __m128i v[16];
       /* planes past g - 1 (g < 16) do not exist: repeat the last one */
-#define L_(c) v[c] = LD(src + (j0 + c < g ? j0 + c : g - 1) * m + i);
+#define L_(c) v[c] = LD(p[j0 + c < g ? j0 + c : g - 1] + i);
       REP16(L_)
 #undef L_
       transpose16(v);
@@ -301,15 +304,25 @@ static size_t unshuffle_tiles(size_t g, size_t m, const uint8_t *src, uint8_t *d
   return i;
 }
 
-static void unshuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
+static void unshuffle_planes_range(size_t g, size_t m, const uint8_t *const *p, uint8_t *dst) {
   size_t done;
   switch (g) {
-    case 2: done = unshuffle2(m, src, dst); break;
-    case 4: done = unshuffle4(m, src, dst); break;
-    case 8: done = unshuffle8(m, src, dst); break;
-    default: done = (g >= 3 && m >= 32) ? unshuffle_tiles(g, m, src, dst) : 0; break;
+    case 2: done = unshuffle2(m, p, dst); break;
+    case 4: done = unshuffle4(m, p, dst); break;
+    case 8: done = unshuffle8(m, p, dst); break;
+    default: done = (g >= 3 && m >= 32) ? unshuffle_tiles(g, m, p, dst) : 0; break;
   }
-  ndp_unshuffle_scalar_part(g, m, done, m, src, dst);
+  ndp_unshuffle_planes_scalar_part(g, done, m, p, dst);
+}
+
+static void unshuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
+  if (g > NDP_MAX_PLANES) {
+    ndp_unshuffle_scalar_part(g, m, 0, m, src, dst);
+    return;
+  }
+  const uint8_t *p[NDP_MAX_PLANES];
+  ndp_planes_of(g, m, src, p);
+  unshuffle_planes_range(g, m, p, dst);
 }
 
 static void shuffle_sse2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
@@ -320,6 +333,11 @@ static void shuffle_sse2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
   }
   shuffle_range(g, m, src, dst);
   if (n > m * g) memcpy(dst + m * g, src + m * g, n - m * g);
+}
+
+static void unshuffle_planes_sse2(size_t g, size_t m, const uint8_t *const *p, uint8_t *dst) {
+  if (m < 32) ndp_unshuffle_planes_scalar(g, m, p, dst);
+  else unshuffle_planes_range(g, m, p, dst);
 }
 
 static void unshuffle_sse2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
@@ -545,6 +563,7 @@ static const ndp_filter_kernels sse2_kernels = {
     bitunshuffle_sse2,
     bytedelta_encode_sse2,
     bytedelta_decode_sse2,
+    unshuffle_planes_sse2,
 };
 
 const ndp_filter_kernels *ndp_filters_sse2(void) { return &sse2_kernels; }

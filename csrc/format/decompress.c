@@ -8,6 +8,7 @@
 
 #include "../codecs/codecs.h"
 #include "../common/tls.h"
+#include "../filters/filters.h"
 
 typedef struct {
   const uint8_t *src;
@@ -18,6 +19,7 @@ typedef struct {
   int32_t typesize;
   int active;                /* the backward pipeline changes bytes */
   int has_delta;
+  int plain_shuffle;         /* split streams are the planes of a SHUFFLE alone */
   const uint8_t *ref;        /* decoded block 0 (DELTA) */
   /* block list mode */
   const int32_t *blocks;
@@ -151,6 +153,51 @@ static int decode_streams(const djob *job, int32_t j, int32_t bsize, uint8_t *ou
   return NDP_OK;
 }
 
+/* Whether regular blocks are split in one stream per byte and SHUFFLE (with the
+ * typesize as group) is the only filter: stream s is byte s of every item.  (A group
+ * other than the typesize, as in python-blosc2's NumPy "U" dtypes, makes other
+ * planes.) */
+static int plain_shuffle(const ndp_chunk_info *ci) {
+  if (ci->special || ci->memcpyed || ci->vlblocks || ci->dont_split || ci->typesize < 2 ||
+      ci->blocksize % ci->typesize != 0)
+    return 0;
+  int shuffles = 0;
+  for (int i = 0; i < NDP_NFILTERS; i++) {
+    if (ci->filters[i] == NDP_SHUFFLE) {
+      if (ci->filters_meta[i] != 0 && ci->filters_meta[i] != ci->typesize) return 0;
+      shuffles++;
+    } else if (ci->filters[i] != NDP_NOFILTER) {
+      return 0;
+    }
+  }
+  return shuffles == 1;
+}
+
+/* Full regular block j of a plain-shuffle chunk: raw streams are unshuffled from
+ * where they lie in the chunk, the others decoded into a scratch buffer first; one
+ * unshuffle writes the block (no copy of the raw streams). */
+static int decode_shuffled(const djob *job, int32_t j, uint8_t *out, ndp_error *err) {
+  const ndp_chunk_info *ci = &job->ci;
+  int32_t ts = job->typesize, neblock = ci->blocksize / ts, pos, csize = 0;
+  int rc = block_start(job, j, &pos, err);
+  if (rc != NDP_OK) return rc;
+  uint8_t *a = ndp_scratch(0, (size_t)ci->blocksize);
+  if (a == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "cannot allocate block buffers");
+  const uint8_t *planes[256];
+  for (int s = 0; s < ts; s++) {
+    uint8_t *o = a + (size_t)s * neblock;
+    const uint8_t *p = NULL;
+    rc = next_stream(job, j, s, &pos, &csize, &p, err);
+    if (rc != NDP_OK) return rc;
+    planes[s] = o;
+    if (csize <= 0) memset(o, csize == 0 ? 0 : -csize, (size_t)neblock);
+    else if (csize == neblock) planes[s] = p;
+    else if ((rc = decode_stream(job, j, s, p, csize, o, neblock, err)) != NDP_OK) return rc;
+  }
+  ndp_filters()->unshuffle_planes((size_t)ts, (size_t)neblock, planes, out);
+  return NDP_OK;
+}
+
 /* Decode block j (any kind of chunk) into out. */
 static int decode_block(const djob *job, int32_t j, uint8_t *out, ndp_error *err) {
   const ndp_chunk_info *ci = &job->ci;
@@ -165,6 +212,7 @@ static int decode_block(const djob *job, int32_t j, uint8_t *out, ndp_error *err
     return NDP_OK;
   }
   if (!job->active) return decode_streams(job, j, bsize, out, err);
+  if (job->plain_shuffle && bsize == ci->blocksize) return decode_shuffled(job, j, out, err);
   uint8_t *a = ndp_scratch(0, (size_t)ci->blocksize);
   uint8_t *b = ndp_scratch(1, (size_t)ci->blocksize);
   if (a == NULL || b == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "cannot allocate block buffers");
@@ -183,6 +231,7 @@ static int djob_init(djob *job, const void *src, int32_t srcsize, ndp_error *err
   job->typesize = ci->typesize;
   job->active = ndp_pipeline_active(ci->filters);
   for (int i = 0; i < NDP_NFILTERS; i++) job->has_delta |= ci->filters[i] == NDP_DELTA;
+  job->plain_shuffle = plain_shuffle(ci);
   job->data_start = ci->header_len + 4 * ci->nblocks;
   atomic_init(&job->failed, 0);
   if (ci->special || ci->memcpyed || ci->nbytes == 0) return NDP_OK;
@@ -459,22 +508,7 @@ int ndp_visit_blocks(const void *src, int32_t srcsize, int32_t blockbytes, int32
 /* Whether runs can be read without decoding whole blocks: regular blocks split in
  * one stream per byte, whose only filter is SHUFFLE (stream s is byte s of every
  * item, so item e is byte e of each stream). */
-static int runs_partial_ok(const djob *job) {
-  const ndp_chunk_info *ci = &job->ci;
-  if (ci->special || ci->memcpyed || ci->vlblocks || ci->dont_split || job->typesize < 2)
-    return 0;
-  int shuffles = 0;
-  for (int i = 0; i < NDP_NFILTERS; i++) {
-    if (ci->filters[i] == NDP_SHUFFLE) {
-      /* a group other than the typesize (NumPy "U" dtypes: 4) makes other planes */
-      if (ci->filters_meta[i] != 0 && ci->filters_meta[i] != job->typesize) return 0;
-      shuffles++;
-    } else if (ci->filters[i] != NDP_NOFILTER) {
-      return 0;
-    }
-  }
-  return shuffles == 1;
-}
+static int runs_partial_ok(const djob *job) { return job->plain_shuffle; }
 
 /* One run of items [lo, hi) of a block, written at out. */
 typedef struct {
