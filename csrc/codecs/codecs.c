@@ -76,8 +76,9 @@ int32_t ndp_codec_encode(int compcode, int clevel, int meta, const uint8_t *src,
   if (maxout <= 0) return 0;
   ndp_tls *t = ndp_tls_get();
   if (t == NULL) return NDP_ERR_MEMORY;
-  /* Slow codecs first ask the probe whether their search can pay off. */
-  if ((compcode == NDP_ZSTD && clevel >= 3) || compcode == NDP_ZLIB || compcode == NDP_LZ4HC) {
+  /* Slow codecs first ask the probe whether their search can pay off (zstd level 1
+   * too: its pass over a noise stream costs more than the probe). */
+  if (compcode == NDP_ZSTD || compcode == NDP_ZLIB || compcode == NDP_LZ4HC) {
     int verdict = ndp_probe_stream(t, src, n);
     if (verdict == NDP_PROBE_RAW) return 0;
     if (verdict == NDP_PROBE_LITERALS && compcode != NDP_LZ4HC) clevel = 1;

@@ -1,4 +1,4 @@
-/* Probe a stream before a slow codec (zstd at clevel >= 3, zlib, LZ4HC) runs.
+/* Probe a stream before zstd (any level), zlib or LZ4HC runs.
  *
  * Slow codec levels spend their time searching for matches.  Two kinds of
  * streams, common in shuffled floating-point data (the noisy low mantissa
