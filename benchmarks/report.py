@@ -69,6 +69,7 @@ SPECS = {
         Table("expr disk", "Expressions over .b2nd files", ["expression"],
               [Metric("[()] to NumPy", "nd_get", {"memmap + numexpr": "memmap", B2: "b2_get"}),
                Metric("into a preallocated array", "nd_out", {"memmap + numexpr": "memmap"}),
+               Metric("mmap_mode='r', preallocated", "nd_mmap", {"memmap + numexpr": "memmap"}),
                Metric("compute(urlpath=)", "nd_compute", {B2: "b2_compute"})],
               {"section": "disk"}),
         Table("expr h5py/zarr", "evaluate() over h5py and zarr operands", ["source", "expression"],
