@@ -19,12 +19,11 @@ def best(fn, reps: int = 3, clock=time.perf_counter) -> float:
 def decode_all(*arrays) -> None:
     """Decode every chunk of each NDArray into one reused buffer (two C threads, no
     other work): the floor of anything that reads them."""
-    from ndpack.chunks import decompress2
     buf = bytearray(max(a.schunk.chunksize for a in arrays))
     for a in arrays:
         dst = memoryview(buf)[:a.schunk.chunksize]
-        for n in range(a.schunk.nchunks):
-            decompress2(a.schunk.get_chunk(n), dst=dst, nthreads=2)
+        for n in range(a.schunk.nchunks):       # (no copy of the chunk: a view of it)
+            a.schunk.decompress_chunk(n, dst)
 
 
 def compress_pieces(x, step: int, cparams) -> None:
