@@ -485,6 +485,7 @@ class Tiler:
         self.nthreads, self.nparts, self.lanes = max(2, nthreads), 1, 1
         self.scratch = [{} for _ in range(self.nthreads)]
         self.lane_accs: list = []
+        self._held: dict = {}                     # accumulator slot -> pool buffer
         sizes = [op1.shape[a] for a in ax1]
         order = plan.get("order", range(len(sizes)))
         per_axis = [steps_of(n, max(1, k)) for n, k in zip(sizes, plan["steps"])]
@@ -581,8 +582,7 @@ class Tiler:
     def __call__(self, region) -> np.ndarray:
         shape = tuple(r.stop - r.start for r in region)
         if self.acc is None or self.acc.shape != shape:
-            self.acc = None
-            self.acc = np.empty(shape, self.dtype)
+            self.acc = self._array(shape, 0)
         acc = self.acc
         pool = workers.workers(self.nthreads)
         full = tuple(slice(0, self.ops[0].shape[a]) for a in self.ax[0])
@@ -607,6 +607,24 @@ class Tiler:
         finally:
             _release(whole_bufs)
         return acc
+
+    def _array(self, shape, slot: int) -> np.ndarray:
+        """An uninitialized array for accumulator `slot`, from the engine's buffer pool
+        (a fresh tile of tens of MB costs page faults on every product); the slot's
+        previous buffer goes back first."""
+        old = self._held.pop(slot, None)
+        if old is not None:
+            workers.buffers.give(old)
+        nbytes = math.prod(shape) * self.dtype.itemsize
+        buf = self._held[slot] = workers.buffers.take(nbytes)
+        return buf[:nbytes].view(self.dtype).reshape(shape)
+
+    def release(self) -> None:
+        """Give the accumulators back to the buffer pool (the tiles are dead after)."""
+        self.acc, self.lane_accs = None, []
+        held, self._held = self._held, {}
+        for buf in held.values():
+            workers.buffers.give(buf)
 
     def _lane(self, w: int, acc, region, deal, wholes, scratch) -> int:
         """Lane `w`: the steps `deal` gives it, read here one after another and added
@@ -640,7 +658,7 @@ class Tiler:
         n = min(self.lanes, len(self.kblocks))
         while len(self.lane_accs) < n - 1 or any(
                 a.shape != acc.shape for a in self.lane_accs[:n - 1]):
-            self.lane_accs = [np.empty(acc.shape, self.dtype) for _ in range(n - 1)]
+            self.lane_accs = [self._array(acc.shape, 1 + w) for w in range(n - 1)]
         accs = [acc] + self.lane_accs[:n - 1]
         deal = Deal(n, len(self.kblocks))
         jobs = [workers.submit(pool, self._lane, w, accs[w], region, deal, wholes,

@@ -221,13 +221,16 @@ def tensordot(x1, x2, axes=2, chunks=None, blocks=None, out=None, **storage):
     nthreads = get_nthreads()
     tiler = contract.Tiler(op1, op2, ax1, ax2, free1, free2, dtype, plan, nthreads)
     split = nthreads > 1 and not workers.on_engine_thread()
-    with blas.one_thread() if split else contextlib.nullcontext(False) as held:
-        if held:                                 # BLAS at one thread: the workers multiply
-            tiler.use_workers(nthreads, n1, n2)
-        if out is not None:
-            return _emit(out_shape, dtype, tiler, tile_shape, blocks, out, storage)
-        return _emit(out_shape, dtype, _TileCache(tiler, out_shape, tile_shape), out_chunks,
-                     blocks, out, storage)
+    try:
+        with blas.one_thread() if split else contextlib.nullcontext(False) as held:
+            if held:                             # BLAS at one thread: the workers multiply
+                tiler.use_workers(nthreads, n1, n2)
+            if out is not None:
+                return _emit(out_shape, dtype, tiler, tile_shape, blocks, out, storage)
+            return _emit(out_shape, dtype, _TileCache(tiler, out_shape, tile_shape),
+                         out_chunks, blocks, out, storage)
+    finally:
+        tiler.release()                          # every tile is written by now
 
 
 def _tile_shape(shape, chunks, dtype) -> tuple:
