@@ -62,6 +62,9 @@ cdef extern from "ndpack.h" nogil:
     int32_t ndp_decompress_blocks(const void *src, int32_t srcsize, const int32_t *blocks,
                                   int32_t nblocks, void *dst, int32_t dstsize, int nthreads,
                                   ndp_error *err)
+    int32_t ndp_patch_blocks(const void *chunk, int32_t srcsize, int clevel,
+                             const int32_t *ids, int32_t nids, const void *raw,
+                             int64_t rawsize, void *dst, int32_t dstsize, ndp_error *err)
     int64_t ndp_getitems(const void *src, int32_t srcsize, const int64_t *starts,
                          const int32_t *counts, int32_t nruns, void *dst, int64_t dstsize,
                          ndp_error *err)
@@ -356,6 +359,38 @@ def decompress_blocks(src, blocks, int nthreads=1, dst=None):
     if dst is not None:
         return r
     return _take_bytes(raw, r)
+
+
+def patch_blocks(src, blocks, raw, int clevel):
+    """The chunk `src` with blocks `blocks` (increasing) replaced by the raw bytes of
+    `raw` (block blocks[i] at offset i * blocksize), the others copied undecoded; or
+    None when the chunk's kind does not allow it (re-encode it whole then)."""
+    cdef _ReadBuffer buf = _ReadBuffer(src)
+    cdef ndp_chunk_info ci = _parse(buf)
+    cdef _ReadBuffer rbuf = _ReadBuffer(raw)
+    cdef ndp_error err
+    err.code = 0
+    import array
+    idx = array.array("i", [int(b) for b in blocks])
+    cdef int[::1] bview = idx
+    cdef Py_ssize_t nb = len(idx)
+    cdef int64_t cap = ci.cbytes + nb * (<int64_t>ci.blocksize + 5 * ci.typesize + 8)
+    if cap > NDP_MAX_BUFFERSIZE + NDP_MAX_OVERHEAD:
+        cap = NDP_MAX_BUFFERSIZE + NDP_MAX_OVERHEAD
+    cdef PyObject *out = _new_bytes(cap, False)
+    cdef char *dp = _bytes_data(out)
+    cdef const int *bp = &bview[0] if nb > 0 else NULL
+    cdef int32_t r
+    with nogil:
+        r = ndp_patch_blocks(buf.view.buf, ci.cbytes, clevel, <const int32_t *>bp,
+                             <int32_t>nb, rbuf.view.buf, rbuf.view.len, dp, <int32_t>cap,
+                             &err)
+    if r <= 0:
+        Py_XDECREF(out)
+        if r == 0:
+            return None
+        _raise(r, &err)
+    return _take_bytes(out, r)
 
 
 def getitems(src, const int64_t[::1] starts, const int32_t[::1] counts, dst):

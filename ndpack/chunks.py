@@ -34,6 +34,7 @@ __all__ = [
     "chunk_info",
     "getitem",
     "decompress_blocks",
+    "patch_blocks",
     "sum_chunk",
     "getitems",
     "read_blocks_from_file",
@@ -223,6 +224,42 @@ def decompress_blocks(src, blocks, nthreads: int | None = None, dst=None):
     of new bytes, or of the writable buffer `dst` (then the byte count is returned)."""
     n = _core.get_nthreads() if nthreads is None else int(nthreads)
     return _core.decompress_blocks(_as_buffer(src), list(blocks), n, dst)
+
+
+def patch_blocks(src, blocks, raw, clevel: int) -> bytes | None:
+    """A chunk with some blocks replaced, the others copied without decoding them.
+
+    Parameters
+    ----------
+    src : bytes-like
+        The chunk.
+    blocks : sequence of int
+        The blocks to replace, increasing.
+    raw : bytes-like
+        Their new bytes: block ``blocks[i]`` at ``i * blocksize``.
+    clevel : int
+        The compression level of the new blocks (1..9); everything else (codec,
+        filters, split mode, typesize) is the chunk's own.
+
+    Returns
+    -------
+    bytes or None
+        The new chunk (a zero special chunk when every block ends as zeros), or None
+        when the chunk cannot be patched (special, uncompressed, VL blocks, dictionary,
+        DELTA): re-encode it whole.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.arange(40000, dtype=np.float64)
+    >>> ch = compress2(x, typesize=8, blocksize=8000 * 8)
+    >>> y = x.copy(); y[8000:16000] = -1
+    >>> new = patch_blocks(ch, [1], y[8000:16000], clevel=5)
+    >>> bool((np.frombuffer(decompress2(new), np.float64) == y).all())
+    True
+    """
+    return _core.patch_blocks(_as_buffer(src), list(blocks), _as_buffer(raw, "raw"),
+                              int(clevel))
 
 
 def getitems(src, starts, counts, dst) -> int:

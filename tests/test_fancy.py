@@ -398,3 +398,43 @@ def test_take_random(data, lay, dtype):
                                      max_size=int(np.prod(along)))), np.intp).reshape(along)
     np.testing.assert_array_equal(ndpack.take_along_axis(a, ia, ax)[()],
                                   np.take_along_axis(x, ia, ax))
+
+
+@pytest.mark.parametrize("filters", [[ndpack.Filter.SHUFFLE], [ndpack.Filter.BITSHUFFLE],
+                                     [ndpack.Filter.DELTA, ndpack.Filter.SHUFFLE]])
+@pytest.mark.parametrize("where", ["memory", "disk"])
+def test_scattered_writes_reencode_only_their_blocks(filters, where, tmp_path, monkeypatch):
+    # a few points per chunk: only their blocks are re-encoded, the other blocks are
+    # copied compressed (DELTA chunks cannot be patched: re-encoded whole); the file
+    # stays readable by python-blosc2
+    x = np.round(_data((120, 90), "f8", 3))                # compressible (not memcpyed)
+    kw = dict(chunks=(40, 45), blocks=(8, 9), cparams={"clevel": 5, "filters": filters})
+    path = str(tmp_path / "p.b2nd")
+    a = ndpack.asarray(x, urlpath=path, mode="w", **kw) if where == "disk" \
+        else ndpack.asarray(x, **kw)
+    patched = []
+    real = fancy.patch_blocks
+
+    def spy(*args):
+        out = real(*args)
+        patched.append(out is not None)
+        return out
+    monkeypatch.setattr(fancy, "patch_blocks", spy)
+    rng = np.random.default_rng(5)
+    rows, cols = rng.integers(0, 120, 40), rng.integers(0, 90, 40)
+    rows[:3], cols[:3] = 7, 11                             # a repeated point: the last wins
+    vals = rng.normal(size=40)
+    y = x.copy()
+    y[rows, cols] = vals
+    a[rows, cols] = vals
+    np.testing.assert_array_equal(a[:], y)
+    assert patched and all(patched) == (ndpack.Filter.DELTA not in filters)
+    a[rows[:5, None], cols[:5]] = 0.0                    # ortho keys take the same path
+    y[rows[:5, None], cols[:5]] = 0.0
+    np.testing.assert_array_equal(a[:], y)
+    z = np.zeros_like(x)
+    a[np.nonzero(y)] = 0.0                               # every block: re-encoded whole
+    np.testing.assert_array_equal(a[:], z)
+    if where == "disk":
+        blosc2 = pytest.importorskip("blosc2")
+        np.testing.assert_array_equal(blosc2.open(path)[:], z)

@@ -367,3 +367,126 @@ int32_t ndp_compress_ex(const ndp_cparams *cp, const void *src_, int32_t srcsize
   ndp_wr32(dst + 12, cbytes);
   return cbytes;
 }
+
+/* ---- patching blocks of a chunk ---- */
+
+/* The end of regular block j starting at `pos` (its streams walked, every length
+ * checked against cbytes); *zero tells whether every stream is a zero run. */
+static int block_end(const uint8_t *c, const ndp_chunk_info *ci, int32_t j, int32_t pos,
+                     int nstreams, int32_t *end, int *zero, ndp_error *err) {
+  *zero = 1;
+  for (int s = 0; s < nstreams; s++) {
+    if (ci->cbytes - pos < 4)
+      return ndp_fail(err, NDP_ERR_FORMAT, "block %d stream %d: size field past the end",
+                      (int)j, s);
+    int32_t cs = ndp_rd32(c + pos);
+    pos += 4;
+    if (cs < 0) {
+      if (cs < -255 || pos >= ci->cbytes)
+        return ndp_fail(err, NDP_ERR_FORMAT, "block %d stream %d: invalid run", (int)j, s);
+      pos += 1;
+      *zero = 0;
+    } else if (cs > ci->cbytes - pos) {
+      return ndp_fail(err, NDP_ERR_FORMAT, "block %d stream %d: %d bytes declared, %d left",
+                      (int)j, s, (int)cs, (int)(ci->cbytes - pos));
+    } else if (cs > 0) {
+      pos += cs;
+      *zero = 0;
+    }
+  }
+  *end = pos;
+  return NDP_OK;
+}
+
+int32_t ndp_patch_blocks(const void *chunk, int32_t srcsize, int clevel, const int32_t *ids,
+                         int32_t nids, const void *raw_, int64_t rawsize, void *dst_,
+                         int32_t dstsize, ndp_error *err) {
+  const uint8_t *c = (const uint8_t *)chunk, *raw = (const uint8_t *)raw_;
+  uint8_t *dst = (uint8_t *)dst_;
+  ndp_chunk_info ci;
+  int rc = ndp_chunk_parse(c, srcsize, &ci, err);
+  if (rc != NDP_OK) return rc;
+  if (clevel < 1 || clevel > 9)
+    return ndp_fail(err, NDP_ERR_PARAM, "clevel must be 1..9 to patch blocks, got %d", clevel);
+  /* chunks whose blocks are not independent streams of the chunk's own codec */
+  int has_delta = 0;
+  for (int i = 0; i < NDP_NFILTERS; i++) has_delta |= ci.filters[i] == NDP_DELTA;
+  if (ci.special || ci.memcpyed || ci.vlblocks || ci.use_dict || has_delta || !ci.extended ||
+      ci.nbytes == 0 || !ndp_codec_available(ci.compcode))
+    return 0;
+  if ((int64_t)nids * ci.blocksize > rawsize)
+    return ndp_fail(err, NDP_ERR_PARAM, "%d blocks need %lld raw bytes, %lld given", (int)nids,
+                    (long long)nids * ci.blocksize, (long long)rawsize);
+  for (int32_t k = 0; k < nids; k++)
+    if (ids[k] < 0 || ids[k] >= ci.nblocks || (k > 0 && ids[k] <= ids[k - 1]))
+      return ndp_fail(err, NDP_ERR_PARAM, "block ids must be increasing and in [0, %d)",
+                      (int)ci.nblocks);
+  int32_t data_start = ci.header_len + 4 * ci.nblocks;
+  if (data_start > ci.cbytes || data_start > dstsize)
+    return ndp_fail(err, NDP_ERR_DEST_SIZE, "chunk or destination shorter than its bstarts");
+
+  ndp_cparams cp;
+  memset(&cp, 0, sizeof cp);
+  cp.compcode = ci.compcode;
+  cp.compcode_meta = ci.compcode_meta;
+  cp.clevel = clevel;
+  cp.typesize = ci.typesize;
+  cp.nthreads = 1;
+  memcpy(cp.filters, ci.filters, NDP_NFILTERS);
+  memcpy(cp.filters_meta, ci.filters_meta, NDP_NFILTERS);
+  cjob job;
+  memset(&job, 0, sizeof job);
+  job.cp = &cp;
+  job.nbytes = ci.nbytes;
+  job.blocksize = ci.blocksize;
+  job.nblocks = ci.nblocks;
+  job.typesize = ci.typesize;
+  job.split = !ci.dont_split;
+  memcpy(job.filters, ci.filters, NDP_NFILTERS);
+  memcpy(job.meta, ci.filters_meta, NDP_NFILTERS);
+  uint8_t *a = ndp_scratch(0, (size_t)ci.blocksize), *b = ndp_scratch(1, (size_t)ci.blocksize);
+  if (a == NULL || b == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "cannot allocate block buffers");
+
+  memcpy(dst, c, (size_t)ci.header_len);
+  int32_t pos = data_start, k = 0;
+  int all_zero = 1;
+  for (int32_t j = 0; j < ci.nblocks; j++) {
+    int32_t off = j * ci.blocksize;
+    int32_t bsize = ci.nbytes - off < ci.blocksize ? ci.nbytes - off : ci.blocksize;
+    int zero;
+    ndp_wr32(dst + ci.header_len + 4 * j, pos);
+    if (k < nids && ids[k] == j) {            /* a new block: filtered and encoded here */
+      const uint8_t *fb;
+      const uint8_t *src = raw + (size_t)k * ci.blocksize;
+      if ((rc = ndp_pipeline_forward(job.filters, job.meta, job.typesize, src, off, src, bsize,
+                                     a, b, &fb, err)) != NDP_OK)
+        return rc;
+      int errcode = 0;
+      int32_t len = encode_streams(&job, fb, bsize, dst + pos, dstsize - pos, &zero, &errcode);
+      if (errcode) return ndp_fail(err, errcode, "codec failed on block %d", (int)j);
+      if (len < 0)
+        return ndp_fail(err, NDP_ERR_DEST_SIZE, "destination of %d bytes too small",
+                        (int)dstsize);
+      pos += len;
+      k++;
+    } else {                                  /* an old block: its bytes copied */
+      int32_t start = ndp_rd32(c + ci.header_len + 4 * j), end = 0;
+      if (start < data_start || start >= ci.cbytes)
+        return ndp_fail(err, NDP_ERR_FORMAT, "block %d starts at %d, outside [%d, %d)",
+                        (int)j, (int)start, (int)data_start, (int)ci.cbytes);
+      int nstreams = (job.split && bsize == ci.blocksize) ? job.typesize : 1;
+      if ((rc = block_end(c, &ci, j, start, nstreams, &end, &zero, err)) != NDP_OK) return rc;
+      if (end - start > dstsize - pos)
+        return ndp_fail(err, NDP_ERR_DEST_SIZE, "destination of %d bytes too small",
+                        (int)dstsize);
+      memcpy(dst + pos, c + start, (size_t)(end - start));
+      pos += end - start;
+    }
+    all_zero &= zero;
+  }
+  if (all_zero)                                /* as the writer does: a zero special chunk */
+    return ndp_chunk_special(NDP_SPECIAL_ZERO, ci.nbytes, ci.typesize, ci.blocksize, NULL, dst,
+                             dstsize, err);
+  ndp_wr32(dst + 12, pos);
+  return pos;
+}

@@ -118,6 +118,18 @@ int32_t ndp_compress(const ndp_cparams *cp, const void *src, int32_t srcsize,
 int32_t ndp_compress_ex(const ndp_cparams *cp, const void *src, int32_t srcsize,
                         void *dst, int32_t dstsize, int flags, ndp_error *err);
 
+/* Replace blocks ids[0..nids) (increasing) of a chunk by new raw bytes (block ids[k]
+ * at raw + k * blocksize) and write the resulting chunk to dst: the new blocks are
+ * filtered and encoded with the chunk's own pipeline, codec and split mode at `clevel`,
+ * the others copied as they are (never decoded).  Returns the new cbytes, 0 when the
+ * chunk cannot be patched (special, memcpyed, VL blocks, dictionary, DELTA, no
+ * extended header, unknown codec: re-encode it whole), or an error.  A chunk whose
+ * blocks all become zero runs comes back as a zero special chunk.  dst needs at most
+ * cbytes + nids * (blocksize + 5 * typesize + 8) bytes. */
+int32_t ndp_patch_blocks(const void *chunk, int32_t srcsize, int clevel, const int32_t *ids,
+                         int32_t nids, const void *raw, int64_t rawsize, void *dst,
+                         int32_t dstsize, ndp_error *err);
+
 /* Build a special chunk (zeros, NaN, repeated value, uninitialized) of
  * `nbytes` with element size `typesize`; `value` holds `typesize` bytes for
  * NDP_SPECIAL_VALUE.  `blocksize` is stored in the header (0 = automatic).

@@ -38,7 +38,7 @@ import operator
 
 import numpy as np
 
-from ndpack.chunks import decompress_blocks
+from ndpack.chunks import decompress_blocks, patch_blocks
 from ndpack.storage.grid import prod
 from ndpack.storage.ndread import _pool, _scratch
 
@@ -541,7 +541,12 @@ def fancy_set(arr, key, value, front=False, plan=None) -> None:
         m = mask[dst]
         if not m.any():
             return None
-        chunk = arr._chunk_array(n)
+        stored = arr._schunk._frame.get(n)
+        if arr._special_fill(stored) is None:
+            new = _patch_items(arr, stored, idx, m, vals[dst])
+            if new is not None:
+                return new
+        chunk = arr._chunk_array(n, stored)
         chunk[idx] = np.where(m, vals[dst], chunk[idx])
         return arr._encode(chunk)
 
@@ -559,6 +564,27 @@ def fancy_set(arr, key, value, front=False, plan=None) -> None:
         chunk = patch(n, idx, dst)
         if chunk is not None:
             arr._schunk.update_chunk(n, chunk)
+
+
+def _patch_items(arr, chunk, idx, m, vals):
+    """Chunk `chunk` with the items ``idx`` (chunk coordinates) where `m` set to `vals`
+    there, re-encoding only the blocks holding them (the others are copied compressed);
+    None when that does not pay (more than half of the blocks) or the chunk's kind does
+    not allow it: the caller re-encodes the whole chunk."""
+    clevel = arr._schunk._cparams.clevel
+    if not clevel:
+        return None
+    coords = [np.broadcast_to(i, m.shape)[m] for i in idx]
+    blocks = arr._blocks
+    bnum = np.ravel_multi_index([c // b for c, b in zip(coords, blocks)], arr._bgrid)
+    ub, binv = np.unique(bnum, return_inverse=True)
+    if 2 * len(ub) > prod(arr._bgrid):
+        return None
+    buf = np.empty((len(ub), prod(blocks)), arr.dtype)
+    decompress_blocks(chunk, ub.tolist(), nthreads=1, dst=buf)
+    off = np.ravel_multi_index([c % b for c, b in zip(coords, blocks)], blocks)
+    buf[binv, off] = np.broadcast_to(vals, m.shape)[m]    # repeated items: the last wins
+    return patch_blocks(chunk, ub.tolist(), buf, clevel)
 
 
 def _store(arr, n, future):

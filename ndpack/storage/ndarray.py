@@ -363,9 +363,11 @@ class NDArray(NDReader, NDStored):
         return _from_blocked(self._decode_raw(chunk, bids, nthreads), self._dtype,
                              [len(b) for b in bids], self._blocks)
 
-    def _chunk_array(self, n: int) -> np.ndarray:
-        """Chunk `n` decoded into a writable array of the extended chunk shape."""
-        chunk = self._schunk._frame.get(n)
+    def _chunk_array(self, n: int, chunk=None) -> np.ndarray:
+        """Chunk `n` (whose stored bytes are `chunk` when given) decoded into a
+        writable array of the extended chunk shape."""
+        if chunk is None:
+            chunk = self._schunk._frame.get(n)
         fill = self._special_fill(chunk)
         if fill is not None:
             arr = np.empty(self._ext_chunks, self._dtype)

@@ -297,7 +297,7 @@ class SChunk:
     def _chunk_bytes(chunk):
         view = _as_bytes_view(chunk)
         chunk_info(view)                       # validates the header (FormatError)
-        return bytes(view)
+        return chunk if type(chunk) is bytes else bytes(view)   # (bytes: immutable, kept)
 
     def append_data(self, data) -> int:
         """Compress `data` into a new chunk at the end; returns the number of chunks."""
