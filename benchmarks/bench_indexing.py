@@ -212,7 +212,7 @@ def _time_row(cname, fns, names, reps) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="small array, for CI")
-    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--reps", type=int, default=10)
     p.add_argument("--json", help="write the rows to this file")
     args = p.parse_args(argv)
     rows = run(args.quick, args.reps)

@@ -40,7 +40,7 @@ import numpy as np
 
 from ndpack.chunks import decompress_blocks, patch_blocks
 from ndpack.storage.grid import prod
-from ndpack.storage.ndread import _pool, _scratch
+from ndpack.storage.ndread import _pool, _scratch, share
 
 __all__ = ["OIndex", "VIndex", "fancy_get", "fancy_set", "is_fancy"]
 
@@ -96,6 +96,19 @@ class _El:
         return np.shape(self.raw)
 
 
+def _in_bounds(k: np.ndarray, n: int, axis: int) -> np.ndarray:
+    """Integer array `k` indexing an axis of `n` items, as non-negative intp positions
+    (NumPy's error when one is out of bounds)."""
+    if k.size:
+        lo, hi = int(k.min()), int(k.max())
+        if lo < -n or hi >= n:
+            raise IndexError(f"index {lo if lo < -n else hi} is out of bounds for axis "
+                             f"{axis} with size {n}")
+        k = k.astype(np.intp, copy=False)
+        return k + n * (k < 0) if lo < 0 else k
+    return k.astype(np.intp)
+
+
 def _expand(key, shape) -> list:
     """The key as a list of :class:`_El`, one per dimension plus newaxes and boolean
     scalars: Ellipsis expanded, slices and integers normalized and bounds-checked by
@@ -135,6 +148,10 @@ def _expand(key, shape) -> list:
             out.append(_El("BooleanArray", np.bool_(k)))
             continue
         w = width(k)
+        if isinstance(k, np.ndarray) and k.dtype.kind in "iu":    # the common case, fast
+            out.append(_El("IntegerArray", _in_bounds(k, shape[d], d)))
+            d += 1
+            continue
         sub = shape[d:d + w]
         try:
             e = ndindex.ndindex(k).reduce(sub if w else (shape[d],))
@@ -278,6 +295,13 @@ class _MaskPlan(_Plan):
 # per-chunk work
 
 
+def _distinct(q: np.ndarray) -> np.ndarray:
+    """The distinct values of sorted `q` (np.unique without its sort or hash)."""
+    if q.size < 2:
+        return q
+    return q[np.concatenate(([True], q[1:] != q[:-1]))]
+
+
 def _groups(u: np.ndarray, c: int):
     """Split sorted positions `u` by cells of size `c`: yield (cell, k0, k1)."""
     if not len(u):
@@ -301,22 +325,14 @@ def _fetch(arr, n, numbers):
 
 
 def _run(arr, tasks):
-    """Run the per-chunk `tasks` (disjoint outputs), in parallel when allowed: as a
-    few interleaved runs per thread (one handoff per run, not per chunk)."""
+    """Run the per-chunk `tasks` (disjoint outputs), in parallel when allowed: the
+    caller and the pool's threads take them from one list (:func:`share`)."""
     nthreads = arr._schunk.dparams.nthreads
     if nthreads > 1 and len(tasks) > 1:
-        pool = _pool(nthreads)
-        k = min(len(tasks), 4 * nthreads)
-        for f in [pool.submit(_serially, tasks[i::k]) for i in range(k)]:
-            f.result()
+        share(tasks, lambda t: t(1), nthreads)
     else:
         for t in tasks:
             t(nthreads)
-
-
-def _serially(tasks):
-    for t in tasks:
-        t(1)
 
 
 def _box_parts(arr, units):
@@ -362,7 +378,7 @@ def _blocked(arr, chunk, bids, nthreads):
 
 def _gather_box(arr, n, locs, out, dst, nthreads):
     blocks = arr._blocks
-    bids = [np.unique(loc // b) for loc, b in zip(locs, blocks)]
+    bids = [_distinct(loc // b) for loc, b in zip(locs, blocks)]   # (sorted units)
     chunk, fill = _fetch(arr, n, arr._block_numbers(bids))
     if fill is not None:
         out[dst] = fill

@@ -118,6 +118,29 @@ def _as_index(idx: tuple):
 
 
 
+def share(items: list, work, nthreads: int) -> None:
+    """``work(item)`` for every item, by the caller and up to ``nthreads - 1`` pool
+    threads taking items from one iterator (a list iterator's next is atomic): one
+    handoff per thread, not per item.  Helpers that never started (a busy pool, e.g. a
+    read nested in a pool thread) are cancelled: the caller did their share.  The first
+    error is raised once every started helper has stopped."""
+    todo = iter(items)
+
+    def drain():
+        for item in todo:
+            work(item)
+    pool = _pool(nthreads)
+    helpers = [pool.submit(drain) for _ in range(min(nthreads, len(items)) - 1)]
+    try:
+        drain()
+    finally:
+        running = [f for f in helpers if not f.cancel()]
+        errors = [f.exception() for f in running]
+    for e in errors:
+        if e is not None:
+            raise e
+
+
 class NDReader:
     """Read paths of NDArray (a mixin: it uses the array's layout attributes)."""
 
@@ -127,25 +150,8 @@ class NDReader:
         parts = list(self._parts(ranges))
         if nthreads > 1 and len(parts) > 1:
             # chunks in parallel (reads, decoding and copies release the GIL), each
-            # decoded by one thread; the output regions of the chunks are disjoint.
-            # The caller and nthreads - 1 pool threads take chunks from one iterator
-            # (a list iterator's next is atomic): one task per thread, not per chunk
-            todo = iter(parts)
-
-            def drain():
-                for n, dst, locs in todo:
-                    self._read_chunk(n, dst, locs, out, 1, lazy)
-            pool = _pool(nthreads)
-            helpers = [pool.submit(drain) for _ in range(min(nthreads, len(parts)) - 1)]
-            try:
-                drain()
-            finally:
-                # helpers that never started (a busy pool) have nothing left to do
-                running = [f for f in helpers if not f.cancel()]
-                errors = [f.exception() for f in running]
-            for e in errors:
-                if e is not None:
-                    raise e
+            # decoded by one thread; the output regions of the chunks are disjoint
+            share(parts, lambda p: self._read_chunk(*p, out, 1, lazy), nthreads)
             return
         for n, dst, locs in parts:
             self._read_chunk(n, dst, locs, out, nthreads, lazy)
