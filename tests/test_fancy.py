@@ -438,3 +438,18 @@ def test_scattered_writes_reencode_only_their_blocks(filters, where, tmp_path, m
     if where == "disk":
         blosc2 = pytest.importorskip("blosc2")
         np.testing.assert_array_equal(blosc2.open(path)[:], z)
+
+
+def test_points_with_sliced_dimensions_over_many_blocks():
+    # points whose coordinates are unsorted within a chunk and span several blocks,
+    # with a sliced dimension between the advanced ones (the points path with others)
+    x = _data((30, 20, 40), "f8", 7)
+    a = ndpack.asarray(x, chunks=(10, 10, 20), blocks=(5, 5, 5))
+    rng = np.random.default_rng(8)
+    rows = rng.integers(0, 30, 50)
+    cols = rng.integers(0, 40, 50)
+    rows[:4], cols[:4] = [9, 0, 9, 3], [19, 0, 19, 7]       # repeated, both orders
+    with plan("points"):
+        for key in [(rows, slice(2, 17), cols), (rows[::-1], slice(None, None, -3), cols),
+                    (rows[:, None], slice(5, 6), cols[:, None])]:
+            np.testing.assert_array_equal(a[key], x[key])
