@@ -453,3 +453,15 @@ def test_points_with_sliced_dimensions_over_many_blocks():
         for key in [(rows, slice(2, 17), cols), (rows[::-1], slice(None, None, -3), cols),
                     (rows[:, None], slice(5, 6), cols[:, None])]:
             np.testing.assert_array_equal(a[key], x[key])
+
+
+@settings(max_examples=60)
+@given(n=st.integers(0, 70000), density=st.sampled_from([0.0, 1e-4, 0.01, 0.2, 0.9]),
+       seed=st.integers(0, 100))
+def test_flat_true_is_flatnonzero(n, density, seed):
+    rng = np.random.default_rng(seed)
+    m = rng.random(n) < density
+    np.testing.assert_array_equal(fancy.flat_true(m), np.flatnonzero(m))
+    if n >= 6:
+        m2 = m[:n - n % 6].reshape(2, 3, -1)[:, :, ::2]          # not contiguous
+        np.testing.assert_array_equal(fancy.flat_true(m2), np.flatnonzero(m2))
