@@ -14,6 +14,7 @@ import contextlib
 import itertools
 import os
 import threading
+import time
 
 import numpy as np
 
@@ -118,19 +119,35 @@ def _as_index(idx: tuple):
 
 
 
+# Work shorter than this is done by the caller alone: waking pool threads costs about
+# as much here (measured: 50 blocks of 40 KB from 5 chunks, 0.89 ms with a helper
+# from the start, 0.56 ms alone).
+HELP_AFTER_S = 3e-4
+
+
 def share(items: list, work, nthreads: int) -> None:
     """``work(item)`` for every item, by the caller and up to ``nthreads - 1`` pool
     threads taking items from one iterator (a list iterator's next is atomic): one
-    handoff per thread, not per item.  Helpers that never started (a busy pool, e.g. a
-    read nested in a pool thread) are cancelled: the caller did their share.  The first
-    error is raised once every started helper has stopped."""
+    handoff per thread, not per item.  Helpers are called once the caller has worked
+    :data:`HELP_AFTER_S` with items left (short work stays on one thread).  Helpers
+    that never started (a busy pool, e.g. a read nested in a pool thread) are
+    cancelled: the caller did their share.  The first error is raised once every
+    started helper has stopped."""
     todo = iter(items)
 
     def drain():
         for item in todo:
             work(item)
+    t0, done = time.perf_counter(), 0
+    for item in todo:
+        work(item)
+        done += 1
+        if done >= len(items) or time.perf_counter() - t0 >= HELP_AFTER_S:
+            break
+    if done >= len(items):
+        return
     pool = _pool(nthreads)
-    helpers = [pool.submit(drain) for _ in range(min(nthreads, len(items)) - 1)]
+    helpers = [pool.submit(drain) for _ in range(min(nthreads, len(items) - done) - 1)]
     try:
         drain()
     finally:
