@@ -199,7 +199,8 @@ def run(quick: bool, reps: int) -> list[dict]:
 
 def _time_row(cname, fns, names, reps) -> dict:
     present = [n for n in names if n in fns]
-    ts = dict(zip(present, best_times([fns[n] for n in present], reps, budget=8.0)))
+    ts = dict(zip(present, best_times([fns[n] for n in present], reps, budget=8.0,
+                                      interleave=False)))
     t_nd = ts["ndpack"]
     cells = "".join(f"{ts[n] * 1e3:>12.2f}" if n in ts else f"{'-':>12}" for n in names)
     ratios = " ".join(f"{ts[n] / t_nd:>10.2f}" if n in ts else f"{'-':>10}"

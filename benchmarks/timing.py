@@ -35,10 +35,18 @@ def compress_pieces(x, step: int, cparams) -> None:
         compress2(flat[i:i + step], cparams=cparams)
 
 
-def best_times(fns, reps: int, budget: float = 3.0, first=None) -> list[float]:
+def best_times(fns, reps: int, budget: float = 3.0, first=None,
+               interleave: bool = True) -> list[float]:
     """Best time of each function, running them interleaved (so that machine noise hits
     all peers alike), `reps` rounds or until `budget` seconds have passed.  `first`
-    holds times already measured (a round that counts), else one round always runs."""
+    holds times already measured (a round that counts), else one round always runs.
+
+    ``interleave=False`` runs each function's rounds one after another instead (each
+    with its share of the budget): for calls of a millisecond, where the threads a peer
+    leaves spinning after its call (zarr's event loop, python-blosc2's pool) slow down
+    whichever peer runs next."""
+    if not interleave:
+        return [best_times([fn], reps, budget / len(fns))[0] for fn in fns]
     out = list(first) if first is not None else [float("inf")] * len(fns)
     spent = sum(first) if first is not None else 0.0
     for _ in range(reps):
