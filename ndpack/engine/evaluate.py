@@ -21,8 +21,8 @@ from ndpack.codecs import get_nthreads
 from ndpack.engine import direct
 from ndpack.engine.tree import Apply, Constant, Node, Operand, operands_of
 from ndpack.engine.ufuncs import UfuncProgram
-from ndpack.engine.workers import (on_engine_thread, prefetch, run_all, run_leaves, submit,
-                                   workers)
+from ndpack.engine.workers import (buffers, on_engine_thread, prefetch, run_all, run_leaves,
+                                   submit, workers)
 from ndpack.storage.ndarray import NDArray
 
 __all__ = ["evaluate_region", "region_values", "plan_regions", "run", "Kernel", "regions",
@@ -141,9 +141,18 @@ class _Reader:
         self.direct = [None if isinstance(op.array, (np.ndarray, NDArray)) or not op.shape
                        else direct.reader(op.array) for op in ops]
         self.slots, self.turn = ([None] * len(ops), [None] * len(ops)), 0
+        self.raw = ([None] * len(ops), [None] * len(ops))   # the pool buffers under slots
+
+    def release(self) -> None:
+        """Give the buffers back to the engine's pool (no region is read after)."""
+        for slot, raw in zip(self.slots, self.raw):
+            for i, b in enumerate(raw):
+                if b is not None:
+                    buffers.give(b)
+                raw[i] = slot[i] = None
 
     def __call__(self, region: tuple) -> list:
-        slot = self.slots[self.turn]
+        slot, raw = self.slots[self.turn], self.raw[self.turn]
         self.turn ^= 1
         values, calls, leaves = [], [], []
         for i, op in enumerate(self.ops):
@@ -158,7 +167,11 @@ class _Reader:
             shape = tuple(k.stop - k.start for k in key)
             size = math.prod(shape)
             if slot[i] is None or slot[i].size < size:
-                slot[i] = np.empty(size, op.dtype)
+                if raw[i] is not None:
+                    buffers.give(raw[i])
+                nbytes = size * op.dtype.itemsize
+                raw[i] = buffers.take(nbytes)        # kept between evaluations: no faults
+                slot[i] = raw[i][:nbytes].view(op.dtype)
             buf = slot[i][:size].reshape(shape)
             values.append(buf)
             if isinstance(arr, NDArray):
@@ -216,8 +229,12 @@ def region_values(node: Node, out_shape: tuple, region_list, dtype=None, target=
     region = next(it, None)
     second = next(it, None)
     if second is None:                       # one region: nothing to overlap with
-        if region is not None:
-            yield region, _region_result(node, ops, reader(region), region, dtype, target)
+        try:
+            if region is not None:
+                yield region, _region_result(node, ops, reader(region), region, dtype,
+                                             target)
+        finally:
+            reader.release()
         return
     it = itertools.chain([second], it)
     pending = prefetch(reader, region) if region is not None else None
@@ -230,6 +247,7 @@ def region_values(node: Node, out_shape: tuple, region_list, dtype=None, target=
     finally:
         if pending is not None:          # no read keeps running after the caller left
             pending.exception()
+        reader.release()
 
 
 def _region_result(node, ops, values, current, dtype, target):
@@ -242,6 +260,8 @@ def _region_result(node, ops, values, current, dtype, target):
             view[...] = res
         return view
     res = _fit(run(node, ops, values), shape, node.dtype, None)
+    if any(isinstance(v, np.ndarray) and np.may_share_memory(res, v) for v in values):
+        res = res.copy()                     # (a bare operand: its buffer is reused)
     res = res if res.dtype == dtype else res.astype(dtype)
     if view is not None:
         view[...] = res
