@@ -145,6 +145,17 @@ void ndp_unshuffle_planes_scalar(size_t g, size_t m, const uint8_t *const *p, ui
   ndp_unshuffle_planes_scalar_part(g, 0, m, p, dst);
 }
 
+void ndp_unshuffle_through(ndp_planes_range_fn fn, size_t g, size_t m, const uint8_t *src,
+                           uint8_t *dst) {
+  if (g > NDP_MAX_PLANES) {
+    ndp_unshuffle_scalar_part(g, m, 0, m, src, dst);
+    return;
+  }
+  const uint8_t *p[NDP_MAX_PLANES];
+  ndp_planes_of(g, m, src, p);
+  fn(g, m, p, dst);
+}
+
 void ndp_unshuffle_scalar_part(size_t g, size_t m, size_t i0, size_t i1,
                                const uint8_t *src, uint8_t *dst) {
   if (g > NDP_MAX_PLANES) {                     /* no plane table: element by element */

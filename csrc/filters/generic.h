@@ -47,6 +47,12 @@ void ndp_unshuffle_planes_scalar(size_t g, size_t m, const uint8_t *const *p, ui
 static inline void ndp_planes_of(size_t g, size_t m, const uint8_t *src, const uint8_t **p) {
   for (size_t j = 0; j < g; j++) p[j] = src + j * m;
 }
+
+/* Unshuffle elements [0, m) of the plane-major buffer `src` with a planes kernel (the
+ * scalar loop when g exceeds NDP_MAX_PLANES). */
+typedef void (*ndp_planes_range_fn)(size_t g, size_t m, const uint8_t *const *p, uint8_t *dst);
+void ndp_unshuffle_through(ndp_planes_range_fn fn, size_t g, size_t m, const uint8_t *src,
+                           uint8_t *dst);
 void ndp_bitshuffle_scalar_part(size_t t, size_t m, size_t i0, size_t i1,
                                 const uint8_t *src, uint8_t *dst);
 void ndp_bitunshuffle_scalar_part(size_t t, size_t m, size_t i0, size_t i1,

@@ -316,13 +316,7 @@ static void unshuffle_planes_range(size_t g, size_t m, const uint8_t *const *p, 
 }
 
 static void unshuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
-  if (g > NDP_MAX_PLANES) {
-    ndp_unshuffle_scalar_part(g, m, 0, m, src, dst);
-    return;
-  }
-  const uint8_t *p[NDP_MAX_PLANES];
-  ndp_planes_of(g, m, src, p);
-  unshuffle_planes_range(g, m, p, dst);
+  ndp_unshuffle_through(unshuffle_planes_range, g, m, src, dst);
 }
 
 static void shuffle_sse2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
