@@ -26,7 +26,7 @@ import argparse
 import sys
 
 import numpy as np
-from timing import best_times, write_json
+from timing import best_times, compress_pieces, decode_all, write_json
 
 import ndpack
 
@@ -81,6 +81,12 @@ def run_concat(quick, reps, rows):
         assert np.array_equal(out[-5:], xs[-1][-5:])
         fns = {"numpy": lambda: np.concatenate(xs),
                "ndpack": lambda nds=nds: ndpack.concat(nds)}
+        if label == "unaligned":
+            # the floor of re-chunking: decode every input chunk, compress every output
+            # chunk (no slicing, no copies)
+            whole = np.concatenate(xs)
+            fns["floor"] = lambda nds=nds, whole=whole, out=out: (
+                decode_all(*nds), compress_pieces(whole, out.schunk.chunksize, out.cparams))
         b2 = None
         if blosc2 is not None:
             b2 = [blosc2.asarray(x, chunks=chunks, blocks=blocks, cparams=cparams(blosc2))
