@@ -30,6 +30,12 @@ int ndp_pipeline_backward(const uint8_t filters[6], const uint8_t meta[6], int32
                           uint8_t *dst, uint8_t *buf, int legacy_bitshuffle, ndp_error *err);
 /* Whether the backward pipeline changes any byte (0: streams decode into place). */
 int ndp_pipeline_active(const uint8_t filters[6]);
+
+/* Stream s of regular block j at *pos of a chunk of `cbytes` bytes: its csize (0:
+ * zeros, < 0: a run of the byte -csize, > 0: `*data` holds csize bytes), every length
+ * checked against cbytes; *pos moves past it. */
+int ndp_next_stream(const uint8_t *src, int32_t cbytes, int32_t j, int s, int32_t *pos,
+                    int32_t *csize, const uint8_t **data, ndp_error *err);
 /* Check that every filter id is known and its parameters valid (compression). */
 int ndp_pipeline_check(const uint8_t filters[6], const uint8_t meta[6], int32_t typesize,
                        ndp_error *err);

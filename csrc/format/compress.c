@@ -371,28 +371,16 @@ int32_t ndp_compress_ex(const ndp_cparams *cp, const void *src_, int32_t srcsize
 /* ---- patching blocks of a chunk ---- */
 
 /* The end of regular block j starting at `pos` (its streams walked, every length
- * checked against cbytes); *zero tells whether every stream is a zero run. */
+ * checked); *zero tells whether every stream is a zero run. */
 static int block_end(const uint8_t *c, const ndp_chunk_info *ci, int32_t j, int32_t pos,
                      int nstreams, int32_t *end, int *zero, ndp_error *err) {
   *zero = 1;
   for (int s = 0; s < nstreams; s++) {
-    if (ci->cbytes - pos < 4)
-      return ndp_fail(err, NDP_ERR_FORMAT, "block %d stream %d: size field past the end",
-                      (int)j, s);
-    int32_t cs = ndp_rd32(c + pos);
-    pos += 4;
-    if (cs < 0) {
-      if (cs < -255 || pos >= ci->cbytes)
-        return ndp_fail(err, NDP_ERR_FORMAT, "block %d stream %d: invalid run", (int)j, s);
-      pos += 1;
-      *zero = 0;
-    } else if (cs > ci->cbytes - pos) {
-      return ndp_fail(err, NDP_ERR_FORMAT, "block %d stream %d: %d bytes declared, %d left",
-                      (int)j, s, (int)cs, (int)(ci->cbytes - pos));
-    } else if (cs > 0) {
-      pos += cs;
-      *zero = 0;
-    }
+    int32_t cs;
+    const uint8_t *data;
+    int rc = ndp_next_stream(c, ci->cbytes, j, s, &pos, &cs, &data, err);
+    if (rc != NDP_OK) return rc;
+    *zero &= cs == 0;
   }
   *end = pos;
   return NDP_OK;

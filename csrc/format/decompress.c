@@ -83,31 +83,10 @@ static int block_start(const djob *job, int32_t j, int32_t *pos, ndp_error *err)
   return NDP_OK;
 }
 
-/* Stream s of block j at *pos: its csize (0: zeros, < 0: a run of the byte -csize,
- * > 0: `*data` holds csize bytes), every length checked; *pos moves past it. */
+/* Stream s of block j at *pos (ndp_next_stream, chunk.h). */
 static int next_stream(const djob *job, int32_t j, int s, int32_t *pos, int32_t *csize,
                        const uint8_t **data, ndp_error *err) {
-  const uint8_t *src = job->src;
-  int32_t cbytes = job->ci.cbytes;
-  if (cbytes - *pos < 4)
-    return ndp_fail(err, NDP_ERR_FORMAT, "block %d stream %d: size field past the end",
-                    (int)j, s);
-  *csize = ndp_rd32(src + *pos);
-  *pos += 4;
-  if (*csize < 0) {
-    if (*csize < -255 || *pos >= cbytes || !(src[*pos] & 0x01))
-      return ndp_fail(err, NDP_ERR_FORMAT, "block %d stream %d: invalid run (csize %d)",
-                      (int)j, s, (int)*csize);
-    *pos += 1;
-  } else if (*csize > cbytes - *pos) {
-    return ndp_fail(err, NDP_ERR_FORMAT,
-                    "block %d stream %d: %d bytes declared, only %d left in the chunk",
-                    (int)j, s, (int)*csize, (int)(cbytes - *pos));
-  } else {
-    *data = src + *pos;
-    *pos += *csize;
-  }
-  return NDP_OK;
+  return ndp_next_stream(job->src, job->ci.cbytes, j, s, pos, csize, data, err);
 }
 
 /* Decode compressed stream s of block j (csize bytes at p) into o (neblock bytes). */
@@ -505,11 +484,6 @@ int ndp_visit_blocks(const void *src, int32_t srcsize, int32_t blockbytes, int32
 
 /* ---- item runs (sub-block reads) ---- */
 
-/* Whether runs can be read without decoding whole blocks: regular blocks split in
- * one stream per byte, whose only filter is SHUFFLE (stream s is byte s of every
- * item, so item e is byte e of each stream). */
-static int runs_partial_ok(const djob *job) { return job->plain_shuffle; }
-
 /* One run of items [lo, hi) of a block, written at out. */
 typedef struct {
   int32_t lo, hi;
@@ -582,7 +556,7 @@ int64_t ndp_getitems(const void *src, int32_t srcsize, const int64_t *starts,
   if (rc != NDP_OK) return rc;
   const ndp_chunk_info *ci = &job.ci;
   int64_t ts = ci->typesize, written = 0;
-  int partial = runs_partial_ok(&job);
+  int partial = job.plain_shuffle;   /* runs read without decoding whole blocks */
   if (ci->vlblocks) rc = ndp_fail(err, NDP_ERR_PARAM, "VL-block chunks can only be decoded whole");
   if (rc == NDP_OK && !partial) rc = prepare_ref(&job, err);
   uint8_t *whole = NULL;

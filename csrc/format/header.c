@@ -225,3 +225,28 @@ int32_t ndp_chunk_special(int special, int32_t nbytes, int32_t typesize, int32_t
   if (special == NDP_SPECIAL_VALUE) memcpy(dst + NDP_EXT_HEADER, value, (size_t)typesize);
   return cbytes;
 }
+
+/* Stream s of block j at *pos: its csize (0: zeros, < 0: a run of the byte -csize,
+ * > 0: `*data` holds csize bytes), every length checked; *pos moves past it. */
+int ndp_next_stream(const uint8_t *src, int32_t cbytes, int32_t j, int s, int32_t *pos,
+                    int32_t *csize, const uint8_t **data, ndp_error *err) {
+  if (cbytes - *pos < 4)
+    return ndp_fail(err, NDP_ERR_FORMAT, "block %d stream %d: size field past the end",
+                    (int)j, s);
+  *csize = ndp_rd32(src + *pos);
+  *pos += 4;
+  if (*csize < 0) {
+    if (*csize < -255 || *pos >= cbytes || !(src[*pos] & 0x01))
+      return ndp_fail(err, NDP_ERR_FORMAT, "block %d stream %d: invalid run (csize %d)",
+                      (int)j, s, (int)*csize);
+    *pos += 1;
+  } else if (*csize > cbytes - *pos) {
+    return ndp_fail(err, NDP_ERR_FORMAT,
+                    "block %d stream %d: %d bytes declared, only %d left in the chunk",
+                    (int)j, s, (int)*csize, (int)(cbytes - *pos));
+  } else {
+    *data = src + *pos;
+    *pos += *csize;
+  }
+  return NDP_OK;
+}

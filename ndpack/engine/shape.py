@@ -38,6 +38,7 @@ import numpy as np
 from ndpack.storage.constructors import asarray
 from ndpack.storage.grid import prod
 from ndpack.storage.ndarray import NDArray, create, fill_from
+from ndpack.storage.ndread import _scratch
 
 __all__ = [
     "broadcast_to",
@@ -241,7 +242,8 @@ def _fill_concat(arrays, out, axis) -> NDArray:
         lo, hi = region[axis].start, region[axis].stop
         # into this thread's reused buffer (a fresh one per chunk costs page faults);
         # the chunk is encoded on this thread before its next region is read
-        buf = _thread_buffer(tuple(r.stop - r.start for r in region), out.dtype)
+        shape = tuple(r.stop - r.start for r in region)
+        buf = _scratch(prod(shape) * out.dtype.itemsize, "concat").view(out.dtype).reshape(shape)
         for a, s0, s1 in zip(arrays, starts[:-1], starts[1:]):
             if s1 <= lo or s0 >= hi:
                 continue
@@ -258,17 +260,6 @@ def _fill_concat(arrays, out, axis) -> NDArray:
 
     return _fill(out, producer)
 
-
-_LOCAL = threading.local()
-
-
-def _thread_buffer(shape: tuple, dtype) -> np.ndarray:
-    """This thread's reused buffer, viewed as an uninitialized array of `shape`."""
-    nbytes = prod(shape) * np.dtype(dtype).itemsize
-    raw = getattr(_LOCAL, "buf", None)
-    if raw is None or raw.nbytes < nbytes:
-        raw = _LOCAL.buf = np.empty(max(nbytes, 1), np.uint8)
-    return raw[:nbytes].view(dtype).reshape(shape)
 
 
 def stack(arrays, axis=0, **kwargs) -> NDArray:

@@ -383,15 +383,16 @@ def _read_box(arr, units, out):
     _run(arr, tasks)
 
 
-def _blocked(arr, chunk, bids, nthreads):
-    """Decode the blocks in the product of `bids` of a regular chunk and view them
-    as ``(count0, block0, count1, block1, ...)`` (no copy)."""
+def _blocked(arr, chunk, bids, numbers, nthreads):
+    """Decode the blocks in the product of `bids` (their numbers: `numbers`) of a
+    regular chunk and view them as ``(count0, block0, count1, block1, ...)`` (no
+    copy)."""
     counts = tuple(len(b) for b in bids)
     if prod(counts) == prod(arr._bgrid):
         raw = arr._decode_raw(chunk, bids, nthreads)
     else:                                  # into a reused buffer: no page faults
         raw = _scratch(prod(counts) * arr._blocksize, "dst")
-        decompress_blocks(chunk, arr._block_numbers(bids), nthreads=nthreads, dst=raw)
+        decompress_blocks(chunk, numbers, nthreads=nthreads, dst=raw)
     nd = len(counts)
     view = np.frombuffer(raw, arr._dtype, prod(counts) * prod(arr._blocks)).reshape(
         counts + arr._blocks)
@@ -401,11 +402,12 @@ def _blocked(arr, chunk, bids, nthreads):
 def _gather_box(arr, n, locs, out, dst, nthreads):
     blocks = arr._blocks
     bids = [_distinct(loc // b) for loc, b in zip(locs, blocks)]   # (sorted units)
-    chunk, fill = _fetch(arr, n, arr._block_numbers(bids))
+    numbers = arr._block_numbers(bids)
+    chunk, fill = _fetch(arr, n, numbers)
     if fill is not None:
         out[dst] = fill
         return
-    view = _blocked(arr, chunk, bids, nthreads)
+    view = _blocked(arr, chunk, bids, numbers, nthreads)
     target = out[dst]
     # dimensions whose positions are all the items of the decoded blocks: slices
     picks = [d for d, (loc, bd, b) in enumerate(zip(locs, bids, blocks))
@@ -500,12 +502,13 @@ def _gather_points(arr, plan, n, sel, locs, odst, out, nthreads):
         out[sel] = vals[binv, off]
         return
     bids = [np.unique(loc // b) for loc, b in zip(locs, blocks)]
-    chunk, fill = _fetch(arr, n, arr._block_numbers(bids))
+    numbers = arr._block_numbers(bids)
+    chunk, fill = _fetch(arr, n, numbers)
     dst = (sel,) + odst
     if fill is not None:
         out[dst] = fill
         return
-    view = _blocked(arr, chunk, bids, nthreads)
+    view = _blocked(arr, chunk, bids, numbers, nthreads)
     bpos = _point_index(plan, [np.searchsorted(bd, loc // b)
                                for loc, bd, b in zip(locs, bids, blocks)])
     ipos = _point_index(plan, [loc % b for loc, b in zip(locs, blocks)])
