@@ -62,6 +62,10 @@ cdef extern from "ndpack.h" nogil:
     int32_t ndp_decompress_blocks(const void *src, int32_t srcsize, const int32_t *blocks,
                                   int32_t nblocks, void *dst, int32_t dstsize, int nthreads,
                                   ndp_error *err)
+    int32_t ndp_decompress_block_prefixes(const void *src, int32_t srcsize,
+                                          const int32_t *blocks, const int32_t *needs,
+                                          int32_t nblocks, void *dst, int32_t dstsize,
+                                          int nthreads, ndp_error *err)
     int32_t ndp_patch_blocks(const void *chunk, int32_t srcsize, int clevel,
                              const int32_t *ids, int32_t nids, const void *raw,
                              int64_t rawsize, void *dst, int32_t dstsize, ndp_error *err)
@@ -323,9 +327,11 @@ def getitem(src, int start, int nitems):
     return _take_bytes(raw, r)
 
 
-def decompress_blocks(src, blocks, int nthreads=1, dst=None):
+def decompress_blocks(src, blocks, int nthreads=1, dst=None, needs=None):
     """Decode the listed blocks; block blocks[i] lands at offset i * blocksize of the
-    result (new bytes, or the writable buffer `dst`, then the byte count is returned)."""
+    result (new bytes, or the writable buffer `dst`, then the byte count is returned).
+    `needs`: bytes wanted of each block (its first ones; the rest of its slot is
+    undefined), None for all."""
     cdef _ReadBuffer buf = _ReadBuffer(src)
     cdef ndp_chunk_info ci = _parse(buf)
     cdef ndp_error err
@@ -334,6 +340,15 @@ def decompress_blocks(src, blocks, int nthreads=1, dst=None):
     import array
     idx = array.array("i", [int(b) for b in blocks])
     cdef int[::1] bview = idx
+    cdef int[::1] nview
+    cdef const int32_t *np_ = NULL
+    if needs is not None:
+        nidx = array.array("i", [int(b) for b in needs])
+        if len(nidx) != nb:
+            raise ParameterError(f"{len(nidx)} byte counts for {nb} blocks")
+        if nb > 0:
+            nview = nidx
+            np_ = <const int32_t *>&nview[0]
     cdef int64_t size = nb * <int64_t>ci.blocksize
     if size > NDP_MAX_BUFFERSIZE:
         raise ParameterError("too many blocks requested at once")
@@ -351,8 +366,8 @@ def decompress_blocks(src, blocks, int nthreads=1, dst=None):
     cdef int32_t r
     cdef const int *bp = &bview[0] if nb > 0 else NULL
     with nogil:
-        r = ndp_decompress_blocks(buf.view.buf, ci.cbytes, <const int32_t *>bp, <int32_t>nb,
-                                  dp, <int32_t>size, nthreads, &err)
+        r = ndp_decompress_block_prefixes(buf.view.buf, ci.cbytes, <const int32_t *>bp, np_,
+                                          <int32_t>nb, dp, <int32_t>size, nthreads, &err)
     if r < 0:
         Py_XDECREF(raw)
         _raise(r, &err)

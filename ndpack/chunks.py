@@ -221,11 +221,28 @@ def getitem(src, start: int, nitems: int) -> bytes:
     return _core.getitem(_as_buffer(src), int(start), int(nitems))
 
 
-def decompress_blocks(src, blocks, nthreads: int | None = None, dst=None):
+def decompress_blocks(src, blocks, nthreads: int | None = None, dst=None, needs=None):
     """Decode the listed blocks of a chunk; block ``blocks[i]`` lands at ``i * blocksize``
-    of new bytes, or of the writable buffer `dst` (then the byte count is returned)."""
+    of new bytes, or of the writable buffer `dst` (then the byte count is returned).
+
+    `needs` (optional) gives the number of leading bytes wanted of each block: LZ4 and
+    zlib streams stop decoding there when the block is a single stream or split
+    plain-shuffle streams, so a read of a block's first rows decodes little more than
+    those rows.  The rest of each block's slot is left undefined.
+
+    >>> import numpy as np
+    >>> x = np.arange(20000, dtype=np.float64)
+    >>> c = compress2(x, typesize=8, blocksize=80000, codec=Codec.LZ4,
+    ...               filters=[Filter.SHUFFLE])
+    >>> out = bytearray(2 * 80000)
+    >>> decompress_blocks(c, [1, 0], dst=out, needs=[24, 80000])
+    160000
+    >>> np.frombuffer(out, np.float64)[:3].tolist(), float(np.frombuffer(out, np.float64)[-1])
+    ([10000.0, 10001.0, 10002.0], 9999.0)
+    """
     n = _core.get_nthreads() if nthreads is None else int(nthreads)
-    return _core.decompress_blocks(_as_buffer(src), list(blocks), n, dst)
+    return _core.decompress_blocks(_as_buffer(src), list(blocks), n, dst,
+                                   None if needs is None else list(needs))
 
 
 def patch_blocks(src, blocks, raw, clevel: int) -> bytes | None:

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <lz4.h>
 #include <lz4hc.h>
@@ -177,6 +178,53 @@ int32_t ndp_codec_decode(int compcode, int meta, const uint8_t *src, int32_t n,
       int r = c.decoder(src, n, dst, dstlen, meta, c.userdata);
       return r < 0 ? NDP_ERR_CALLBACK : r;
     }
+  }
+}
+
+/* zlib: inflate until `want` bytes are out (a raw deflate stream inside a zlib
+ * wrapper, as uncompress2 reads it). */
+static int32_t zlib_prefix(const uint8_t *src, int32_t n, uint8_t *dst, int32_t want) {
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  if (inflateInit(&z) != Z_OK) return NDP_ERR_MEMORY;
+  z.next_in = (Bytef *)(uintptr_t)src;
+  z.avail_in = (uInt)n;
+  z.next_out = dst;
+  z.avail_out = (uInt)want;
+  int rc = inflate(&z, Z_SYNC_FLUSH);
+  int32_t out = (int32_t)(want - (int32_t)z.avail_out);
+  inflateEnd(&z);
+  if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) return NDP_ERR_FORMAT;
+  return out;
+}
+
+int32_t ndp_codec_decode_prefix(int compcode, int meta, const uint8_t *src, int32_t n,
+                                uint8_t *dst, int32_t dstlen, int32_t want,
+                                const ndp_dict *dict) {
+  if (want >= dstlen || want < 0)
+    return ndp_codec_decode(compcode, meta, src, n, dst, dstlen, dict);
+  switch (compcode) {
+    case NDP_LZ4:
+    case NDP_LZ4HC: {
+      int r;
+      if (dict != NULL && dict->data != NULL) {
+#if LZ4_VERSION_NUMBER >= 10904
+        r = LZ4_decompress_safe_partial_usingDict((const char *)src, (char *)dst, n, want,
+                                                  dstlen, (const char *)dict->data,
+                                                  dict->size);
+#else
+        r = LZ4_decompress_safe_usingDict((const char *)src, (char *)dst, n, dstlen,
+                                          (const char *)dict->data, dict->size);
+#endif
+      } else {
+        r = LZ4_decompress_safe_partial((const char *)src, (char *)dst, n, want, dstlen);
+      }
+      return r < 0 ? NDP_ERR_FORMAT : r;
+    }
+    case NDP_ZLIB:
+      return zlib_prefix(src, n, dst, want);
+    default:
+      return ndp_codec_decode(compcode, meta, src, n, dst, dstlen, dict);
   }
 }
 

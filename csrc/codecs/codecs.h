@@ -25,6 +25,13 @@ int32_t ndp_codec_encode(int compcode, int clevel, int meta, const uint8_t *src,
 int32_t ndp_codec_decode(int compcode, int meta, const uint8_t *src, int32_t n,
                          uint8_t *dst, int32_t dstlen, const ndp_dict *dict);
 
+/* Decode at least the first `want` bytes of a stream of `dstlen` decoded bytes (LZ4
+ * and zlib stop there, the other codecs decode it all).  Returns the bytes decoded
+ * (>= want unless the stream is corrupt) or < 0; `want` >= dstlen is a whole decode. */
+int32_t ndp_codec_decode_prefix(int compcode, int meta, const uint8_t *src, int32_t n,
+                                uint8_t *dst, int32_t dstlen, int32_t want,
+                                const ndp_dict *dict);
+
 /* Dictionary support for decoding (zstd: builds a DDict; LZ4: raw bytes). */
 int ndp_dict_init(ndp_dict *d, int compcode, const uint8_t *data, int32_t size);
 void ndp_dict_free(ndp_dict *d);

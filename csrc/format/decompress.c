@@ -23,6 +23,7 @@ typedef struct {
   const uint8_t *ref;        /* decoded block 0 (DELTA) */
   /* block list mode */
   const int32_t *blocks;
+  const int32_t *needs;      /* bytes wanted of each listed block, or NULL (all) */
   uint8_t *dst;
   atomic_int failed;
   ndp_error err;
@@ -89,15 +90,17 @@ static int next_stream(const djob *job, int32_t j, int s, int32_t *pos, int32_t 
   return ndp_next_stream(job->src, job->ci.cbytes, j, s, pos, csize, data, err);
 }
 
-/* Decode compressed stream s of block j (csize bytes at p) into o (neblock bytes). */
+/* Decode compressed stream s of block j (csize bytes at p) into o (neblock bytes),
+ * at least its first `want` bytes (want >= neblock: all of it). */
 static int decode_stream(const djob *job, int32_t j, int s, const uint8_t *p, int32_t csize,
-                         uint8_t *o, int32_t neblock, ndp_error *err) {
+                         uint8_t *o, int32_t neblock, int32_t want, ndp_error *err) {
   const ndp_chunk_info *ci = &job->ci;
-  int32_t r = ndp_codec_decode(ci->compcode, ci->compcode_meta, p, csize, o, neblock,
-                               job->has_dict ? &job->dict : NULL);
+  int32_t r = ndp_codec_decode_prefix(ci->compcode, ci->compcode_meta, p, csize, o, neblock,
+                                      want, job->has_dict ? &job->dict : NULL);
   if (r == NDP_ERR_CODEC)
     return ndp_fail(err, NDP_ERR_CODEC, "chunk uses codec %d, which is not available",
                     ci->compcode);
+  if (want < neblock && r >= want && r <= neblock) return NDP_OK;
   if (r != neblock)
     return ndp_fail(err, r == NDP_ERR_CALLBACK ? NDP_ERR_CALLBACK : NDP_ERR_FORMAT,
                     "block %d stream %d: corrupt %s stream (decoded %d of %d bytes)",
@@ -108,9 +111,10 @@ static int decode_stream(const djob *job, int32_t j, int s, const uint8_t *p, in
   return NDP_OK;
 }
 
-/* Decode the streams of regular block j into `out` (bsize bytes). */
+/* Decode the streams of regular block j into `out` (bsize bytes; a single stream
+ * only up to byte `need`). */
 static int decode_streams(const djob *job, int32_t j, int32_t bsize, uint8_t *out,
-                          ndp_error *err) {
+                          int32_t need, ndp_error *err) {
   const ndp_chunk_info *ci = &job->ci;
   int32_t pos, csize = 0;
   int rc = block_start(job, j, &pos, err);
@@ -120,14 +124,16 @@ static int decode_streams(const djob *job, int32_t j, int32_t bsize, uint8_t *ou
     return ndp_fail(err, NDP_ERR_FORMAT, "block %d of %d bytes cannot be split in %d streams",
                     (int)j, (int)bsize, nstreams);
   int32_t neblock = bsize / nstreams;
+  if (nstreams > 1 || need > bsize) need = neblock;
   for (int s = 0; s < nstreams; s++) {
     uint8_t *o = out + (size_t)s * neblock;
     const uint8_t *p = NULL;
     rc = next_stream(job, j, s, &pos, &csize, &p, err);
     if (rc != NDP_OK) return rc;
-    if (csize <= 0) memset(o, csize == 0 ? 0 : -csize, (size_t)neblock);
-    else if (csize == neblock) memcpy(o, p, (size_t)neblock);
-    else if ((rc = decode_stream(job, j, s, p, csize, o, neblock, err)) != NDP_OK) return rc;
+    if (csize <= 0) memset(o, csize == 0 ? 0 : -csize, (size_t)need);
+    else if (csize == neblock) memcpy(o, p, (size_t)need);
+    else if ((rc = decode_stream(job, j, s, p, csize, o, neblock, need, err)) != NDP_OK)
+      return rc;
   }
   return NDP_OK;
 }
@@ -152,10 +158,12 @@ static int plain_shuffle(const ndp_chunk_info *ci) {
   return shuffles == 1;
 }
 
-/* Full regular block j of a plain-shuffle chunk: raw streams are unshuffled from
- * where they lie in the chunk, the others decoded into a scratch buffer first; one
- * unshuffle writes the block (no copy of the raw streams). */
-static int decode_shuffled(const djob *job, int32_t j, uint8_t *out, ndp_error *err) {
+/* Full regular block j of a plain-shuffle chunk, its first `n` items: raw streams
+ * are unshuffled from where they lie in the chunk, the others decoded (their first n
+ * bytes at least) into a scratch buffer first; one unshuffle writes the items (no
+ * copy of the raw streams). */
+static int decode_shuffled(const djob *job, int32_t j, uint8_t *out, int32_t n,
+                           ndp_error *err) {
   const ndp_chunk_info *ci = &job->ci;
   int32_t ts = job->typesize, neblock = ci->blocksize / ts, pos, csize = 0;
   int rc = block_start(job, j, &pos, err);
@@ -169,11 +177,11 @@ static int decode_shuffled(const djob *job, int32_t j, uint8_t *out, ndp_error *
     rc = next_stream(job, j, s, &pos, &csize, &p, err);
     if (rc != NDP_OK) return rc;
     planes[s] = o;
-    if (csize <= 0) memset(o, csize == 0 ? 0 : -csize, (size_t)neblock);
+    if (csize <= 0) memset(o, csize == 0 ? 0 : -csize, (size_t)n);
     else if (csize == neblock) planes[s] = p;
-    else if ((rc = decode_stream(job, j, s, p, csize, o, neblock, err)) != NDP_OK) return rc;
+    else if ((rc = decode_stream(job, j, s, p, csize, o, neblock, n, err)) != NDP_OK) return rc;
   }
-  ndp_filters()->unshuffle_planes((size_t)ts, (size_t)neblock, planes, out);
+  ndp_filters()->unshuffle_planes((size_t)ts, (size_t)n, planes, out);
   return NDP_OK;
 }
 
@@ -190,15 +198,39 @@ static int decode_block(const djob *job, int32_t j, uint8_t *out, ndp_error *err
     memcpy(out, job->src + ci->header_len + off, (size_t)bsize);
     return NDP_OK;
   }
-  if (!job->active) return decode_streams(job, j, bsize, out, err);
-  if (job->plain_shuffle && bsize == ci->blocksize) return decode_shuffled(job, j, out, err);
+  if (!job->active) return decode_streams(job, j, bsize, out, bsize, err);
+  if (job->plain_shuffle && bsize == ci->blocksize)
+    return decode_shuffled(job, j, out, bsize / job->typesize, err);
   uint8_t *a = ndp_scratch(0, (size_t)ci->blocksize);
   uint8_t *b = ndp_scratch(1, (size_t)ci->blocksize);
   if (a == NULL || b == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "cannot allocate block buffers");
-  int rc = decode_streams(job, j, bsize, a, err);
+  int rc = decode_streams(job, j, bsize, a, bsize, err);
   if (rc != NDP_OK) return rc;
   return ndp_pipeline_backward(ci->filters, ci->filters_meta, job->typesize, job->ref, off, a,
                                bsize, out, b, ci->version <= 2, err);
+}
+
+/* The first `need` bytes (at least) of block j into out: only what precedes them is
+ * decoded where the layout allows (special, memcpyed, a single stream, or split
+ * plain-shuffle streams), else the whole block. */
+static int decode_block_prefix(const djob *job, int32_t j, uint8_t *out, int32_t need,
+                               ndp_error *err) {
+  const ndp_chunk_info *ci = &job->ci;
+  int32_t bsize = block_size(ci, j);
+  if (need >= bsize) return decode_block(job, j, out, err);
+  if (need <= 0) return NDP_OK;
+  if (ci->special) {
+    fill_special(job, j * ci->blocksize, need, out);
+    return NDP_OK;
+  }
+  if (ci->memcpyed) {
+    memcpy(out, job->src + ci->header_len + (size_t)j * ci->blocksize, (size_t)need);
+    return NDP_OK;
+  }
+  if (!job->active) return decode_streams(job, j, bsize, out, need, err);
+  if (job->plain_shuffle && bsize == ci->blocksize)
+    return decode_shuffled(job, j, out, (need + job->typesize - 1) / job->typesize, err);
+  return decode_block(job, j, out, err);
 }
 
 static int djob_init(djob *job, const void *src, int32_t srcsize, ndp_error *err) {
@@ -359,13 +391,22 @@ static void list_task(void *ctx, int32_t i) {
   djob *job = (djob *)ctx;
   if (atomic_load(&job->failed)) return;
   ndp_error e = {0, {0}};
-  if (decode_block(job, job->blocks[i], job->dst + (size_t)i * job->ci.blocksize, &e) != NDP_OK)
-    djob_fail(job, &e);
+  uint8_t *out = job->dst + (size_t)i * job->ci.blocksize;
+  int rc = job->needs != NULL ? decode_block_prefix(job, job->blocks[i], out, job->needs[i], &e)
+                              : decode_block(job, job->blocks[i], out, &e);
+  if (rc != NDP_OK) djob_fail(job, &e);
 }
 
 int32_t ndp_decompress_blocks(const void *src, int32_t srcsize, const int32_t *blocks,
                               int32_t nblocks, void *dst, int32_t dstsize, int nthreads,
                               ndp_error *err) {
+  return ndp_decompress_block_prefixes(src, srcsize, blocks, NULL, nblocks, dst, dstsize,
+                                       nthreads, err);
+}
+
+int32_t ndp_decompress_block_prefixes(const void *src, int32_t srcsize, const int32_t *blocks,
+                                      const int32_t *needs, int32_t nblocks, void *dst,
+                                      int32_t dstsize, int nthreads, ndp_error *err) {
   djob job;
   int rc = djob_init(&job, src, srcsize, err);
   if (rc != NDP_OK) return rc;
@@ -375,6 +416,9 @@ int32_t ndp_decompress_blocks(const void *src, int32_t srcsize, const int32_t *b
     if (blocks[i] < 0 || blocks[i] >= ci->nblocks)
       rc = ndp_fail(err, NDP_ERR_PARAM, "block %d out of range (chunk has %d blocks)",
                     (int)blocks[i], (int)ci->nblocks);
+    else if (needs != NULL && needs[i] < 0)
+      rc = ndp_fail(err, NDP_ERR_PARAM, "negative byte count %d wanted of block %d",
+                    (int)needs[i], (int)blocks[i]);
     else if (ci->vlblocks)
       rc = ndp_fail(err, NDP_ERR_PARAM, "VL-block chunks can only be decoded whole");
     else {
@@ -388,6 +432,7 @@ int32_t ndp_decompress_blocks(const void *src, int32_t srcsize, const int32_t *b
   if (rc == NDP_OK) rc = prepare_ref(&job, err);
   if (rc == NDP_OK) {
     job.blocks = blocks;
+    job.needs = needs;
     job.dst = (uint8_t *)dst;
     ndp_parallel_for(nthreads, nblocks, list_task, &job);
     if (atomic_load(&job.failed)) rc = ndp_fail(err, job.err.code, "%s", job.err.msg);
@@ -502,6 +547,8 @@ static int read_runs(const djob *job, int32_t j, const item_run *runs, int32_t n
   if (rc != NDP_OK) return rc;
   uint8_t *plane = ndp_scratch(2, (size_t)neblock);
   if (plane == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "cannot allocate a stream buffer");
+  int32_t want = 0;                         /* streams are decoded up to the last run */
+  for (int32_t r = 0; r < nr; r++) want = runs[r].hi > want ? runs[r].hi : want;
   for (int s = 0; s < ts; s++) {
     const uint8_t *p = NULL;
     rc = next_stream(job, j, s, &pos, &csize, &p, err);
@@ -513,7 +560,7 @@ static int read_runs(const djob *job, int32_t j, const item_run *runs, int32_t n
       continue;
     }
     if (csize != neblock) {                 /* compressed: decode this stream alone */
-      rc = decode_stream(job, j, s, p, csize, plane, neblock, err);
+      rc = decode_stream(job, j, s, p, csize, plane, neblock, want, err);
       if (rc != NDP_OK) return rc;
       p = plane;
     }

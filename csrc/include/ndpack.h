@@ -157,6 +157,14 @@ int32_t ndp_decompress_blocks(const void *src, int32_t srcsize, const int32_t *b
                               int32_t nblocks, void *dst, int32_t dstsize,
                               int nthreads, ndp_error *err);
 
+/* As ndp_decompress_blocks, but only the first needs[i] bytes of block blocks[i] are
+ * wanted (needs may be NULL: all): LZ4 and zlib streams stop decoding there when the
+ * block is one stream or split plain-shuffle streams (then every stream stops at item
+ * ceil(needs[i] / typesize)).  The rest of each block's slot in dst is undefined. */
+int32_t ndp_decompress_block_prefixes(const void *src, int32_t srcsize, const int32_t *blocks,
+                                      const int32_t *needs, int32_t nblocks, void *dst,
+                                      int32_t dstsize, int nthreads, ndp_error *err);
+
 /* Decode runs of items: items [starts[i], starts[i] + counts[i]) (each run inside one
  * block) one after another into dst.  Blocks split in one stream per byte whose only
  * filter is SHUFFLE are not decoded whole: raw streams give the run's bytes directly,

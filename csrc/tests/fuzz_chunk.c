@@ -41,6 +41,10 @@ static void run_one(const uint8_t *data, size_t size) {
     int32_t blocks[2] = {ci.nblocks - 1, 0};
     err.code = 0;
     ndp_decompress_blocks(data, (int32_t)size, blocks, 2, out, ci.nbytes, 1, &err);
+    int32_t needs[2] = {ci.blocksize / 3, 1};
+    err.code = 0;
+    ndp_decompress_block_prefixes(data, (int32_t)size, blocks, needs, 2, out, ci.nbytes, 1,
+                                  &err);
   }
   /* runs of items (sub-block reads) */
   if (ci.typesize > 0 && ci.blocksize > 0 && ci.nbytes / ci.typesize > 4) {

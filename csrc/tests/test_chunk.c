@@ -55,6 +55,37 @@ static void make_input(int kind, uint8_t *p, int32_t n) {
   }
 }
 
+/* Block prefixes (ndp_decompress_block_prefixes) of every block, with wanted byte
+ * counts of 0, 1, a random one and the whole block, equal the whole decode `full`. */
+static void check_prefixes(const uint8_t *c, int32_t cb, const uint8_t *full, const char *what) {
+  ndp_chunk_info ci;
+  ndp_error err = {0, {0}};
+  if (ndp_chunk_parse(c, cb, &ci, &err) != 0 || ci.vlblocks || ci.nbytes == 0) return;
+  int32_t nb = ci.nblocks < 64 ? ci.nblocks : 64, bs = ci.blocksize;
+  int32_t *blocks = malloc(sizeof(int32_t) * (size_t)nb), *needs = malloc(sizeof(int32_t) * (size_t)nb);
+  uint8_t *out = malloc((size_t)nb * (size_t)bs);
+  for (int pass = 0; pass < 4; pass++) {
+    for (int32_t i = 0; i < nb; i++) {
+      blocks[i] = (int32_t)((ci.nblocks - 1 - i * 7) % ci.nblocks + ci.nblocks) % ci.nblocks;
+      needs[i] = pass == 0 ? 0 : pass == 1 ? 1 : pass == 2 ? (int32_t)(rng() % (uint64_t)(bs + 1))
+                                                       : bs;
+    }
+    int32_t r = ndp_decompress_block_prefixes(c, cb, blocks, needs, nb, out,
+                                              nb * bs, 1 + pass % 2, &err);
+    CHECK(r >= 0, "%s: prefixes pass %d: %s", what, pass, err.msg);
+    for (int32_t i = 0; r >= 0 && i < nb; i++) {
+      int32_t off = blocks[i] * bs, len = ci.nbytes - off < bs ? ci.nbytes - off : bs;
+      len = needs[i] < len ? needs[i] : len;
+      CHECK(memcmp(out + (size_t)i * bs, full + off, (size_t)len) == 0,
+            "%s: block %d prefix of %d bytes", what, blocks[i], len);
+    }
+  }
+  needs[0] = -1;
+  CHECK(ndp_decompress_block_prefixes(c, cb, blocks, needs, 1, out, bs, 1, &err) < 0,
+        "%s: negative byte count accepted", what);
+  free(blocks); free(needs); free(out);
+}
+
 static void test_vectors(const char *dir) {
   char path[1024];
   snprintf(path, sizeof path, "%s/chunks", dir);
@@ -84,6 +115,7 @@ static void test_vectors(const char *dir) {
       CHECK(r == ci.nbytes, "%s: decode returned %d: %s", e->d_name, r, err.msg);
       if (strncmp(e->d_name, "i64_", 4) == 0 && !strstr(e->d_name, "inttrunc"))
         CHECK(r == 8000 && memcmp(out, arange, 8000) == 0, "%s: content", e->d_name);
+      if (r == ci.nbytes) check_prefixes(c, (int32_t)len, out, e->d_name);
       if (r > 0 && ci.typesize > 0 && !ci.vlblocks) {   /* getitem equals the whole decode */
         int32_t ts = ci.typesize, nitems = ci.nbytes / ts;
         int32_t a = nitems / 3, b = nitems - a;
@@ -121,6 +153,7 @@ static void roundtrip(const ndp_cparams *cp, const uint8_t *src, int32_t n, cons
     /* DELTA leaves the bytes past the last whole word undefined in C-Blosc2;
      * ours passes them through, so the comparison is exact. */
     CHECK(ok, "%s: decompress %d: %s", what, r, err.msg);
+    if (ok && n > 0) check_prefixes(c, cb, d, what);
     /* Every truncation is an error, never a crash. */
     if (n < 5000) {
       for (int32_t t = 0; t < cb; t += 1 + t / 8) {

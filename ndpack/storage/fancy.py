@@ -383,16 +383,30 @@ def _read_box(arr, units, out):
     _run(arr, tasks)
 
 
-def _blocked(arr, chunk, bids, numbers, nthreads):
+def _box_needs(arr, locs, bids):
+    """Bytes wanted of each block in the product of `bids` (C order) for the sorted
+    local positions `locs`: up to the block's last wanted item in C order, the item
+    at the largest wanted position along every dimension."""
+    strides = [prod(arr._blocks[d + 1:]) for d in range(len(locs))]
+    need = np.zeros(1, np.int64)
+    for loc, bd, b, st in zip(locs, bids, arr._blocks, strides):
+        last = loc[np.searchsorted(loc // b, bd, side="right") - 1] - bd * b
+        need = (need[:, None] + last * st).reshape(-1)
+    return (need + 1) * arr._dtype.itemsize
+
+
+def _blocked(arr, chunk, bids, numbers, nthreads, needs=None):
     """Decode the blocks in the product of `bids` (their numbers: `numbers`) of a
     regular chunk and view them as ``(count0, block0, count1, block1, ...)`` (no
-    copy)."""
+    copy).  `needs`: the bytes wanted of each block (the rest is left undefined)."""
     counts = tuple(len(b) for b in bids)
-    if prod(counts) == prod(arr._bgrid):
+    if needs is not None and int(needs.min()) >= arr._blocksize:
+        needs = None
+    if needs is None and prod(counts) == prod(arr._bgrid):
         raw = arr._decode_raw(chunk, bids, nthreads)
     else:                                  # into a reused buffer: no page faults
         raw = _scratch(prod(counts) * arr._blocksize, "dst")
-        decompress_blocks(chunk, numbers, nthreads=nthreads, dst=raw)
+        decompress_blocks(chunk, numbers, nthreads=nthreads, dst=raw, needs=needs)
     nd = len(counts)
     view = np.frombuffer(raw, arr._dtype, prod(counts) * prod(arr._blocks)).reshape(
         counts + arr._blocks)
@@ -407,7 +421,7 @@ def _gather_box(arr, n, locs, out, dst, nthreads):
     if fill is not None:
         out[dst] = fill
         return
-    view = _blocked(arr, chunk, bids, numbers, nthreads)
+    view = _blocked(arr, chunk, bids, numbers, nthreads, _box_needs(arr, locs, bids))
     target = out[dst]
     # dimensions whose positions are all the items of the decoded blocks: slices
     picks = [d for d, (loc, bd, b) in enumerate(zip(locs, bids, blocks))
@@ -495,10 +509,13 @@ def _gather_points(arr, plan, n, sel, locs, odst, out, nthreads):
         if fill is not None:
             out[sel] = fill
             return
-        raw = _scratch(len(ub) * arr._blocksize, "dst")
-        decompress_blocks(chunk, ub.tolist(), nthreads=nthreads, dst=raw)
-        vals = np.frombuffer(raw, arr._dtype).reshape(len(ub), prod(blocks))
         off = np.ravel_multi_index([loc % b for loc, b in zip(locs, blocks)], blocks)
+        needs = np.zeros(len(ub), np.int64)
+        np.maximum.at(needs, binv, off)
+        raw = _scratch(len(ub) * arr._blocksize, "dst")
+        decompress_blocks(chunk, ub.tolist(), nthreads=nthreads, dst=raw,
+                          needs=((needs + 1) * arr._dtype.itemsize).tolist())
+        vals = np.frombuffer(raw, arr._dtype).reshape(len(ub), prod(blocks))
         out[sel] = vals[binv, off]
         return
     bids = [np.unique(loc // b) for loc, b in zip(locs, blocks)]
@@ -508,7 +525,8 @@ def _gather_points(arr, plan, n, sel, locs, odst, out, nthreads):
     if fill is not None:
         out[dst] = fill
         return
-    view = _blocked(arr, chunk, bids, numbers, nthreads)
+    needs = _box_needs(arr, [np.sort(loc) for loc in locs], bids)   # (an upper bound)
+    view = _blocked(arr, chunk, bids, numbers, nthreads, needs)
     bpos = _point_index(plan, [np.searchsorted(bd, loc // b)
                                for loc, bd, b in zip(locs, bids, blocks)])
     ipos = _point_index(plan, [loc % b for loc, b in zip(locs, blocks)])
