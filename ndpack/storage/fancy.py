@@ -39,6 +39,7 @@ import operator
 import numpy as np
 
 from ndpack.chunks import decompress_blocks, patch_blocks
+from ndpack.storage import boxread
 from ndpack.storage.grid import prod
 from ndpack.storage.ndread import _pool, _scratch, share
 
@@ -370,6 +371,8 @@ def _box_parts(arr, units):
 
 def _read_box(arr, units, out):
     """``out[...] = arr`` at the box of sorted positions `units` (one per dimension)."""
+    if boxread.read_box(arr, units, out, lambda tasks: _run(arr, tasks), _fetch):
+        return                                     # small: one plan for all chunks
     tasks = []
     for n, locs, dst in _box_parts(arr, units):
         runs = [len(loc) and int(loc[-1]) - int(loc[0]) == len(loc) - 1 for loc in locs]
