@@ -10,6 +10,7 @@ call site can forget a check.  Higher layers use the Pythonic API in
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_WRITABLE, PyBUF_ANY_CONTIGUOUS
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 from cpython.ref cimport PyObject, Py_DECREF, Py_XDECREF
+from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from libc.stdint cimport int32_t, uint8_t, uint32_t, int64_t, uint64_t
 from libc.string cimport memcpy
 
@@ -89,6 +90,19 @@ cdef extern from "ndpack.h" nogil:
     void ndp_vsin(const double *x, double *y, int64_t n)
     void ndp_vcos(const double *x, double *y, int64_t n)
     int NDP_MAXDIM
+    ctypedef struct ndp_box:
+        pass
+    int ndp_box_plan(int ndim, const int64_t *chunks, const int64_t *blocks,
+                     const int64_t *grid, int32_t itemsize, const int64_t *const *units,
+                     const int64_t *nunits, int64_t max_slots, ndp_box **out, ndp_error *err)
+    int64_t ndp_box_nslots(const ndp_box *b)
+    int32_t ndp_box_nchunks(const ndp_box *b)
+    int64_t ndp_box_chunk(const ndp_box *b, int32_t k, const int32_t **blocks,
+                          int32_t *nblocks)
+    int ndp_box_read(const ndp_box *b, const void *const *chunks, const int32_t *sizes,
+                     void *scratch, int64_t scratch_len, void *out, int64_t out_len,
+                     int nthreads, ndp_error *err) nogil
+    void ndp_box_free(ndp_box *b)
     ctypedef struct ndp_reduce_spec:
         int ndim
         int in_type
@@ -673,3 +687,98 @@ def cumsum_inplace(x, str code, int64_t outer, int64_t n, int64_t inner, carry):
 
 def library_version(int compcode):
     return ndp_codec_library_version(compcode).decode()
+
+
+cdef class BoxRead:
+    """The plan of an orthogonal read (csrc/format/boxread.c): build with
+    :meth:`plan`, fetch the chunks :attr:`chunk_numbers` names, then :meth:`read`."""
+    cdef ndp_box *box
+
+    def __dealloc__(self):
+        ndp_box_free(self.box)
+
+    @staticmethod
+    def plan(units, chunks, blocks, grid, int itemsize, int64_t max_slots):
+        """The plan for sorted distinct positions `units` (int64 arrays, one per
+        dimension), or None when it would decode more than `max_slots` blocks."""
+        cdef int nd = len(units), d
+        if nd < 1 or nd > NDP_MAXDIM or len(chunks) != nd or len(blocks) != nd \
+                or len(grid) != nd:
+            raise ParameterError(f"a box of {nd} dimensions with {len(chunks)} chunk, "
+                                 f"{len(blocks)} block and {len(grid)} grid extents")
+        cdef int64_t c_chunks[16]
+        cdef int64_t c_blocks[16]
+        cdef int64_t c_grid[16]
+        cdef const int64_t *c_units[16]
+        cdef int64_t c_n[16]
+        cdef const int64_t[::1] view
+        keep = []
+        for d in range(nd):
+            c_chunks[d], c_blocks[d], c_grid[d] = chunks[d], blocks[d], grid[d]
+            view = units[d]
+            keep.append(view)
+            c_n[d] = view.shape[0]
+            c_units[d] = &view[0] if view.shape[0] > 0 else NULL
+        cdef ndp_error err
+        err.code = 0
+        cdef ndp_box *box = NULL
+        cdef int rc = ndp_box_plan(nd, c_chunks, c_blocks, c_grid, itemsize, c_units, c_n,
+                                   max_slots, &box, &err)
+        if rc < 0:
+            _raise(rc, &err)
+        if box == NULL:
+            return None
+        cdef BoxRead self = BoxRead.__new__(BoxRead)
+        self.box = box
+        return self
+
+    @property
+    def nslots(self):
+        return ndp_box_nslots(self.box)
+
+    @property
+    def chunk_numbers(self):
+        cdef int32_t k, nb
+        cdef const int32_t *bl
+        return [ndp_box_chunk(self.box, k, &bl, &nb) for k in range(ndp_box_nchunks(self.box))]
+
+    def blocks_of(self, int32_t k):
+        """The numbers of the blocks of touched chunk k to decode."""
+        cdef int32_t nb, i
+        cdef const int32_t *bl
+        if ndp_box_chunk(self.box, k, &bl, &nb) < 0:
+            raise ParameterError(f"no touched chunk {k}")
+        return [bl[i] for i in range(nb)]
+
+    def read(self, chunks, scratch, out, int nthreads):
+        """Decode from `chunks` (touched chunk k at k; bytes-like) into `scratch` and
+        gather the box into `out` (C order)."""
+        cdef int32_t n = ndp_box_nchunks(self.box), k
+        if len(chunks) != n:
+            raise ParameterError(f"{len(chunks)} chunks for a box touching {n}")
+        cdef const void **ptrs = <const void **>PyMem_Malloc(sizeof(void *) * (n + 1))
+        cdef int32_t *sizes = <int32_t *>PyMem_Malloc(sizeof(int32_t) * (n + 1))
+        cdef _ReadBuffer rb
+        cdef _WriteBuffer sb, ob
+        cdef ndp_error err
+        cdef int rc
+        err.code = 0
+        try:
+            if ptrs == NULL or sizes == NULL:
+                raise MemoryError()
+            bufs = []
+            for k in range(n):
+                rb = _ReadBuffer(chunks[k])
+                bufs.append(rb)
+                ptrs[k] = rb.view.buf
+                sizes[k] = _checked_len(rb.view.len, "chunk")
+            sb = _WriteBuffer(scratch)
+            ob = _WriteBuffer(out)
+            with nogil:
+                rc = ndp_box_read(self.box, ptrs, sizes, sb.view.buf, sb.view.len,
+                                  ob.view.buf, ob.view.len, nthreads, &err)
+            if rc < 0:
+                _raise(rc, &err)
+        finally:
+            PyMem_Free(ptrs)
+            PyMem_Free(sizes)

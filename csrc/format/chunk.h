@@ -4,9 +4,11 @@
 
 #include <stdint.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "ndpack.h"
+#include "../codecs/codecs.h"
 #include "../common/internal.h"
 
 /* header.c */
@@ -49,5 +51,37 @@ typedef int (*ndp_want_fn)(void *ctx, int32_t j);
 typedef int (*ndp_visit_fn)(void *ctx, int32_t j, const uint8_t *data, ndp_error *err);
 int ndp_visit_blocks(const void *src, int32_t srcsize, int32_t blockbytes, int32_t align,
                      ndp_want_fn want, ndp_visit_fn visit, void *ctx, ndp_error *err);
+
+/* decompress.c: one chunk's decoder, for reading its blocks from several threads. */
+typedef struct ndp_djob {
+  const uint8_t *src;
+  ndp_chunk_info ci;
+  ndp_dict dict;
+  int has_dict;
+  int32_t data_start;        /* first byte after bstarts (and dictionary) */
+  int32_t typesize;
+  int active;                /* the backward pipeline changes bytes */
+  int has_delta;
+  int plain_shuffle;         /* split streams are the planes of a SHUFFLE alone */
+  const uint8_t *ref;        /* decoded block 0 (DELTA) */
+  /* block list mode */
+  const int32_t *blocks;
+  const int32_t *needs;      /* bytes wanted of each listed block, or NULL (all) */
+  uint8_t *dst;
+  atomic_int failed;
+  ndp_error err;
+  pthread_mutex_t err_lock;
+} ndp_djob;
+
+/* Parse `src` (and decode DELTA's reference block) for ndp_djob_block; VL-block
+ * chunks are refused.  On success the caller must call ndp_djob_close. */
+int ndp_djob_open(ndp_djob *job, const void *src, int32_t srcsize, ndp_error *err);
+/* The first `need` bytes (at least; all when need >= the block's size) of block j
+ * into out (room for a whole block), blocks being of `blockbytes` (the chunk's
+ * blocksize unless the chunk is special or memcpyed: then block j is the bytes at
+ * j * blockbytes).  Thread-safe for one open job. */
+int ndp_djob_block(const ndp_djob *job, int32_t j, int32_t blockbytes, uint8_t *out,
+                   int32_t need, ndp_error *err);
+void ndp_djob_close(ndp_djob *job);
 
 #endif

@@ -10,25 +10,7 @@
 #include "../common/tls.h"
 #include "../filters/filters.h"
 
-typedef struct {
-  const uint8_t *src;
-  ndp_chunk_info ci;
-  ndp_dict dict;
-  int has_dict;
-  int32_t data_start;        /* first byte after bstarts (and dictionary) */
-  int32_t typesize;
-  int active;                /* the backward pipeline changes bytes */
-  int has_delta;
-  int plain_shuffle;         /* split streams are the planes of a SHUFFLE alone */
-  const uint8_t *ref;        /* decoded block 0 (DELTA) */
-  /* block list mode */
-  const int32_t *blocks;
-  const int32_t *needs;      /* bytes wanted of each listed block, or NULL (all) */
-  uint8_t *dst;
-  atomic_int failed;
-  ndp_error err;
-  pthread_mutex_t err_lock;
-} djob;
+typedef ndp_djob djob;
 
 static void djob_fail(djob *job, const ndp_error *e) {
   pthread_mutex_lock(&job->err_lock);
@@ -661,4 +643,47 @@ int64_t ndp_getitems(const void *src, int32_t srcsize, const int64_t *starts,
   if (job.ref != NULL) free((void *)job.ref);
   djob_free(&job);
   return rc == NDP_OK ? written : rc;
+}
+
+/* ---- one chunk's decoder for other modules (chunk.h) ---- */
+
+int ndp_djob_open(ndp_djob *job, const void *src, int32_t srcsize, ndp_error *err) {
+  int rc = djob_init(job, src, srcsize, err);
+  if (rc == NDP_OK && job->ci.vlblocks)
+    rc = ndp_fail(err, NDP_ERR_PARAM, "VL-block chunks can only be decoded whole");
+  if (rc == NDP_OK) rc = prepare_ref(job, err);
+  if (rc != NDP_OK) {
+    if (job->ref != NULL) free((void *)job->ref);
+    djob_free(job);
+  }
+  return rc;
+}
+
+int ndp_djob_block(const ndp_djob *job, int32_t j, int32_t blockbytes, uint8_t *out,
+                   int32_t need, ndp_error *err) {
+  const ndp_chunk_info *ci = &job->ci;
+  if (ci->special || ci->memcpyed) {
+    int64_t off = (int64_t)j * blockbytes;
+    if (j < 0 || blockbytes <= 0 || off + blockbytes > ci->nbytes)
+      return ndp_fail(err, NDP_ERR_PARAM, "block %d of %d bytes outside a chunk of %d bytes",
+                      (int)j, (int)blockbytes, (int)ci->nbytes);
+    int32_t n = need < blockbytes ? need : blockbytes;
+    if (n <= 0) return NDP_OK;
+    if (ci->special) fill_special(job, (int32_t)off, n, out);
+    else memcpy(out, job->src + ci->header_len + off, (size_t)n);
+    return NDP_OK;
+  }
+  if (blockbytes != ci->blocksize)
+    return ndp_fail(err, NDP_ERR_FORMAT, "chunk blocks hold %d bytes, the array's %d",
+                    (int)ci->blocksize, (int)blockbytes);
+  if (j < 0 || j >= ci->nblocks)
+    return ndp_fail(err, NDP_ERR_PARAM, "block %d out of range (chunk has %d blocks)", (int)j,
+                    (int)ci->nblocks);
+  return decode_block_prefix(job, j, out, need, err);
+}
+
+void ndp_djob_close(ndp_djob *job) {
+  if (job->ref != NULL) free((void *)job->ref);
+  job->ref = NULL;
+  djob_free(job);
 }

@@ -46,6 +46,27 @@ static void run_one(const uint8_t *data, size_t size) {
     ndp_decompress_block_prefixes(data, (int32_t)size, blocks, needs, 2, out, ci.nbytes, 1,
                                   &err);
   }
+  /* a box read of three items, the chunk seen as a 1-D array's only chunk */
+  if (ci.typesize > 0 && ci.blocksize >= ci.typesize && ci.blocksize % ci.typesize == 0 &&
+      ci.nbytes % ci.blocksize == 0 && ci.nbytes / ci.typesize > 2) {
+    int64_t n = ci.nbytes / ci.typesize, ch = n, bl = ci.blocksize / ci.typesize, g = 1;
+    int64_t u[3] = {0, n / 2, n - 1}, nu = 3;
+    const int64_t *units[1] = {u};
+    ndp_box *box = NULL;
+    err.code = 0;
+    if (ndp_box_plan(1, &ch, &bl, &g, ci.typesize, units, &nu, 3, &box, &err) == NDP_OK &&
+        box != NULL) {
+      const void *ptrs[1] = {data};
+      int32_t sizes[1] = {(int32_t)size};
+      uint8_t *scratch = malloc((size_t)ndp_box_nslots(box) * (size_t)ci.blocksize);
+      uint8_t three[3 * 255];
+      if (scratch != NULL)
+        ndp_box_read(box, ptrs, sizes, scratch, ndp_box_nslots(box) * ci.blocksize, three,
+                     3 * ci.typesize, 1, &err);
+      free(scratch);
+      ndp_box_free(box);
+    }
+  }
   /* runs of items (sub-block reads) */
   if (ci.typesize > 0 && ci.blocksize > 0 && ci.nbytes / ci.typesize > 4) {
     int64_t per = ci.blocksize / ci.typesize > 0 ? ci.blocksize / ci.typesize : 1;

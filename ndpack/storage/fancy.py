@@ -371,7 +371,7 @@ def _box_parts(arr, units):
 
 def _read_box(arr, units, out):
     """``out[...] = arr`` at the box of sorted positions `units` (one per dimension)."""
-    if boxread.read_box(arr, units, out, lambda tasks: _run(arr, tasks), _fetch):
+    if boxread.read_box(arr, units, out):
         return                                     # small: one plan for all chunks
     tasks = []
     for n, locs, dst in _box_parts(arr, units):

@@ -1,0 +1,227 @@
+/* C unit tests of the box reads (csrc/format/boxread.c): random orthogonal boxes of
+ * a 2-D array in 3 x 3 chunks, each chunk stored with another codec, filter, split
+ * mode, as a special or a memcpyed chunk, checked item by item; then bad plans, bad
+ * chunks and small buffers.  Run under ASan/UBSan in CI. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ndpack.h"
+
+static int passed = 0, failed = 0;
+
+#define CHECK(cond, ...)                            \
+  do {                                              \
+    if (cond) {                                     \
+      passed++;                                     \
+    } else {                                        \
+      failed++;                                     \
+      printf("FAIL %s:%d: ", __FILE__, __LINE__);   \
+      printf(__VA_ARGS__);                          \
+      printf("\n");                                 \
+    }                                               \
+  } while (0)
+
+static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
+static uint64_t rng(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return rng_state;
+}
+
+/* A (70, 90) int64 array, x[r][c] = r * 90 + c, in chunks (32, 40) of blocks (8, 16):
+ * extended chunks (32, 48), 4 x 3 blocks, a 3 x 3 grid; chunk 4 is all zeros. */
+enum { R = 70, C = 90, CR = 32, CC = 40, BR = 8, BC = 16, ER = 32, EC = 48 };
+static const int64_t chunks[2] = {CR, CC}, blocks[2] = {BR, BC}, grid[2] = {3, 3};
+
+static int64_t value(int64_t r, int64_t c) {
+  if ((r / CR) * 3 + c / CC == 4) return 0;    /* the special chunk */
+  return r * C + c;
+}
+
+/* The raw bytes of chunk (i, j): blocks in C order, items in C order in each block,
+ * padding -1. */
+static void chunk_raw(int i, int j, int64_t *out) {
+  int64_t k = 0;
+  for (int bi = 0; bi < ER / BR; bi++)
+    for (int bj = 0; bj < EC / BC; bj++)
+      for (int r = 0; r < BR; r++)
+        for (int c = 0; c < BC; c++) {
+          int64_t wr = bi * BR + r, wc = bj * BC + c, gr = i * CR + wr, gc = j * CC + wc;
+          out[k++] = (wr < CR && wc < CC && gr < R && gc < C) ? value(gr, gc) : -1;
+        }
+}
+
+static uint8_t *stored[9];
+static int32_t stored_len[9];
+
+static void make_chunks(void) {
+  static const int codecs[9] = {NDP_LZ4, NDP_ZLIB, NDP_ZSTD, NDP_BLOSCLZ, -1, NDP_LZ4,
+                                NDP_LZ4HC, NDP_ZLIB, NDP_LZ4};
+  int64_t raw[ER * EC];
+  ndp_error err = {0, {0}};
+  for (int k = 0; k < 9; k++) {
+    int32_t n = ER * EC * 8;
+    stored[k] = malloc((size_t)n + NDP_MAX_OVERHEAD);
+    if (codecs[k] < 0) {
+      stored_len[k] = ndp_chunk_special(NDP_SPECIAL_ZERO, n, 8, BR * BC * 8, NULL, stored[k],
+                                        n + NDP_MAX_OVERHEAD, &err);
+      CHECK(stored_len[k] > 0, "special chunk: %s", err.msg);
+      continue;
+    }
+    chunk_raw(k / 3, k % 3, raw);
+    ndp_cparams cp = ndp_cparams_default();
+    cp.compcode = codecs[k];
+    cp.typesize = 8;
+    cp.blocksize = BR * BC * 8;
+    cp.clevel = k == 8 ? 0 : 5;                          /* chunk 8: memcpyed */
+    cp.splitmode = k == 5 ? NDP_NEVER_SPLIT : NDP_ALWAYS_SPLIT;
+    memset(cp.filters, 0, sizeof cp.filters);
+    cp.filters[5] = k == 3 ? NDP_BITSHUFFLE : k == 7 ? 0 : NDP_SHUFFLE;
+    if (k == 6) cp.filters[4] = NDP_DELTA;
+    stored_len[k] = ndp_compress(&cp, raw, n, stored[k], n + NDP_MAX_OVERHEAD, &err);
+    CHECK(stored_len[k] > 0, "chunk %d: %s", k, err.msg);
+  }
+}
+
+/* A random sorted distinct subset of [0, n) (empty never), into u; its size. */
+static int64_t subset(int64_t n, int64_t *u) {
+  int64_t k = 0, mode = (int64_t)(rng() % 4);
+  for (int64_t i = 0; i < n; i++) {
+    int take = mode == 0 ? 1 : mode == 1 ? (rng() % 8 == 0) : mode == 2 ? (i >= n / 3 && i < n / 3 + 5)
+                                                               : (rng() % 2 == 0);
+    if (take) u[k++] = i;
+  }
+  if (k == 0) u[k++] = (int64_t)(rng() % (uint64_t)n);
+  return k;
+}
+
+static void test_random_boxes(void) {
+  int64_t u0[R], u1[C], nunits[2];
+  const int64_t *units[2] = {u0, u1};
+  int64_t *out = malloc(sizeof(int64_t) * R * C);
+  uint8_t *scratch = malloc((size_t)9 * ER * EC * 8);
+  for (int t = 0; t < 300; t++) {
+    nunits[0] = subset(R, u0);
+    nunits[1] = subset(C, u1);
+    ndp_box *box = NULL;
+    ndp_error err = {0, {0}};
+    int rc = ndp_box_plan(2, chunks, blocks, grid, 8, units, nunits, 1 << 20, &box, &err);
+    CHECK(rc == NDP_OK && box != NULL, "plan %d: %s", t, err.msg);
+    if (box == NULL) continue;
+    int32_t nc = ndp_box_nchunks(box);
+    const void *ptrs[9];
+    int32_t sizes[9];
+    int ok = nc >= 1 && nc <= 9;
+    int64_t nslots = 0;
+    for (int32_t k = 0; ok && k < nc; k++) {
+      const int32_t *bl;
+      int32_t nb;
+      int64_t n = ndp_box_chunk(box, k, &bl, &nb);
+      ok = n >= 0 && n < 9 && nb >= 1 && nb <= (ER / BR) * (EC / BC);
+      for (int32_t i = 0; ok && i < nb; i++) ok = bl[i] >= 0 && bl[i] < 12 && (i == 0 || bl[i] > bl[i - 1]);
+      nslots += nb;
+      ptrs[k] = stored[n];
+      sizes[k] = stored_len[n];
+    }
+    CHECK(ok && nslots == ndp_box_nslots(box), "plan %d: chunks and blocks", t);
+    int64_t nout = nunits[0] * nunits[1];
+    rc = ndp_box_read(box, ptrs, sizes, scratch, nslots * BR * BC * 8, out, nout * 8,
+                      1 + t % 2, &err);
+    CHECK(rc == NDP_OK, "read %d: %s", t, err.msg);
+    int good = 1;
+    for (int64_t i = 0; rc == NDP_OK && i < nunits[0]; i++)
+      for (int64_t j = 0; j < nunits[1]; j++)
+        good &= out[i * nunits[1] + j] == value(u0[i], u1[j]);
+    CHECK(good, "box %d (%lld x %lld) content", t, (long long)nunits[0], (long long)nunits[1]);
+    if (rc == NDP_OK && t % 10 == 0) {             /* buffers one item too small */
+      CHECK(ndp_box_read(box, ptrs, sizes, scratch, nslots * BR * BC * 8 - 1, out, nout * 8, 1,
+                         &err) == NDP_ERR_DEST_SIZE, "small scratch");
+      CHECK(ndp_box_read(box, ptrs, sizes, scratch, nslots * BR * BC * 8, out, nout * 8 - 1, 1,
+                         &err) == NDP_ERR_DEST_SIZE, "small out");
+    }
+    ndp_box_free(box);
+  }
+  free(out);
+  free(scratch);
+}
+
+static void test_bad_input(void) {
+  int64_t u0[3] = {0, 5, 40}, u1[2] = {3, 60}, nunits[2] = {3, 2};
+  const int64_t *units[2] = {u0, u1};
+  ndp_box *box = NULL;
+  ndp_error err = {0, {0}};
+  CHECK(ndp_box_plan(2, chunks, blocks, grid, 8, units, nunits, 3, &box, &err) == NDP_OK &&
+        box == NULL, "more slots than allowed: declined");
+  u0[1] = 0;
+  CHECK(ndp_box_plan(2, chunks, blocks, grid, 8, units, nunits, 100, &box, &err) ==
+        NDP_ERR_PARAM && box == NULL, "repeated position");
+  u0[1] = 5;
+  u1[1] = 3 * CC;
+  CHECK(ndp_box_plan(2, chunks, blocks, grid, 8, units, nunits, 100, &box, &err) ==
+        NDP_ERR_PARAM, "position past the grid");
+  u1[1] = 60;
+  int64_t bad_blocks[2] = {CR + 1, BC};
+  CHECK(ndp_box_plan(2, chunks, bad_blocks, grid, 8, units, nunits, 100, &box, &err) ==
+        NDP_ERR_PARAM, "block larger than its chunk");
+  CHECK(ndp_box_plan(0, chunks, blocks, grid, 8, units, nunits, 100, &box, &err) ==
+        NDP_ERR_PARAM, "no dimensions");
+  CHECK(ndp_box_plan(2, chunks, blocks, grid, 8, units, nunits, 100, &box, &err) == NDP_OK &&
+        box != NULL, "a good plan");
+  if (box == NULL) return;
+  int32_t nc = ndp_box_nchunks(box);
+  const void *ptrs[9];
+  int32_t sizes[9];
+  for (int32_t k = 0; k < nc; k++) {
+    const int32_t *bl;
+    int32_t nb;
+    int64_t n = ndp_box_chunk(box, k, &bl, &nb);
+    ptrs[k] = stored[n];
+    sizes[k] = stored_len[n];
+  }
+  uint8_t *scratch = malloc((size_t)9 * ER * EC * 8);
+  int64_t out[6];
+  int64_t slen = ndp_box_nslots(box) * BR * BC * 8;
+  CHECK(ndp_box_read(box, ptrs, sizes, scratch, slen, out, sizeof out, 2, &err) == NDP_OK,
+        "good read: %s", err.msg);
+  /* every truncation of the first chunk fails cleanly */
+  int32_t full = sizes[0];
+  for (int32_t t = 0; t < full; t += 1 + t / 4) {
+    sizes[0] = t;
+    CHECK(ndp_box_read(box, ptrs, sizes, scratch, slen, out, sizeof out, 1, &err) < 0,
+          "chunk truncated to %d read", (int)t);
+  }
+  sizes[0] = full;
+  /* a chunk of another array (other chunk bytes, other block size) */
+  uint8_t other[256];
+  int32_t ol = ndp_chunk_special(NDP_SPECIAL_ZERO, 800, 8, 80, NULL, other, sizeof other, &err);
+  ptrs[0] = other;
+  sizes[0] = ol;
+  CHECK(ndp_box_read(box, ptrs, sizes, scratch, slen, out, sizeof out, 1, &err) ==
+        NDP_ERR_FORMAT, "chunk of another shape");
+  int64_t raw[ER * EC];
+  chunk_raw(0, 0, raw);
+  ndp_cparams cp = ndp_cparams_default();
+  cp.typesize = 8;
+  cp.blocksize = 4096;
+  uint8_t *c = malloc(sizeof raw + NDP_MAX_OVERHEAD);
+  int32_t cl = ndp_compress(&cp, raw, (int32_t)sizeof raw, c, (int32_t)sizeof raw + NDP_MAX_OVERHEAD,
+                            &err);
+  ptrs[0] = c;
+  sizes[0] = cl;
+  CHECK(ndp_box_read(box, ptrs, sizes, scratch, slen, out, sizeof out, 1, &err) ==
+        NDP_ERR_FORMAT, "chunk of another block size");
+  free(c);
+  free(scratch);
+  ndp_box_free(box);
+}
+
+int main(void) {
+  make_chunks();
+  test_random_boxes();
+  test_bad_input();
+  for (int k = 0; k < 9; k++) free(stored[k]);
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed != 0;
+}
