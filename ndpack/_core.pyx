@@ -103,6 +103,19 @@ cdef extern from "ndpack.h" nogil:
                      void *scratch, int64_t scratch_len, void *out, int64_t out_len,
                      int nthreads, ndp_error *err) nogil
     void ndp_box_free(ndp_box *b)
+    ctypedef struct ndp_points:
+        pass
+    int ndp_points_plan(int ndim, const int64_t *chunks, const int64_t *blocks,
+                        const int64_t *grid, int32_t itemsize, const int64_t *const *coords,
+                        int64_t npoints, ndp_points **out, ndp_error *err)
+    int64_t ndp_points_nslots(const ndp_points *p)
+    int32_t ndp_points_nchunks(const ndp_points *p)
+    int64_t ndp_points_chunk(const ndp_points *p, int32_t k, const int32_t **blocks,
+                             int32_t *nblocks)
+    int ndp_points_read(const ndp_points *p, const void *const *chunks, const int32_t *sizes,
+                        void *scratch, int64_t scratch_len, void *out, int64_t out_len,
+                        int nthreads, ndp_error *err) nogil
+    void ndp_points_free(ndp_points *p)
     ctypedef struct ndp_reduce_spec:
         int ndim
         int in_type
@@ -689,6 +702,43 @@ def library_version(int compcode):
     return ndp_codec_library_version(compcode).decode()
 
 
+cdef int _grid_args(int nd, chunks, blocks, grid, int64_t *c_chunks, int64_t *c_blocks,
+                    int64_t *c_grid) except -1:
+    if nd < 1 or nd > NDP_MAXDIM or len(chunks) != nd or len(blocks) != nd or len(grid) != nd:
+        raise ParameterError(f"{nd} dimensions with {len(chunks)} chunk, {len(blocks)} block "
+                             f"and {len(grid)} grid extents")
+    cdef int d
+    for d in range(nd):
+        c_chunks[d], c_blocks[d], c_grid[d] = chunks[d], blocks[d], grid[d]
+    return 0
+
+
+cdef class _ChunkList:
+    """Pointers to and sizes of a list of bytes-like chunks (views held)."""
+    cdef const void **ptrs
+    cdef int32_t *sizes
+    cdef list views
+
+    def __cinit__(self, chunks, int32_t expected):
+        if len(chunks) != expected:
+            raise ParameterError(f"{len(chunks)} chunks for a read touching {expected}")
+        self.ptrs = <const void **>PyMem_Malloc(sizeof(void *) * (expected + 1))
+        self.sizes = <int32_t *>PyMem_Malloc(sizeof(int32_t) * (expected + 1))
+        if self.ptrs == NULL or self.sizes == NULL:
+            raise MemoryError()
+        self.views = []
+        cdef _ReadBuffer rb
+        cdef int32_t k
+        for k in range(expected):
+            rb = _ReadBuffer(chunks[k])
+            self.views.append(rb)
+            self.ptrs[k] = rb.view.buf
+            self.sizes[k] = _checked_len(rb.view.len, "chunk")
+
+    def __dealloc__(self):
+        PyMem_Free(self.ptrs)
+        PyMem_Free(self.sizes)
+
 cdef class BoxRead:
     """The plan of an orthogonal read (csrc/format/boxread.c): build with
     :meth:`plan`, fetch the chunks :attr:`chunk_numbers` names, then :meth:`read`."""
@@ -702,19 +752,15 @@ cdef class BoxRead:
         """The plan for sorted distinct positions `units` (int64 arrays, one per
         dimension), or None when it would decode more than `max_slots` blocks."""
         cdef int nd = len(units), d
-        if nd < 1 or nd > NDP_MAXDIM or len(chunks) != nd or len(blocks) != nd \
-                or len(grid) != nd:
-            raise ParameterError(f"a box of {nd} dimensions with {len(chunks)} chunk, "
-                                 f"{len(blocks)} block and {len(grid)} grid extents")
         cdef int64_t c_chunks[16]
         cdef int64_t c_blocks[16]
         cdef int64_t c_grid[16]
         cdef const int64_t *c_units[16]
         cdef int64_t c_n[16]
+        _grid_args(nd, chunks, blocks, grid, c_chunks, c_blocks, c_grid)
         cdef const int64_t[::1] view
         keep = []
         for d in range(nd):
-            c_chunks[d], c_blocks[d], c_grid[d] = chunks[d], blocks[d], grid[d]
             view = units[d]
             keep.append(view)
             c_n[d] = view.shape[0]
@@ -753,32 +799,88 @@ cdef class BoxRead:
     def read(self, chunks, scratch, out, int nthreads):
         """Decode from `chunks` (touched chunk k at k; bytes-like) into `scratch` and
         gather the box into `out` (C order)."""
-        cdef int32_t n = ndp_box_nchunks(self.box), k
-        if len(chunks) != n:
-            raise ParameterError(f"{len(chunks)} chunks for a box touching {n}")
-        cdef const void **ptrs = <const void **>PyMem_Malloc(sizeof(void *) * (n + 1))
-        cdef int32_t *sizes = <int32_t *>PyMem_Malloc(sizeof(int32_t) * (n + 1))
-        cdef _ReadBuffer rb
-        cdef _WriteBuffer sb, ob
+        cdef _ChunkList cl = _ChunkList(chunks, ndp_box_nchunks(self.box))
+        cdef _WriteBuffer sb = _WriteBuffer(scratch)
+        cdef _WriteBuffer ob = _WriteBuffer(out)
         cdef ndp_error err
-        cdef int rc
         err.code = 0
-        try:
-            if ptrs == NULL or sizes == NULL:
-                raise MemoryError()
-            bufs = []
-            for k in range(n):
-                rb = _ReadBuffer(chunks[k])
-                bufs.append(rb)
-                ptrs[k] = rb.view.buf
-                sizes[k] = _checked_len(rb.view.len, "chunk")
-            sb = _WriteBuffer(scratch)
-            ob = _WriteBuffer(out)
-            with nogil:
-                rc = ndp_box_read(self.box, ptrs, sizes, sb.view.buf, sb.view.len,
-                                  ob.view.buf, ob.view.len, nthreads, &err)
-            if rc < 0:
-                _raise(rc, &err)
-        finally:
-            PyMem_Free(ptrs)
-            PyMem_Free(sizes)
+        cdef int rc
+        with nogil:
+            rc = ndp_box_read(self.box, cl.ptrs, cl.sizes, sb.view.buf, sb.view.len,
+                              ob.view.buf, ob.view.len, nthreads, &err)
+        if rc < 0:
+            _raise(rc, &err)
+
+
+cdef class PointRead:
+    """The plan of a point read (csrc/format/pointread.c): build with :meth:`plan`,
+    fetch the chunks :attr:`chunk_numbers` names, then :meth:`read`."""
+    cdef ndp_points *pts
+
+    def __dealloc__(self):
+        ndp_points_free(self.pts)
+
+    @staticmethod
+    def plan(coords, chunks, blocks, grid, int itemsize):
+        """The plan for the points whose coordinates along dimension d are
+        ``coords[d]`` (int64 arrays of one length)."""
+        cdef int nd = len(coords), d
+        cdef int64_t c_chunks[16]
+        cdef int64_t c_blocks[16]
+        cdef int64_t c_grid[16]
+        cdef const int64_t *c_coords[16]
+        _grid_args(nd, chunks, blocks, grid, c_chunks, c_blocks, c_grid)
+        cdef const int64_t[::1] view
+        cdef int64_t n = -1
+        keep = []
+        for d in range(nd):
+            view = coords[d]
+            keep.append(view)
+            if n >= 0 and view.shape[0] != n:
+                raise ParameterError("coordinate arrays of different lengths")
+            n = view.shape[0]
+            c_coords[d] = &view[0] if n > 0 else NULL
+        cdef ndp_error err
+        err.code = 0
+        cdef ndp_points *pts = NULL
+        cdef int rc = ndp_points_plan(nd, c_chunks, c_blocks, c_grid, itemsize, c_coords, n,
+                                      &pts, &err)
+        if rc < 0:
+            _raise(rc, &err)
+        cdef PointRead self = PointRead.__new__(PointRead)
+        self.pts = pts
+        return self
+
+    @property
+    def nslots(self):
+        return ndp_points_nslots(self.pts)
+
+    @property
+    def chunk_numbers(self):
+        cdef int32_t k, nb
+        cdef const int32_t *bl
+        return [ndp_points_chunk(self.pts, k, &bl, &nb)
+                for k in range(ndp_points_nchunks(self.pts))]
+
+    def blocks_of(self, int32_t k):
+        """The numbers of the blocks of touched chunk k to decode."""
+        cdef int32_t nb, i
+        cdef const int32_t *bl
+        if ndp_points_chunk(self.pts, k, &bl, &nb) < 0:
+            raise ParameterError(f"no touched chunk {k}")
+        return [bl[i] for i in range(nb)]
+
+    def read(self, chunks, scratch, out, int nthreads):
+        """Decode from `chunks` (touched chunk k at k) batch by batch into `scratch`
+        and write the points into `out`."""
+        cdef _ChunkList cl = _ChunkList(chunks, ndp_points_nchunks(self.pts))
+        cdef _WriteBuffer sb = _WriteBuffer(scratch)
+        cdef _WriteBuffer ob = _WriteBuffer(out)
+        cdef ndp_error err
+        err.code = 0
+        cdef int rc
+        with nogil:
+            rc = ndp_points_read(self.pts, cl.ptrs, cl.sizes, sb.view.buf, sb.view.len,
+                                 ob.view.buf, ob.view.len, nthreads, &err)
+        if rc < 0:
+            _raise(rc, &err)

@@ -27,16 +27,18 @@ def _data(shape, dtype, seed=0):
 @contextlib.contextmanager
 def plan(kind):
     """'points' forces the points plan whenever two or more dimensions take arrays;
-    'chunkwise' reads boxes chunk by chunk however small (no one-plan box read)."""
-    saved = fancy._BOX_FACTOR, fancy._BOX_SLACK, boxread.MAX_BYTES
+    'chunkwise' reads boxes and points chunk by chunk in Python, however small (no
+    plan in the C core)."""
+    saved = fancy._BOX_FACTOR, fancy._BOX_SLACK, boxread.MAX_BYTES, boxread.POINTS_IN_C
     if kind == "points":
         fancy._BOX_FACTOR, fancy._BOX_SLACK = 0, 0
     if kind == "chunkwise":
-        boxread.MAX_BYTES = 0
+        boxread.MAX_BYTES, boxread.POINTS_IN_C = 0, False
     try:
         yield
     finally:
-        fancy._BOX_FACTOR, fancy._BOX_SLACK, boxread.MAX_BYTES = saved
+        (fancy._BOX_FACTOR, fancy._BOX_SLACK, boxread.MAX_BYTES,
+         boxread.POINTS_IN_C) = saved
 
 
 @st.composite
@@ -247,19 +249,27 @@ def test_each_touched_chunk_decoded_once(kind):
             assert set(calls) == set(np.unique(cid[key]).tolist())
 
 
-def test_points_decode_only_their_blocks(monkeypatch):
+@pytest.mark.parametrize("in_c", [True, False])
+def test_points_decode_only_their_blocks(monkeypatch, in_c):
     x = np.arange(64 * 64, dtype="f8").reshape(64, 64)
     a = ndpack.asarray(x, chunks=(32, 32), blocks=(8, 8))
     rng = np.random.default_rng(1)
     row, col = rng.integers(0, 64, 25), rng.integers(0, 64, 25)
     seen = []
-    orig = fancy.decompress_blocks
+    orig, orig_chunks = fancy.decompress_blocks, boxread._chunks
 
-    def spy(chunk, numbers, **kw):
+    def spy(chunk, numbers, **kw):                  # the chunk-by-chunk path
         seen.extend(numbers)
         return orig(chunk, numbers, **kw)
 
+    def spy_plan(arr, plan):                        # the C core's plan
+        for k in range(len(plan.chunk_numbers)):
+            seen.extend(plan.blocks_of(k))
+        return orig_chunks(arr, plan)
+
     monkeypatch.setattr(fancy, "decompress_blocks", spy)
+    monkeypatch.setattr(boxread, "_chunks", spy_plan)
+    monkeypatch.setattr(boxread, "POINTS_IN_C", in_c)
     with plan("points"):
         np.testing.assert_array_equal(a[row, col], x[row, col])
     blocks = {(r // 32, c // 32, (r % 32) // 8, (c % 32) // 8) for r, c in zip(row, col)}

@@ -29,15 +29,12 @@ typedef struct {
 struct ndp_box {
   int ndim;
   int32_t itemsize;
-  int64_t bitems, blockbytes, nblocks;   /* items and bytes of a block; blocks per chunk */
+  int64_t bitems, nblocks;  /* items of a block, blocks per chunk */
   box_dim dim[NDP_MAXDIM];
-  int64_t nslots;
+  ndp_slots slots;         /* the blocks to decode */
   int32_t nchunks;
   int64_t *chunk_number;   /* per touched chunk (C order of the touched chunks) */
-  int64_t *chunk_slot;     /* first slot of each, then nslots */
-  int32_t *slot_block;     /* per slot: block number in its chunk */
-  int32_t *slot_need;      /* per slot: bytes wanted (a prefix of the block) */
-  int32_t *slot_chunk;     /* per slot: its touched chunk */
+  int64_t *chunk_slot;     /* first slot of each, then the slot count */
   int32_t *table;          /* slot of each combination of global blocks (C order) */
 };
 
@@ -48,8 +45,8 @@ void ndp_box_free(ndp_box *b) {
     free(D->gb); free(D->off); free(D->last); free(D->bb); free(D->cc); free(D->count);
     free(D->first);
   }
-  free(b->chunk_number); free(b->chunk_slot); free(b->slot_block); free(b->slot_need);
-  free(b->slot_chunk); free(b->table);
+  free(b->chunk_number); free(b->chunk_slot); free(b->slots.block); free(b->slots.need);
+  free(b->slots.chunk); free(b->table);
   free(b);
 }
 
@@ -120,9 +117,9 @@ static void assign_slots(ndp_box *b, const int64_t *grid, const int64_t *bgrid) 
         need += D->last[g];
       }
       b->table[t] = (int32_t)slot;
-      b->slot_block[slot] = (int32_t)bn;
-      b->slot_need[slot] = (int32_t)((need + 1) * b->itemsize);
-      b->slot_chunk[slot] = k;
+      b->slots.block[slot] = (int32_t)bn;
+      b->slots.need[slot] = (int32_t)((need + 1) * b->itemsize);
+      b->slots.chunk[slot] = k;
       slot++;
       int d = nd - 1;
       while (d >= 0 && ++r[d] == b->dim[d].count[p[d]]) r[d--] = 0;
@@ -134,32 +131,46 @@ static void assign_slots(ndp_box *b, const int64_t *grid, const int64_t *bgrid) 
   b->chunk_slot[b->nchunks] = slot;
 }
 
+int ndp_grid_check(int ndim, const int64_t *chunks, const int64_t *blocks, const int64_t *grid,
+                   int32_t itemsize, int64_t *bgrid, int64_t *bitems, int64_t *nblocks,
+                   int64_t *nchunks, ndp_error *err) {
+  if (ndim < 1 || ndim > NDP_MAXDIM || itemsize < 1)
+    return ndp_fail(err, NDP_ERR_PARAM, "array of %d dimensions, items of %d bytes", ndim,
+                    (int)itemsize);
+  *bitems = *nblocks = *nchunks = 1;
+  for (int d = 0; d < ndim; d++) {
+    if (chunks[d] < 1 || blocks[d] < 1 || blocks[d] > chunks[d] || grid[d] < 1)
+      return ndp_fail(err, NDP_ERR_PARAM, "dimension %d: chunk %lld, block %lld, %lld chunks",
+                      d, (long long)chunks[d], (long long)blocks[d], (long long)grid[d]);
+    bgrid[d] = (chunks[d] + blocks[d] - 1) / blocks[d];
+    if (__builtin_mul_overflow(*bitems, blocks[d], bitems) ||
+        __builtin_mul_overflow(*nblocks, bgrid[d], nblocks) ||
+        __builtin_mul_overflow(*nchunks, grid[d], nchunks) ||
+        *bitems * itemsize > NDP_MAX_BUFFERSIZE || *nblocks > INT32_MAX ||
+        *nchunks > ((int64_t)1 << 48) || grid[d] * chunks[d] > ((int64_t)1 << 48))
+      return ndp_fail(err, NDP_ERR_PARAM, "blocks of more than %d bytes, or too many chunks",
+                      NDP_MAX_BUFFERSIZE);
+  }
+  return NDP_OK;
+}
+
 int ndp_box_plan(int ndim, const int64_t *chunks, const int64_t *blocks, const int64_t *grid,
                  int32_t itemsize, const int64_t *const *units, const int64_t *nunits,
                  int64_t max_slots, ndp_box **out, ndp_error *err) {
   *out = NULL;
-  if (ndim < 1 || ndim > NDP_MAXDIM || itemsize < 1)
-    return ndp_fail(err, NDP_ERR_PARAM, "box of %d dimensions, items of %d bytes", ndim,
-                    (int)itemsize);
-  int64_t bgrid[NDP_MAXDIM], bitems = 1, nblocks = 1;
-  for (int d = 0; d < ndim; d++) {
-    if (chunks[d] < 1 || blocks[d] < 1 || blocks[d] > chunks[d] || grid[d] < 1 ||
-        nunits[d] < 1 || units[d] == NULL)
-      return ndp_fail(err, NDP_ERR_PARAM, "dimension %d: chunk %lld, block %lld, %lld chunks, "
-                      "%lld positions", d, (long long)chunks[d], (long long)blocks[d],
-                      (long long)grid[d], (long long)nunits[d]);
-    bgrid[d] = (chunks[d] + blocks[d] - 1) / blocks[d];
-    bitems *= blocks[d];
-    nblocks *= bgrid[d];
-    if (bitems * itemsize > NDP_MAX_BUFFERSIZE || nblocks > INT32_MAX)
-      return ndp_fail(err, NDP_ERR_PARAM, "blocks of more than %d bytes", NDP_MAX_BUFFERSIZE);
-  }
+  int64_t bgrid[NDP_MAXDIM], bitems, nblocks, ngrid;
+  int rc0 = ndp_grid_check(ndim, chunks, blocks, grid, itemsize, bgrid, &bitems, &nblocks,
+                           &ngrid, err);
+  if (rc0 != NDP_OK) return rc0;
+  for (int d = 0; d < ndim; d++)
+    if (nunits[d] < 1 || units[d] == NULL)
+      return ndp_fail(err, NDP_ERR_PARAM, "dimension %d: no positions", d);
   ndp_box *b = calloc(1, sizeof *b);
   if (b == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "out of memory");
   b->ndim = ndim;
   b->itemsize = itemsize;
   b->bitems = bitems;
-  b->blockbytes = bitems * itemsize;
+  b->slots.blockbytes = bitems * itemsize;
   b->nblocks = nblocks;
   int rc = NDP_OK;
   int64_t bstride = bitems, nslots = 1, nchunks = 1;
@@ -177,16 +188,16 @@ int ndp_box_plan(int ndim, const int64_t *chunks, const int64_t *blocks, const i
     }
   }
   if (rc == NDP_OK) {
-    b->nslots = nslots;
+    b->slots.n = nslots;
     b->nchunks = (int32_t)nchunks;
     b->chunk_number = malloc(sizeof(int64_t) * (size_t)nchunks);
     b->chunk_slot = malloc(sizeof(int64_t) * (size_t)(nchunks + 1));
-    b->slot_block = malloc(sizeof(int32_t) * (size_t)nslots);
-    b->slot_need = malloc(sizeof(int32_t) * (size_t)nslots);
-    b->slot_chunk = malloc(sizeof(int32_t) * (size_t)nslots);
+    b->slots.block = malloc(sizeof(int32_t) * (size_t)nslots);
+    b->slots.need = malloc(sizeof(int32_t) * (size_t)nslots);
+    b->slots.chunk = malloc(sizeof(int32_t) * (size_t)nslots);
     b->table = malloc(sizeof(int32_t) * (size_t)nslots);
-    if (!b->chunk_number || !b->chunk_slot || !b->slot_block || !b->slot_need ||
-        !b->slot_chunk || !b->table)
+    if (!b->chunk_number || !b->chunk_slot || !b->slots.block || !b->slots.need ||
+        !b->slots.chunk || !b->table)
       rc = ndp_fail(err, NDP_ERR_MEMORY, "out of memory");
   }
   if (rc != NDP_OK) {
@@ -198,43 +209,85 @@ int ndp_box_plan(int ndim, const int64_t *chunks, const int64_t *blocks, const i
   return NDP_OK;
 }
 
-int64_t ndp_box_nslots(const ndp_box *b) { return b->nslots; }
+int64_t ndp_box_nslots(const ndp_box *b) { return b->slots.n; }
 int32_t ndp_box_nchunks(const ndp_box *b) { return b->nchunks; }
 
 int64_t ndp_box_chunk(const ndp_box *b, int32_t k, const int32_t **blocks, int32_t *nblocks) {
   if (k < 0 || k >= b->nchunks) return -1;
-  *blocks = b->slot_block + b->chunk_slot[k];
+  *blocks = b->slots.block + b->chunk_slot[k];
   *nblocks = (int32_t)(b->chunk_slot[k + 1] - b->chunk_slot[k]);
   return b->chunk_number[k];
 }
 
-/* ---- decoding and gathering ---- */
+/* ---- decoding slots (shared with pointread.c through chunk.h) ---- */
 
 typedef struct {
-  const ndp_box *b;
-  ndp_djob *jobs;
+  const ndp_slots *sl;
+  const ndp_djob *jobs;
   uint8_t *scratch;
+  int64_t s0;
   atomic_int failed;
   ndp_error err;
   pthread_mutex_t lock;
-} read_job;
+} slot_job;
 
-static void slot_task(void *ctx, int32_t s) {
-  read_job *rj = (read_job *)ctx;
-  if (atomic_load(&rj->failed)) return;
-  const ndp_box *b = rj->b;
-  const ndp_djob *job = &rj->jobs[b->slot_chunk[s]];
+static void slot_task(void *ctx, int32_t i) {
+  slot_job *sj = (slot_job *)ctx;
+  if (atomic_load(&sj->failed)) return;
+  const ndp_slots *sl = sj->sl;
+  int64_t s = sj->s0 + i;
   ndp_error e = {0, {0}};
-  if (ndp_djob_block(job, b->slot_block[s], (int32_t)b->blockbytes,
-                     rj->scratch + (size_t)s * b->blockbytes, b->slot_need[s], &e) != NDP_OK) {
-    pthread_mutex_lock(&rj->lock);
-    if (!atomic_load(&rj->failed)) {
-      rj->err = e;
-      atomic_store(&rj->failed, 1);
+  if (ndp_djob_block(&sj->jobs[sl->chunk[s]], sl->block[s], (int32_t)sl->blockbytes,
+                     sj->scratch + (size_t)i * sl->blockbytes, sl->need[s], &e) != NDP_OK) {
+    pthread_mutex_lock(&sj->lock);
+    if (!atomic_load(&sj->failed)) {
+      sj->err = e;
+      atomic_store(&sj->failed, 1);
     }
-    pthread_mutex_unlock(&rj->lock);
+    pthread_mutex_unlock(&sj->lock);
   }
 }
+
+/* Below this many wanted bytes the calling thread decodes alone. */
+#define PARALLEL_BYTES (256 << 10)
+
+int ndp_decode_slots(const ndp_slots *sl, const ndp_djob *jobs, int64_t s0, int64_t s1,
+                     uint8_t *scratch, int nthreads, ndp_error *err) {
+  slot_job sj;
+  memset(&sj, 0, sizeof sj);
+  sj.sl = sl;
+  sj.jobs = jobs;
+  sj.scratch = scratch;
+  sj.s0 = s0;
+  int64_t want = 0;
+  for (int64_t s = s0; s < s1; s++) want += sl->need[s];
+  pthread_mutex_init(&sj.lock, NULL);
+  atomic_init(&sj.failed, 0);
+  ndp_parallel_for(want < PARALLEL_BYTES ? 1 : nthreads, (int32_t)(s1 - s0), slot_task, &sj);
+  pthread_mutex_destroy(&sj.lock);
+  if (atomic_load(&sj.failed)) return ndp_fail(err, sj.err.code, "%s", sj.err.msg);
+  return NDP_OK;
+}
+
+int32_t ndp_open_chunks(ndp_djob *jobs, const void *const *chunks, const int32_t *sizes,
+                        int32_t n, const int64_t *numbers, int64_t nbytes, int *rc,
+                        ndp_error *err) {
+  int32_t k = 0;
+  *rc = NDP_OK;
+  for (; k < n; k++) {
+    *rc = ndp_djob_open(&jobs[k], chunks[k], sizes[k], err);
+    if (*rc != NDP_OK) break;
+    if (jobs[k].ci.nbytes != nbytes) {
+      *rc = ndp_fail(err, NDP_ERR_FORMAT, "chunk %lld holds %d bytes, the array's chunks %lld",
+                     (long long)numbers[k], (int)jobs[k].ci.nbytes, (long long)nbytes);
+      ndp_djob_close(&jobs[k]);
+      break;
+    }
+  }
+  return k;
+}
+
+/* ---- gathering the box ---- */
 
 #define GATHER_LOOP(T)                                                                 \
   for (int64_t i = 0; i < L->n; i++) {                                                 \
@@ -278,51 +331,24 @@ static void gather(const ndp_box *b, const uint8_t *src, uint8_t *o) {
   }
 }
 
-/* Below this many wanted bytes the calling thread decodes alone. */
-#define BOX_PARALLEL_BYTES (256 << 10)
-
 int ndp_box_read(const ndp_box *b, const void *const *chunks, const int32_t *sizes,
                  void *scratch, int64_t scratch_len, void *out, int64_t out_len, int nthreads,
                  ndp_error *err) {
   int64_t nout = b->itemsize;
   for (int d = 0; d < b->ndim; d++) nout *= b->dim[d].n;
-  if (scratch_len < b->nslots * b->blockbytes || out_len < nout)
+  if (scratch_len < b->slots.n * b->slots.blockbytes || out_len < nout)
     return ndp_fail(err, NDP_ERR_DEST_SIZE, "buffers of %lld and %lld bytes, %lld and %lld needed",
                     (long long)scratch_len, (long long)out_len,
-                    (long long)(b->nslots * b->blockbytes), (long long)nout);
-  read_job rj;
-  memset(&rj, 0, sizeof rj);
-  rj.b = b;
-  rj.scratch = (uint8_t *)scratch;
-  rj.jobs = calloc((size_t)b->nchunks, sizeof(ndp_djob));
-  if (rj.jobs == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "out of memory");
-  int rc = NDP_OK;
-  int32_t nopen = 0;                        /* jobs [0, nopen) are open */
-  while (nopen < b->nchunks) {
-    ndp_djob *job = &rj.jobs[nopen];
-    rc = ndp_djob_open(job, chunks[nopen], sizes[nopen], err);
-    if (rc != NDP_OK) break;
-    if (job->ci.nbytes != b->nblocks * b->blockbytes) {
-      rc = ndp_fail(err, NDP_ERR_FORMAT, "chunk %lld holds %d bytes, the array's chunks %lld",
-                    (long long)b->chunk_number[nopen], (int)job->ci.nbytes,
-                    (long long)(b->nblocks * b->blockbytes));
-      ndp_djob_close(job);
-      break;
-    }
-    nopen++;
-  }
-  if (rc == NDP_OK) {
-    int64_t want = 0;
-    for (int64_t s = 0; s < b->nslots; s++) want += b->slot_need[s];
-    pthread_mutex_init(&rj.lock, NULL);
-    atomic_init(&rj.failed, 0);
-    ndp_parallel_for(want < BOX_PARALLEL_BYTES ? 1 : nthreads, (int32_t)b->nslots, slot_task,
-                     &rj);
-    pthread_mutex_destroy(&rj.lock);
-    if (atomic_load(&rj.failed)) rc = ndp_fail(err, rj.err.code, "%s", rj.err.msg);
-  }
+                    (long long)(b->slots.n * b->slots.blockbytes), (long long)nout);
+  ndp_djob *jobs = calloc((size_t)b->nchunks, sizeof(ndp_djob));
+  if (jobs == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "out of memory");
+  int rc;
+  int32_t nopen = ndp_open_chunks(jobs, chunks, sizes, b->nchunks, b->chunk_number,
+                                  b->nblocks * b->slots.blockbytes, &rc, err);
+  if (rc == NDP_OK)
+    rc = ndp_decode_slots(&b->slots, jobs, 0, b->slots.n, (uint8_t *)scratch, nthreads, err);
   if (rc == NDP_OK) gather(b, (const uint8_t *)scratch, (uint8_t *)out);
-  for (int32_t k = 0; k < nopen; k++) ndp_djob_close(&rj.jobs[k]);
-  free(rj.jobs);
+  for (int32_t k = 0; k < nopen; k++) ndp_djob_close(&jobs[k]);
+  free(jobs);
   return rc;
 }

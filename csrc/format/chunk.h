@@ -84,4 +84,28 @@ int ndp_djob_block(const ndp_djob *job, int32_t j, int32_t blockbytes, uint8_t *
                    int32_t need, ndp_error *err);
 void ndp_djob_close(ndp_djob *job);
 
+/* boxread.c: blocks of several chunks decoded into the slots of one buffer (box and
+ * point reads).  Slot s is block block[s] of open chunk chunk[s], wanted up to byte
+ * need[s]. */
+typedef struct {
+  int64_t n;              /* slots */
+  int64_t blockbytes;     /* bytes of a block (a slot) */
+  int32_t *block, *need, *chunk;
+} ndp_slots;
+/* Decode slots [s0, s1) into scratch (slot s at (s - s0) * blockbytes), on up to
+ * nthreads threads (1 when little is wanted). */
+int ndp_decode_slots(const ndp_slots *sl, const ndp_djob *jobs, int64_t s0, int64_t s1,
+                     uint8_t *scratch, int nthreads, ndp_error *err);
+/* Check an array's chunking (ndim, chunk and block shapes, chunks per dimension,
+ * item size); bgrid (blocks per chunk along each dimension), bitems (items of a
+ * block), nblocks (blocks of a chunk), nchunks (chunks) follow. */
+int ndp_grid_check(int ndim, const int64_t *chunks, const int64_t *blocks, const int64_t *grid,
+                   int32_t itemsize, int64_t *bgrid, int64_t *bitems, int64_t *nblocks,
+                   int64_t *nchunks, ndp_error *err);
+/* Open chunks[0..n) as jobs[0..), each required to hold `nbytes` (numbers[k] names
+ * chunk k in messages).  Returns how many are open (close them); *rc the status. */
+int32_t ndp_open_chunks(ndp_djob *jobs, const void *const *chunks, const int32_t *sizes,
+                        int32_t n, const int64_t *numbers, int64_t nbytes, int *rc,
+                        ndp_error *err);
+
 #endif

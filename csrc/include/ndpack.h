@@ -270,6 +270,26 @@ int ndp_box_read(const ndp_box *b, const void *const *chunks, const int32_t *siz
                  ndp_error *err);
 void ndp_box_free(ndp_box *b);
 
+/* ---- point reads (csrc/format/pointread.c) ---- */
+/* out[i] = the item at (coords[0][i], coords[1][i], ...) of such an array, for
+ * npoints points in any order (repeats allowed). */
+typedef struct ndp_points ndp_points;
+int ndp_points_plan(int ndim, const int64_t *chunks, const int64_t *blocks, const int64_t *grid,
+                    int32_t itemsize, const int64_t *const *coords, int64_t npoints,
+                    ndp_points **out, ndp_error *err);
+/* Distinct blocks holding points, touched chunks. */
+int64_t ndp_points_nslots(const ndp_points *p);
+int32_t ndp_points_nchunks(const ndp_points *p);
+/* Touched chunk k (increasing chunk numbers): its number and its blocks to decode. */
+int64_t ndp_points_chunk(const ndp_points *p, int32_t k, const int32_t **blocks,
+                         int32_t *nblocks);
+/* Decode the points' blocks (as ndp_box_read) batch by batch into `scratch` (at least
+ * one block; more blocks, fewer batches) and write the points to out. */
+int ndp_points_read(const ndp_points *p, const void *const *chunks, const int32_t *sizes,
+                    void *scratch, int64_t scratch_len, void *out, int64_t out_len, int nthreads,
+                    ndp_error *err);
+void ndp_points_free(ndp_points *p);
+
 /* ---- running sums (csrc/math/accumulate.c) ---- */
 /* x is a C-contiguous (outer, n, inner) array: x[o, j, i] becomes carry[o, i] + x[o, 0, i]
  * + ... + x[o, j, i], added in that order (np.cumsum's bits); carry (outer * inner

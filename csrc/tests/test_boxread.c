@@ -1,4 +1,5 @@
-/* C unit tests of the box reads (csrc/format/boxread.c): random orthogonal boxes of
+/* C unit tests of the box and point reads (csrc/format/boxread.c, pointread.c):
+ * random points, and random orthogonal boxes of
  * a 2-D array in 3 x 3 chunks, each chunk stored with another codec, filter, split
  * mode, as a special or a memcpyed chunk, checked item by item; then bad plans, bad
  * chunks and small buffers.  Run under ASan/UBSan in CI. */
@@ -217,10 +218,75 @@ static void test_bad_input(void) {
   ndp_box_free(box);
 }
 
+/* Random points (repeats, any order) read with scratch buffers of 1, 3 and all blocks
+ * (many batches, a few, one). */
+static void test_random_points(void) {
+  enum { NP = 400 };
+  int64_t r[NP], c[NP], out[NP];
+  const int64_t *coords[2] = {r, c};
+  uint8_t *scratch = malloc((size_t)NP * BR * BC * 8);
+  for (int t = 0; t < 60; t++) {
+    int64_t n = 1 + (int64_t)(rng() % NP);
+    for (int64_t i = 0; i < n; i++) {
+      r[i] = (int64_t)(rng() % R);
+      c[i] = (int64_t)(rng() % C);
+      if (i > 0 && rng() % 5 == 0) { r[i] = r[i - 1]; c[i] = c[i - 1]; }
+    }
+    ndp_points *pts = NULL;
+    ndp_error err = {0, {0}};
+    int rc = ndp_points_plan(2, chunks, blocks, grid, 8, coords, n, &pts, &err);
+    CHECK(rc == NDP_OK && pts != NULL, "points plan %d: %s", t, err.msg);
+    if (pts == NULL) continue;
+    int32_t nc = ndp_points_nchunks(pts);
+    const void *ptrs[9];
+    int32_t sizes[9];
+    int64_t prev = -1, nslots = 0;
+    int ok = 1;
+    for (int32_t k = 0; k < nc; k++) {
+      const int32_t *bl;
+      int32_t nb;
+      int64_t num = ndp_points_chunk(pts, k, &bl, &nb);
+      ok &= num > prev && num < 9 && nb >= 1;
+      prev = num;
+      nslots += nb;
+      ptrs[k] = stored[num];
+      sizes[k] = stored_len[num];
+    }
+    CHECK(ok && nslots == ndp_points_nslots(pts), "points %d: chunks and blocks", t);
+    int64_t caps[3] = {1, 3, nslots};
+    for (int q = 0; q < 3; q++) {
+      memset(out, 0x55, sizeof out);
+      rc = ndp_points_read(pts, ptrs, sizes, scratch, caps[q] * BR * BC * 8 + 7, out, n * 8,
+                           1 + q % 2, &err);
+      int good = rc == NDP_OK;
+      for (int64_t i = 0; good && i < n; i++) good = out[i] == value(r[i], c[i]);
+      CHECK(good, "points %d (%lld), scratch of %lld blocks: %s", t, (long long)n,
+            (long long)caps[q], err.msg);
+    }
+    CHECK(ndp_points_read(pts, ptrs, sizes, scratch, BR * BC * 8 - 1, out, n * 8, 1, &err) ==
+          NDP_ERR_DEST_SIZE, "scratch under one block");
+    CHECK(ndp_points_read(pts, ptrs, sizes, scratch, BR * BC * 8, out, n * 8 - 1, 1, &err) ==
+          NDP_ERR_DEST_SIZE, "small out");
+    ndp_points_free(pts);
+  }
+  r[0] = R + 100;   /* past the grid */
+  ndp_points *pts = NULL;
+  ndp_error err = {0, {0}};
+  CHECK(ndp_points_plan(2, chunks, blocks, grid, 8, coords, 1, &pts, &err) == NDP_ERR_PARAM &&
+        pts == NULL, "point outside the grid");
+  r[0] = -1;
+  CHECK(ndp_points_plan(2, chunks, blocks, grid, 8, coords, 1, &pts, &err) == NDP_ERR_PARAM,
+        "negative coordinate");
+  CHECK(ndp_points_plan(2, chunks, blocks, grid, 8, coords, 0, &pts, &err) == NDP_ERR_PARAM,
+        "no points");
+  free(scratch);
+}
+
 int main(void) {
   make_chunks();
   test_random_boxes();
   test_bad_input();
+  test_random_points();
   for (int k = 0; k < 9; k++) free(stored[k]);
   printf("%d passed, %d failed\n", passed, failed);
   return failed != 0;

@@ -1,4 +1,5 @@
-"""Small orthogonal reads in one plan, in the C core (``csrc/format/boxread.c``).
+"""Box and point reads in one plan, in the C core (``csrc/format/boxread.c`` and
+``pointread.c``).
 
 The chunk-by-chunk path of :mod:`ndpack.storage.fancy` pays a few dozen NumPy
 calls for each chunk; when the whole read is small (``a[1:9, col]``, ``a[1, col]``,
@@ -11,6 +12,10 @@ the whole key at once:
   in parallel, each only up to its last wanted item (LZ4 and zlib streams stop
   there);
 - the box is gathered from the slots in C order.
+
+Points (``a[row, col]``, ``a[mask]``) are planned the same way: each distinct
+block holding points is a slot; the slots are decoded batch by batch into one
+buffer and the points copied out after each batch.
 
 Python only fetches the touched chunks (from memory, or just their wanted blocks
 from a file) and hands them over.
@@ -26,6 +31,10 @@ from ndpack.storage.ndread import _scratch
 #: Largest buffer of decoded blocks read in one plan (bytes); larger reads go chunk
 #: by chunk, where the bookkeeping is small next to the decoding.
 MAX_BYTES = 8 << 20
+
+#: Whether points (no other dimensions) are read by the C core (False: chunk by
+#: chunk in Python, the general path, which the tests also run).
+POINTS_IN_C = True
 
 
 def read_box(arr, units, out: np.ndarray) -> bool:
@@ -50,15 +59,39 @@ def read_box(arr, units, out: np.ndarray) -> bool:
                               MAX_BYTES // arr._blocksize)
     if plan is None:
         return False
+    plan.read(_chunks(arr, plan), _scratch(plan.nslots * arr._blocksize, "box"),
+              out.reshape(-1).view(np.uint8), arr._schunk.dparams.nthreads)
+    return True
+
+
+def read_points(arr, coords, out: np.ndarray) -> None:
+    """``out[i] = arr[coords[0][i], coords[1][i], ...]`` for points in any order
+    (repeats allowed): their blocks are decoded batch by batch into a buffer of at
+    most :data:`MAX_BYTES` (one block at least), each only up to its last point.
+
+    >>> import ndpack
+    >>> a = ndpack.asarray(np.arange(60.).reshape(6, 10), chunks=(4, 5), blocks=(2, 5))
+    >>> out = np.empty(3)
+    >>> read_points(a, [np.array([5, 0, 5]), np.array([9, 1, 9])], out)
+    >>> out.tolist()
+    [59.0, 1.0, 59.0]
+    """
+    plan = _core.PointRead.plan([np.ascontiguousarray(c, np.int64) for c in coords],
+                                arr._chunks, arr._blocks, arr._grid, arr.dtype.itemsize)
+    nslots = min(plan.nslots, max(1, MAX_BYTES // arr._blocksize))
+    plan.read(_chunks(arr, plan), _scratch(nslots * arr._blocksize, "box"),
+              out.reshape(-1).view(np.uint8), arr._schunk.dparams.nthreads)
+
+
+def _chunks(arr, plan) -> list:
+    """The chunks a plan touches: whole from memory, or only their wanted blocks
+    from a file."""
     numbers = plan.chunk_numbers
-    if arr._lazy_ok():                             # only the wanted blocks of a file
+    if arr._lazy_ok():
         chunks = []
         for k, n in enumerate(numbers):
             c = arr._lazy_chunk(n, plan.blocks_of(k))     # (a reused buffer: copied)
             chunks.append(bytes(c) if c is not None else arr._schunk._frame.get(n))
-    else:
-        get = arr._schunk._frame.get
-        chunks = [get(n) for n in numbers]
-    plan.read(chunks, _scratch(plan.nslots * arr._blocksize, "box"),
-              out.reshape(-1).view(np.uint8), arr._schunk.dparams.nthreads)
-    return True
+        return chunks
+    get = arr._schunk._frame.get
+    return [get(n) for n in numbers]

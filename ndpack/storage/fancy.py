@@ -446,6 +446,9 @@ def _gather_box(arr, n, locs, out, dst, nthreads):
 
 def _read_points(arr, plan, out):
     """``out[q, ...]``: point q of `plan` by the other dimensions' positions."""
+    if not plan.others and arr.ndim and boxread.POINTS_IN_C:
+        boxread.read_points(arr, plan.coords, out)        # points alone: in the C core
+        return
     tasks = []
     for n, sel, locs, odst in _point_parts(arr, plan):
         tasks.append(lambda nt, n=n, sel=sel, locs=locs, odst=odst:
