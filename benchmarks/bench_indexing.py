@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from timing import best_times, write_json, optional
@@ -115,8 +116,10 @@ def cases(shape):
 
 def decode_floor(a, shape, key):
     """A function decoding exactly the blocks that `key` touches, each only up to its
-    last wanted item (C threads, reused buffer, no gathering): what any reader of
-    these chunks must at least do (LZ4 streams cannot be entered midway)."""
+    last wanted item (two threads, reused buffers, no gathering): what any reader of
+    these chunks must at least do (LZ4 streams cannot be entered midway).  Several
+    chunks are shared between two Python threads (the decoder releases the GIL), a
+    chunk or two are decoded by the C core's threads."""
     from ndpack.chunks import decompress_blocks
     ri = np.broadcast_to(np.arange(shape[0], dtype=np.int64)[:, None], shape)[key]
     ci = np.broadcast_to(np.arange(shape[1], dtype=np.int64)[None, :], shape)[key]
@@ -137,11 +140,31 @@ def decode_floor(a, shape, key):
     bsize = int(np.prod(BLOCKS)) * 8
     buf = np.empty(max(len(b) for _, b, _ in work) * bsize, np.uint8)
 
-    def run():
+    bufs = [buf, buf.copy()]
+
+    def half(h):
+        for chunk, blocks, needs in work[h::2]:
+            decompress_blocks(chunk, blocks, nthreads=1, dst=bufs[h][:len(blocks) * bsize],
+                              needs=needs)
+
+    def run():                     # two threads, each decoding every other chunk
+        with ThreadPoolExecutor(2) as ex:
+            list(ex.map(half, (0, 1)))
+
+    def run_each():                # or each chunk's blocks on two threads
         for chunk, blocks, needs in work:
             decompress_blocks(chunk, blocks, nthreads=2, dst=buf[:len(blocks) * bsize],
                               needs=needs)
-    return run
+    import time
+
+    def best(fn):
+        t = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            fn()
+            t.append(time.perf_counter() - t0)
+        return min(t)
+    return min((run, run_each), key=best)             # the faster way for this key
 
 
 def fns_for(peers, key, zfn, hfn):

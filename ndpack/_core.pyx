@@ -94,8 +94,10 @@ cdef extern from "ndpack.h" nogil:
         pass
     int ndp_box_plan(int ndim, const int64_t *chunks, const int64_t *blocks,
                      const int64_t *grid, int32_t itemsize, const int64_t *const *units,
-                     const int64_t *nunits, int64_t max_slots, ndp_box **out, ndp_error *err)
+                     const int64_t *nunits, const int64_t *const *maps, const int64_t *nmaps,
+                     int64_t max_slots, ndp_box **out, ndp_error *err)
     int64_t ndp_box_nslots(const ndp_box *b)
+    int64_t ndp_box_chunk_slots(const ndp_box *b)
     int32_t ndp_box_nchunks(const ndp_box *b)
     int64_t ndp_box_chunk(const ndp_box *b, int32_t k, const int32_t **blocks,
                           int32_t *nblocks)
@@ -748,16 +750,22 @@ cdef class BoxRead:
         ndp_box_free(self.box)
 
     @staticmethod
-    def plan(units, chunks, blocks, grid, int itemsize, int64_t max_slots):
+    def plan(units, chunks, blocks, grid, int itemsize, int64_t max_slots, maps=None):
         """The plan for sorted distinct positions `units` (int64 arrays, one per
-        dimension), or None when it would decode more than `max_slots` blocks."""
+        dimension), or None when it would decode more than `max_slots` blocks.
+        `maps` (optional, one int64 array or None per dimension): the output takes
+        positions ``units[d][maps[d]]`` along dimension d."""
         cdef int nd = len(units), d
         cdef int64_t c_chunks[16]
         cdef int64_t c_blocks[16]
         cdef int64_t c_grid[16]
         cdef const int64_t *c_units[16]
         cdef int64_t c_n[16]
+        cdef const int64_t *c_maps[16]
+        cdef int64_t c_nmaps[16]
         _grid_args(nd, chunks, blocks, grid, c_chunks, c_blocks, c_grid)
+        if maps is not None and len(maps) != nd:
+            raise ParameterError(f"{len(maps)} maps for {nd} dimensions")
         cdef const int64_t[::1] view
         keep = []
         for d in range(nd):
@@ -765,11 +773,17 @@ cdef class BoxRead:
             keep.append(view)
             c_n[d] = view.shape[0]
             c_units[d] = &view[0] if view.shape[0] > 0 else NULL
+            c_maps[d], c_nmaps[d] = NULL, 0
+            if maps is not None and maps[d] is not None:
+                view = maps[d]
+                keep.append(view)
+                c_nmaps[d] = view.shape[0]
+                c_maps[d] = &view[0] if view.shape[0] > 0 else <const int64_t *>c_n
         cdef ndp_error err
         err.code = 0
         cdef ndp_box *box = NULL
         cdef int rc = ndp_box_plan(nd, c_chunks, c_blocks, c_grid, itemsize, c_units, c_n,
-                                   max_slots, &box, &err)
+                                   c_maps, c_nmaps, max_slots, &box, &err)
         if rc < 0:
             _raise(rc, &err)
         if box == NULL:
@@ -781,6 +795,11 @@ cdef class BoxRead:
     @property
     def nslots(self):
         return ndp_box_nslots(self.box)
+
+    @property
+    def chunk_slots(self):
+        """The most blocks of one touched chunk: the fewest a scratch buffer holds."""
+        return ndp_box_chunk_slots(self.box)
 
     @property
     def chunk_numbers(self):

@@ -28,17 +28,21 @@ def _data(shape, dtype, seed=0):
 def plan(kind):
     """'points' forces the points plan whenever two or more dimensions take arrays;
     'chunkwise' reads boxes and points chunk by chunk in Python, however small (no
-    plan in the C core)."""
-    saved = fancy._BOX_FACTOR, fancy._BOX_SLACK, boxread.MAX_BYTES, boxread.POINTS_IN_C
+    plan in the C core); 'batched' gives the C core's reads the smallest buffers
+    (boxes in batches of one chunk, points of one block)."""
+    saved = (fancy._BOX_FACTOR, fancy._BOX_SLACK, boxread.MAX_SLOTS, boxread.POINTS_IN_C,
+             boxread.MAX_BYTES)
+    if kind == "batched":                    # scratch buffers of one chunk's blocks
+        boxread.MAX_BYTES = 0
     if kind == "points":
         fancy._BOX_FACTOR, fancy._BOX_SLACK = 0, 0
     if kind == "chunkwise":
-        boxread.MAX_BYTES, boxread.POINTS_IN_C = 0, False
+        boxread.MAX_SLOTS, boxread.POINTS_IN_C = 0, False
     try:
         yield
     finally:
-        (fancy._BOX_FACTOR, fancy._BOX_SLACK, boxread.MAX_BYTES,
-         boxread.POINTS_IN_C) = saved
+        (fancy._BOX_FACTOR, fancy._BOX_SLACK, boxread.MAX_SLOTS, boxread.POINTS_IN_C,
+         boxread.MAX_BYTES) = saved
 
 
 @st.composite
@@ -101,7 +105,7 @@ def fancy_keys(draw, shape):
 
 @settings(max_examples=120)
 @given(data=st.data(), lay=layouts(), dtype=st.sampled_from(DTYPES),
-       kind=st.sampled_from(["auto", "points", "chunkwise"]))
+       kind=st.sampled_from(["auto", "points", "chunkwise", "batched"]))
 def test_get_set_like_numpy(data, lay, dtype, kind):
     shape, chunks, blocks = lay
     x = _data(shape, dtype)
@@ -123,7 +127,7 @@ def test_get_set_like_numpy(data, lay, dtype, kind):
 
 @settings(max_examples=60)
 @given(data=st.data(), lay=layouts(), dtype=st.sampled_from(DTYPES),
-       kind=st.sampled_from(["auto", "points", "chunkwise"]))
+       kind=st.sampled_from(["auto", "points", "chunkwise", "batched"]))
 def test_vindex_puts_array_dimensions_first(data, lay, dtype, kind):
     shape, chunks, blocks = lay
     x = _data(shape, dtype)
@@ -214,7 +218,7 @@ def test_cases_of_the_issue():
     for key in [row, (row, col), (row[:, None], col), [[1, 2], [0, 1]], (slice(1, 9), col),
                 (1, col), mask, (mask[:, 0], slice(2, 9)), (mask[:, 0], col[:1]),
                 (row[::-1], col[::-1]), (np.sort(row), 7)]:
-        for kind in ("auto", "points", "chunkwise"):
+        for kind in ("auto", "points", "chunkwise", "batched"):
             with plan(kind):
                 np.testing.assert_array_equal(a[key], x[key])
 
@@ -232,7 +236,7 @@ def _count_gets(a):
     return calls
 
 
-@pytest.mark.parametrize("kind", ["auto", "points", "chunkwise"])
+@pytest.mark.parametrize("kind", ["auto", "points", "chunkwise", "batched"])
 def test_each_touched_chunk_decoded_once(kind):
     x = np.arange(120 * 90, dtype="i4").reshape(120, 90)
     a = ndpack.asarray(x, chunks=(20, 30), blocks=(5, 10))
@@ -282,7 +286,7 @@ def test_on_disk_points_and_rows(tmp_path):
                        mode="w")
     b = ndpack.open(tmp_path / "a.b2nd", mode="r")
     row, col = np.array([999, 3, 3, 500, 0]), np.array([0, 599, 5, 5, 1])
-    for kind in ("auto", "points", "chunkwise"):
+    for kind in ("auto", "points", "chunkwise", "batched"):
         with plan(kind):
             np.testing.assert_array_equal(b[row, col], x[row, col])
             np.testing.assert_array_equal(b[row], x[row])
@@ -498,7 +502,7 @@ CODEC_CASES = [
 
 @settings(max_examples=80)
 @given(data=st.data(), lay=layouts(max_nd=3, max_size=40), dtype=st.sampled_from(DTYPES),
-       case=st.sampled_from(CODEC_CASES), kind=st.sampled_from(["auto", "points", "chunkwise"]))
+       case=st.sampled_from(CODEC_CASES), kind=st.sampled_from(["auto", "points", "chunkwise", "batched"]))
 def test_reads_decode_block_prefixes_with_every_layout(data, lay, dtype, case, kind):
     """Fancy reads decode blocks only up to their last wanted item where the codec
     and the stream layout allow it (LZ4/zlib, one stream or split shuffled streams):

@@ -8,7 +8,12 @@
  * slots of a scratch buffer chunk after chunk (C order of the touched chunks), in C
  * order inside each chunk, so each chunk's blocks are one run of slots.  Every slot
  * is decoded (in parallel, each block only up to its last wanted item), then the box
- * is gathered from the slots in C order. */
+ * is gathered from the slots in C order, chunk by chunk.
+ *
+ * The output may repeat and reorder the positions: along dimension d, output index
+ * i takes position maps[d][i] (identity without a map).  For the chunk-by-chunk
+ * gather, each dimension's output indices are sorted by the chunk of their position
+ * (a counting sort), so a chunk's part of the output is a product of ranges. */
 #include <stdlib.h>
 
 #include "chunk.h"
@@ -24,6 +29,12 @@ typedef struct {
   int64_t *cc;        /* their chunk coordinates */
   int32_t *count;     /* global blocks of each touched chunk */
   int32_t *first;     /* first global block of each touched chunk */
+  int64_t *pstart;    /* first position in each touched chunk, then n */
+  int64_t nout;       /* output indices */
+  int64_t *ostart;    /* first sorted output index of each touched chunk, then nout */
+  int64_t *opos;      /* output indices sorted by touched chunk */
+  int32_t *ogb;       /* their positions' global blocks */
+  int64_t *ooff;      /* and item offsets in the block */
 } box_dim;
 
 struct ndp_box {
@@ -35,6 +46,7 @@ struct ndp_box {
   int32_t nchunks;
   int64_t *chunk_number;   /* per touched chunk (C order of the touched chunks) */
   int64_t *chunk_slot;     /* first slot of each, then the slot count */
+  int64_t chunk_slots;     /* most slots of one chunk */
   int32_t *table;          /* slot of each combination of global blocks (C order) */
 };
 
@@ -43,7 +55,8 @@ void ndp_box_free(ndp_box *b) {
   for (int d = 0; d < b->ndim; d++) {
     box_dim *D = &b->dim[d];
     free(D->gb); free(D->off); free(D->last); free(D->bb); free(D->cc); free(D->count);
-    free(D->first);
+    free(D->first); free(D->pstart); free(D->ostart); free(D->opos); free(D->ogb);
+    free(D->ooff);
   }
   free(b->chunk_number); free(b->chunk_slot); free(b->slots.block); free(b->slots.need);
   free(b->slots.chunk); free(b->table);
@@ -61,7 +74,9 @@ static int build_dim(box_dim *D, const int64_t *u, int64_t n, int64_t chunk, int
   D->cc = malloc(sizeof(int64_t) * (size_t)n);
   D->count = malloc(sizeof(int32_t) * (size_t)n);
   D->first = malloc(sizeof(int32_t) * (size_t)n);
-  if (!D->gb || !D->off || !D->last || !D->bb || !D->cc || !D->count || !D->first)
+  D->pstart = malloc(sizeof(int64_t) * (size_t)(n + 1));
+  if (!D->gb || !D->off || !D->last || !D->bb || !D->cc || !D->count || !D->first ||
+      !D->pstart)
     return ndp_fail(err, NDP_ERR_MEMORY, "out of memory");
   int64_t prev_c = -1, prev_b = -1;
   int32_t g = -1, p = -1;
@@ -76,6 +91,7 @@ static int build_dim(box_dim *D, const int64_t *u, int64_t n, int64_t chunk, int
       D->cc[p] = c;
       D->count[p] = 0;
       D->first[p] = g + 1;
+      D->pstart[p] = i;
     }
     if (c != prev_c || bk != prev_b) {       /* a new global block */
       g++;
@@ -90,7 +106,51 @@ static int build_dim(box_dim *D, const int64_t *u, int64_t n, int64_t chunk, int
   }
   D->ng = g + 1;
   D->nc = p + 1;
+  D->pstart[D->nc] = n;
   return NDP_OK;
+}
+
+/* The output indices of dimension d (map[0..nout) of positions, or the positions
+ * in order when map is NULL), sorted by touched chunk. */
+static int build_out(box_dim *D, const int64_t *map, int64_t nout, int d, ndp_error *err) {
+  if (map == NULL) nout = D->n;
+  D->nout = nout;
+  D->ostart = calloc((size_t)D->nc + 1, sizeof(int64_t));
+  D->opos = malloc(sizeof(int64_t) * (size_t)(nout > 0 ? nout : 1));
+  D->ogb = malloc(sizeof(int32_t) * (size_t)(nout > 0 ? nout : 1));
+  D->ooff = malloc(sizeof(int64_t) * (size_t)(nout > 0 ? nout : 1));
+  int32_t *group = malloc(sizeof(int32_t) * (size_t)D->n);   /* touched chunk per position */
+  int rc = NDP_OK;
+  if (!D->ostart || !D->opos || !D->ogb || !D->ooff || !group)
+    rc = ndp_fail(err, NDP_ERR_MEMORY, "out of memory");
+  for (int32_t p = 0; rc == NDP_OK && p < D->nc; p++)
+    for (int64_t i = D->pstart[p]; i < D->pstart[p + 1]; i++) group[i] = p;
+  for (int64_t i = 0; rc == NDP_OK && i < nout; i++) {
+    int64_t q = map != NULL ? map[i] : i;
+    if (q < 0 || q >= D->n)
+      rc = ndp_fail(err, NDP_ERR_PARAM, "dimension %d: output %lld takes position %lld of %lld",
+                    d, (long long)i, (long long)q, (long long)D->n);
+    else
+      D->ostart[group[q] + 1]++;
+  }
+  if (rc == NDP_OK) {
+    for (int32_t p = 0; p < D->nc; p++) D->ostart[p + 1] += D->ostart[p];
+    int64_t *fill = malloc(sizeof(int64_t) * (size_t)D->nc);
+    if (fill == NULL) {
+      rc = ndp_fail(err, NDP_ERR_MEMORY, "out of memory");
+    } else {
+      memcpy(fill, D->ostart, sizeof(int64_t) * (size_t)D->nc);
+      for (int64_t i = 0; i < nout; i++) {
+        int64_t q = map != NULL ? map[i] : i, j = fill[group[q]]++;
+        D->opos[j] = i;
+        D->ogb[j] = D->gb[q];
+        D->ooff[j] = D->off[q];
+      }
+      free(fill);
+    }
+  }
+  free(group);
+  return rc;
 }
 
 /* Slots, chunk after chunk: every combination of touched chunks, then every
@@ -106,6 +166,8 @@ static void assign_slots(ndp_box *b, const int64_t *grid, const int64_t *bgrid) 
     for (int d = 0; d < nd; d++) num = num * grid[d] + b->dim[d].cc[p[d]];
     b->chunk_number[k] = num;
     b->chunk_slot[k] = slot;
+    if (k > 0 && slot - b->chunk_slot[k - 1] > b->chunk_slots)
+      b->chunk_slots = slot - b->chunk_slot[k - 1];
     for (int d = 0; d < nd; d++) r[d] = 0;
     for (;;) {
       int64_t t = 0, bn = 0, need = 0;
@@ -129,6 +191,8 @@ static void assign_slots(ndp_box *b, const int64_t *grid, const int64_t *bgrid) 
     while (d >= 0 && ++p[d] == b->dim[d].nc) p[d--] = 0;
   }
   b->chunk_slot[b->nchunks] = slot;
+  if (slot - b->chunk_slot[b->nchunks - 1] > b->chunk_slots)
+    b->chunk_slots = slot - b->chunk_slot[b->nchunks - 1];
 }
 
 int ndp_grid_check(int ndim, const int64_t *chunks, const int64_t *blocks, const int64_t *grid,
@@ -156,7 +220,8 @@ int ndp_grid_check(int ndim, const int64_t *chunks, const int64_t *blocks, const
 
 int ndp_box_plan(int ndim, const int64_t *chunks, const int64_t *blocks, const int64_t *grid,
                  int32_t itemsize, const int64_t *const *units, const int64_t *nunits,
-                 int64_t max_slots, ndp_box **out, ndp_error *err) {
+                 const int64_t *const *maps, const int64_t *nmaps, int64_t max_slots,
+                 ndp_box **out, ndp_error *err) {
   *out = NULL;
   int64_t bgrid[NDP_MAXDIM], bitems, nblocks, ngrid;
   int rc0 = ndp_grid_check(ndim, chunks, blocks, grid, itemsize, bgrid, &bitems, &nblocks,
@@ -178,6 +243,9 @@ int ndp_box_plan(int ndim, const int64_t *chunks, const int64_t *blocks, const i
     bstride /= blocks[d];
     rc = build_dim(&b->dim[d], units[d], nunits[d], chunks[d], blocks[d],
                    grid[d] * chunks[d], bstride, d, err);
+    if (rc == NDP_OK)
+      rc = build_out(&b->dim[d], maps != NULL ? maps[d] : NULL,
+                     maps != NULL && maps[d] != NULL ? nmaps[d] : 0, d, err);
     if (rc == NDP_OK) {
       nslots *= b->dim[d].ng;
       nchunks *= b->dim[d].nc;
@@ -210,6 +278,7 @@ int ndp_box_plan(int ndim, const int64_t *chunks, const int64_t *blocks, const i
 }
 
 int64_t ndp_box_nslots(const ndp_box *b) { return b->slots.n; }
+int64_t ndp_box_chunk_slots(const ndp_box *b) { return b->chunk_slots; }
 int32_t ndp_box_nchunks(const ndp_box *b) { return b->nchunks; }
 
 int64_t ndp_box_chunk(const ndp_box *b, int32_t k, const int32_t **blocks, int32_t *nblocks) {
@@ -290,64 +359,107 @@ int32_t ndp_open_chunks(ndp_djob *jobs, const void *const *chunks, const int32_t
 /* ---- gathering the box ---- */
 
 #define GATHER_LOOP(T)                                                                 \
-  for (int64_t i = 0; i < L->n; i++) {                                                 \
-    const uint8_t *p = src + ((int64_t)table[tbase + L->gb[i]] * bitems + obase + L->off[i]) \
-                                 * (int64_t)sizeof(T);                                 \
-    memcpy(o, p, sizeof(T));                                                           \
-    o += sizeof(T);                                                                    \
-  }
+  for (int64_t j = L->ostart[p[nd - 1]]; j < hi; j++)                                  \
+    memcpy(o + L->opos[j] * (int64_t)sizeof(T),                                        \
+           src + ((table[tbase + L->ogb[j]] - s0) * bitems + obase + L->ooff[j])       \
+                     * (int64_t)sizeof(T), sizeof(T));
 
-/* out (C order over the positions of every dimension) from the decoded slots. */
-static void gather(const ndp_box *b, const uint8_t *src, uint8_t *o) {
+/* The part of the output in touched chunk k (the output indices of its chunk group
+ * p along every dimension: a product of ranges of the sorted ones) from slots
+ * decoded at src (slot s0 first) into out (the whole output, C order). */
+static void gather_chunk(const ndp_box *b, int32_t k, const uint8_t *src, int64_t s0,
+                         uint8_t *out) {
   int nd = b->ndim;
-  int64_t idx[NDP_MAXDIM] = {0}, tstride[NDP_MAXDIM];
-  tstride[nd - 1] = 1;
-  for (int d = nd - 2; d >= 0; d--) tstride[d] = tstride[d + 1] * b->dim[d + 1].ng;
+  int32_t p[NDP_MAXDIM];
+  int64_t idx[NDP_MAXDIM], tstride[NDP_MAXDIM], ostride[NDP_MAXDIM];
+  int64_t r = k;
+  for (int d = nd - 1; d >= 0; d--) {
+    p[d] = (int32_t)(r % b->dim[d].nc);
+    r /= b->dim[d].nc;
+    idx[d] = b->dim[d].ostart[p[d]];
+    if (idx[d] == b->dim[d].ostart[p[d] + 1]) return;     /* no output in this chunk */
+  }
+  tstride[nd - 1] = ostride[nd - 1] = 1;
+  for (int d = nd - 2; d >= 0; d--) {
+    tstride[d] = tstride[d + 1] * b->dim[d + 1].ng;
+    ostride[d] = ostride[d + 1] * b->dim[d + 1].nout;
+  }
   const box_dim *L = &b->dim[nd - 1];
   const int32_t *table = b->table;
-  int64_t bitems = b->bitems;
+  int64_t bitems = b->bitems, hi = L->ostart[p[nd - 1] + 1];
   size_t is = (size_t)b->itemsize;
   for (;;) {
-    int64_t tbase = 0, obase = 0;
+    int64_t tbase = 0, obase = 0, oi = 0;
     for (int d = 0; d < nd - 1; d++) {
-      tbase += b->dim[d].gb[idx[d]] * tstride[d];
-      obase += b->dim[d].off[idx[d]];
+      const box_dim *D = &b->dim[d];
+      tbase += D->ogb[idx[d]] * tstride[d];
+      obase += D->ooff[idx[d]];
+      oi += D->opos[idx[d]] * ostride[d];
     }
+    uint8_t *o = out + (size_t)oi * is;
     switch (is) {
       case 1: GATHER_LOOP(uint8_t) break;
       case 2: GATHER_LOOP(uint16_t) break;
       case 4: GATHER_LOOP(uint32_t) break;
       case 8: GATHER_LOOP(uint64_t) break;
       default:
-        for (int64_t i = 0; i < L->n; i++) {
-          memcpy(o, src + ((int64_t)table[tbase + L->gb[i]] * bitems + obase + L->off[i]) * is,
+        for (int64_t j = L->ostart[p[nd - 1]]; j < hi; j++)
+          memcpy(o + L->opos[j] * (int64_t)is,
+                 src + ((table[tbase + L->ogb[j]] - s0) * bitems + obase + L->ooff[j]) * is,
                  is);
-          o += is;
-        }
     }
     int d = nd - 2;
-    while (d >= 0 && ++idx[d] == b->dim[d].n) idx[d--] = 0;
+    while (d >= 0 && ++idx[d] == b->dim[d].ostart[p[d] + 1]) {
+      idx[d] = b->dim[d].ostart[p[d]];
+      d--;
+    }
     if (d < 0) break;
   }
 }
 
+typedef struct {
+  const ndp_box *b;
+  const uint8_t *src;
+  int64_t s0;
+  int32_t k0;
+  uint8_t *out;
+} gather_job;
+
+static void gather_task(void *ctx, int32_t i) {
+  gather_job *g = (gather_job *)ctx;
+  gather_chunk(g->b, g->k0 + i, g->src, g->s0, g->out);
+}
+
+/* Below this many bytes of box the calling thread gathers alone. */
+#define GATHER_PARALLEL_BYTES (1 << 20)
+
 int ndp_box_read(const ndp_box *b, const void *const *chunks, const int32_t *sizes,
                  void *scratch, int64_t scratch_len, void *out, int64_t out_len, int nthreads,
                  ndp_error *err) {
-  int64_t nout = b->itemsize;
-  for (int d = 0; d < b->ndim; d++) nout *= b->dim[d].n;
-  if (scratch_len < b->slots.n * b->slots.blockbytes || out_len < nout)
-    return ndp_fail(err, NDP_ERR_DEST_SIZE, "buffers of %lld and %lld bytes, %lld and %lld needed",
-                    (long long)scratch_len, (long long)out_len,
-                    (long long)(b->slots.n * b->slots.blockbytes), (long long)nout);
+  int64_t nout = b->itemsize, bb = b->slots.blockbytes, cap = scratch_len / bb;
+  for (int d = 0; d < b->ndim; d++) nout *= b->dim[d].nout;
+  if (nout == 0) return NDP_OK;
+  if (cap < b->chunk_slots || out_len < nout)
+    return ndp_fail(err, NDP_ERR_DEST_SIZE, "buffers of %lld and %lld bytes: at least %lld "
+                    "and %lld needed", (long long)scratch_len, (long long)out_len,
+                    (long long)(b->chunk_slots * bb), (long long)nout);
   ndp_djob *jobs = calloc((size_t)b->nchunks, sizeof(ndp_djob));
   if (jobs == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "out of memory");
   int rc;
   int32_t nopen = ndp_open_chunks(jobs, chunks, sizes, b->nchunks, b->chunk_number,
-                                  b->nblocks * b->slots.blockbytes, &rc, err);
-  if (rc == NDP_OK)
-    rc = ndp_decode_slots(&b->slots, jobs, 0, b->slots.n, (uint8_t *)scratch, nthreads, err);
-  if (rc == NDP_OK) gather(b, (const uint8_t *)scratch, (uint8_t *)out);
+                                  b->nblocks * bb, &rc, err);
+  gather_job g = {b, (const uint8_t *)scratch, 0, 0, (uint8_t *)out};
+  /* batches of whole chunks whose slots fit in the scratch buffer */
+  for (int32_t k0 = 0, k1; rc == NDP_OK && k0 < b->nchunks; k0 = k1) {
+    k1 = k0 + 1;
+    while (k1 < b->nchunks && b->chunk_slot[k1 + 1] - b->chunk_slot[k0] <= cap) k1++;
+    g.s0 = b->chunk_slot[k0];
+    g.k0 = k0;
+    rc = ndp_decode_slots(&b->slots, jobs, g.s0, b->chunk_slot[k1], (uint8_t *)scratch,
+                          nthreads, err);
+    if (rc == NDP_OK)
+      ndp_parallel_for(nout < GATHER_PARALLEL_BYTES ? 1 : nthreads, k1 - k0, gather_task, &g);
+  }
   for (int32_t k = 0; k < nopen; k++) ndp_djob_close(&jobs[k]);
   free(jobs);
   return rc;

@@ -251,20 +251,26 @@ int ndp_sum_chunk(const void *src, int32_t srcsize, const ndp_reduce_spec *spec,
 typedef struct ndp_box ndp_box;
 
 /* Plan a box read: *out is the plan, or NULL (with NDP_OK) when it would decode
- * more than `max_slots` blocks.  Free it with ndp_box_free. */
+ * more than `max_slots` blocks.  The output takes, along dimension d, the positions
+ * maps[d][0..nmaps[d]) (indices into units[d], in any order, repeats allowed), or
+ * all of them in order when maps or maps[d] is NULL.  Free it with ndp_box_free. */
 int ndp_box_plan(int ndim, const int64_t *chunks, const int64_t *blocks, const int64_t *grid,
                  int32_t itemsize, const int64_t *const *units, const int64_t *nunits,
-                 int64_t max_slots, ndp_box **out, ndp_error *err);
-/* Blocks to decode (slots of the scratch buffer), touched chunks. */
+                 const int64_t *const *maps, const int64_t *nmaps, int64_t max_slots,
+                 ndp_box **out, ndp_error *err);
+/* Blocks to decode (slots of the scratch buffer), the most of one chunk (the fewest a
+ * scratch buffer must hold), touched chunks. */
 int64_t ndp_box_nslots(const ndp_box *b);
+int64_t ndp_box_chunk_slots(const ndp_box *b);
 int32_t ndp_box_nchunks(const ndp_box *b);
 /* Touched chunk k (C order of the touched chunks' grid): its chunk number, and the
  * numbers of its blocks to decode (*blocks, *nblocks); -1 if k is out of range. */
 int64_t ndp_box_chunk(const ndp_box *b, int32_t k, const int32_t **blocks, int32_t *nblocks);
 /* Decode the wanted blocks of the touched chunks (chunks[k], sizes[k] bytes: chunk
  * k, whole or holding at least those blocks; special and memcpyed chunks too), each
- * only up to its last wanted item, into `scratch` (nslots * block bytes), on up to
- * `nthreads` threads; then write the box to `out` in C order. */
+ * only up to its last wanted item, into `scratch` on up to `nthreads` threads, and
+ * write the output (shape: the map lengths) to `out` in C order: batch by batch of whole chunks when the scratch
+ * buffer holds fewer than all the blocks (it must hold ndp_box_chunk_slots). */
 int ndp_box_read(const ndp_box *b, const void *const *chunks, const int32_t *sizes,
                  void *scratch, int64_t scratch_len, void *out, int64_t out_len, int nthreads,
                  ndp_error *err);

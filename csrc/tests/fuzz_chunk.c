@@ -54,7 +54,7 @@ static void run_one(const uint8_t *data, size_t size) {
     const int64_t *units[1] = {u};
     ndp_box *box = NULL;
     err.code = 0;
-    if (ndp_box_plan(1, &ch, &bl, &g, ci.typesize, units, &nu, 3, &box, &err) == NDP_OK &&
+    if (ndp_box_plan(1, &ch, &bl, &g, ci.typesize, units, &nu, NULL, NULL, 3, &box, &err) == NDP_OK &&
         box != NULL) {
       const void *ptrs[1] = {data};
       int32_t sizes[1] = {(int32_t)size};

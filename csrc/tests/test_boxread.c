@@ -101,14 +101,23 @@ static int64_t subset(int64_t n, int64_t *u) {
 static void test_random_boxes(void) {
   int64_t u0[R], u1[C], nunits[2];
   const int64_t *units[2] = {u0, u1};
-  int64_t *out = malloc(sizeof(int64_t) * R * C);
+  int64_t *out = malloc(sizeof(int64_t) * 4 * R * C);   /* (maps up to twice as long) */
   uint8_t *scratch = malloc((size_t)9 * ER * EC * 8);
   for (int t = 0; t < 300; t++) {
     nunits[0] = subset(R, u0);
     nunits[1] = subset(C, u1);
     ndp_box *box = NULL;
     ndp_error err = {0, {0}};
-    int rc = ndp_box_plan(2, chunks, blocks, grid, 8, units, nunits, 1 << 20, &box, &err);
+    /* output maps: none, or repeated and reordered positions (none wanted too) */
+    int64_t m0[2 * R], m1[2 * C], nmaps[2];
+    const int64_t *maps[2] = {t % 3 == 1 ? m0 : NULL, t % 4 >= 2 ? m1 : NULL};
+    nmaps[0] = (int64_t)(rng() % (2 * R));
+    nmaps[1] = t % 8 == 2 ? 0 : 1 + (int64_t)(rng() % (2 * C - 1));   /* (0: empty output) */
+    for (int64_t i = 0; i < nmaps[0]; i++) m0[i] = (int64_t)(rng() % (uint64_t)nunits[0]);
+    for (int64_t i = 0; i < nmaps[1]; i++) m1[i] = (int64_t)(rng() % (uint64_t)nunits[1]);
+    int64_t n0 = maps[0] ? nmaps[0] : nunits[0], n1 = maps[1] ? nmaps[1] : nunits[1];
+    int rc = ndp_box_plan(2, chunks, blocks, grid, 8, units, nunits, maps, nmaps, 1 << 20, &box,
+                          &err);
     CHECK(rc == NDP_OK && box != NULL, "plan %d: %s", t, err.msg);
     if (box == NULL) continue;
     int32_t nc = ndp_box_nchunks(box);
@@ -127,20 +136,25 @@ static void test_random_boxes(void) {
       sizes[k] = stored_len[n];
     }
     CHECK(ok && nslots == ndp_box_nslots(box), "plan %d: chunks and blocks", t);
-    int64_t nout = nunits[0] * nunits[1];
-    rc = ndp_box_read(box, ptrs, sizes, scratch, nslots * BR * BC * 8, out, nout * 8,
-                      1 + t % 2, &err);
-    CHECK(rc == NDP_OK, "read %d: %s", t, err.msg);
-    int good = 1;
-    for (int64_t i = 0; rc == NDP_OK && i < nunits[0]; i++)
-      for (int64_t j = 0; j < nunits[1]; j++)
-        good &= out[i * nunits[1] + j] == value(u0[i], u1[j]);
-    CHECK(good, "box %d (%lld x %lld) content", t, (long long)nunits[0], (long long)nunits[1]);
-    if (rc == NDP_OK && t % 10 == 0) {             /* buffers one item too small */
-      CHECK(ndp_box_read(box, ptrs, sizes, scratch, nslots * BR * BC * 8 - 1, out, nout * 8, 1,
-                         &err) == NDP_ERR_DEST_SIZE, "small scratch");
-      CHECK(ndp_box_read(box, ptrs, sizes, scratch, nslots * BR * BC * 8, out, nout * 8 - 1, 1,
-                         &err) == NDP_ERR_DEST_SIZE, "small out");
+    int64_t nout = n0 * n1, bb = BR * BC * 8, least = ndp_box_chunk_slots(box);
+    int64_t caps[3] = {least, least + 2, nslots};  /* batches of one chunk, some, all */
+    for (int q = 0; q < 3; q++) {
+      memset(out, 0x55, sizeof(int64_t) * (size_t)(nout > 0 ? nout : 1));
+      rc = ndp_box_read(box, ptrs, sizes, scratch, caps[q] * bb + 5, out, nout * 8,
+                        1 + (t + q) % 2, &err);
+      CHECK(rc == NDP_OK, "read %d: %s", t, err.msg);
+      int good = 1;
+      for (int64_t i = 0; rc == NDP_OK && i < n0; i++)
+        for (int64_t j = 0; j < n1; j++)
+          good &= out[i * n1 + j] == value(u0[maps[0] ? m0[i] : i], u1[maps[1] ? m1[j] : j]);
+      CHECK(good, "box %d (%lld x %lld), scratch of %lld blocks: content", t, (long long)n0,
+            (long long)n1, (long long)caps[q]);
+    }
+    if (t % 10 == 0 && nout > 0) {             /* buffers one byte too small */
+      CHECK(ndp_box_read(box, ptrs, sizes, scratch, least * bb - 1, out, nout * 8, 1, &err) ==
+            NDP_ERR_DEST_SIZE, "small scratch");
+      CHECK(ndp_box_read(box, ptrs, sizes, scratch, nslots * bb, out, nout * 8 - 1, 1, &err) ==
+            NDP_ERR_DEST_SIZE, "small out");
     }
     ndp_box_free(box);
   }
@@ -153,22 +167,26 @@ static void test_bad_input(void) {
   const int64_t *units[2] = {u0, u1};
   ndp_box *box = NULL;
   ndp_error err = {0, {0}};
-  CHECK(ndp_box_plan(2, chunks, blocks, grid, 8, units, nunits, 3, &box, &err) == NDP_OK &&
+  CHECK(ndp_box_plan(2, chunks, blocks, grid, 8, units, nunits, NULL, NULL, 3, &box, &err) == NDP_OK &&
         box == NULL, "more slots than allowed: declined");
   u0[1] = 0;
-  CHECK(ndp_box_plan(2, chunks, blocks, grid, 8, units, nunits, 100, &box, &err) ==
+  CHECK(ndp_box_plan(2, chunks, blocks, grid, 8, units, nunits, NULL, NULL, 100, &box, &err) ==
         NDP_ERR_PARAM && box == NULL, "repeated position");
   u0[1] = 5;
   u1[1] = 3 * CC;
-  CHECK(ndp_box_plan(2, chunks, blocks, grid, 8, units, nunits, 100, &box, &err) ==
+  CHECK(ndp_box_plan(2, chunks, blocks, grid, 8, units, nunits, NULL, NULL, 100, &box, &err) ==
         NDP_ERR_PARAM, "position past the grid");
   u1[1] = 60;
   int64_t bad_blocks[2] = {CR + 1, BC};
-  CHECK(ndp_box_plan(2, chunks, bad_blocks, grid, 8, units, nunits, 100, &box, &err) ==
+  CHECK(ndp_box_plan(2, chunks, bad_blocks, grid, 8, units, nunits, NULL, NULL, 100, &box, &err) ==
         NDP_ERR_PARAM, "block larger than its chunk");
-  CHECK(ndp_box_plan(0, chunks, blocks, grid, 8, units, nunits, 100, &box, &err) ==
+  CHECK(ndp_box_plan(0, chunks, blocks, grid, 8, units, nunits, NULL, NULL, 100, &box, &err) ==
         NDP_ERR_PARAM, "no dimensions");
-  CHECK(ndp_box_plan(2, chunks, blocks, grid, 8, units, nunits, 100, &box, &err) == NDP_OK &&
+  int64_t bad_map[2] = {1, 3}, nmaps[2] = {2, 0};
+  const int64_t *maps[2] = {bad_map, NULL};
+  CHECK(ndp_box_plan(2, chunks, blocks, grid, 8, units, nunits, maps, nmaps, 100, &box, &err) ==
+        NDP_ERR_PARAM && box == NULL, "map past the positions");
+  CHECK(ndp_box_plan(2, chunks, blocks, grid, 8, units, nunits, NULL, NULL, 100, &box, &err) == NDP_OK &&
         box != NULL, "a good plan");
   if (box == NULL) return;
   int32_t nc = ndp_box_nchunks(box);

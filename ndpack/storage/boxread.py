@@ -25,22 +25,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from ndpack import _core
+from ndpack._core import BoxRead, PointRead
 from ndpack.storage.ndread import _scratch
 
-#: Largest buffer of decoded blocks read in one plan (bytes); larger reads go chunk
-#: by chunk, where the bookkeeping is small next to the decoding.
+#: Size of the buffer the blocks are decoded into (bytes): larger reads are done in
+#: batches of chunks (a batch holds one chunk's touched blocks at least).
 MAX_BYTES = 8 << 20
+
+#: Most blocks one box read plans (the plan takes 16 bytes a block); reads touching
+#: more go chunk by chunk in Python.
+MAX_SLOTS = 1 << 22
 
 #: Whether points (no other dimensions) are read by the C core (False: chunk by
 #: chunk in Python, the general path, which the tests also run).
 POINTS_IN_C = True
 
 
-def read_box(arr, units, out: np.ndarray) -> bool:
+def read_box(arr, units, out: np.ndarray, maps=None) -> bool:
     """``out[...] = arr`` at the box of sorted distinct positions `units` (one int
-    array per dimension) when its blocks fit in :data:`MAX_BYTES`; False (nothing
-    done) otherwise.
+    array per dimension) when it touches at most :data:`MAX_SLOTS` blocks; False
+    (nothing done) otherwise.  With `maps` (one int array or None per dimension),
+    `out` holds positions ``units[d][maps[d]]`` along dimension d instead (any
+    order, repeats allowed; None: all in order), in C order (any shape of that size).
 
     >>> import ndpack
     >>> x = np.arange(60.).reshape(6, 10)
@@ -50,16 +56,25 @@ def read_box(arr, units, out: np.ndarray) -> bool:
     True
     >>> out.tolist()
     [[10.0, 16.0, 19.0], [40.0, 46.0, 49.0]]
+    >>> out = np.empty((3, 2))
+    >>> read_box(a, [np.array([1, 4]), np.array([0, 6, 9])], out,
+    ...          [np.array([1, 1, 0]), np.array([2, 0])])
+    True
+    >>> out.tolist()
+    [[49.0, 40.0], [49.0, 40.0], [19.0, 10.0]]
     """
     if arr.ndim == 0 or out.size == 0 or not out.flags.c_contiguous \
             or out.dtype != arr.dtype:
         return False
-    plan = _core.BoxRead.plan([np.ascontiguousarray(u, np.int64) for u in units],
-                              arr._chunks, arr._blocks, arr._grid, arr.dtype.itemsize,
-                              MAX_BYTES // arr._blocksize)
+    if maps is not None:
+        maps = [None if m is None else np.ascontiguousarray(m, np.int64) for m in maps]
+    plan = BoxRead.plan([np.ascontiguousarray(u, np.int64) for u in units],
+                        arr._chunks, arr._blocks, arr._grid, arr.dtype.itemsize,
+                        MAX_SLOTS, maps)
     if plan is None:
         return False
-    plan.read(_chunks(arr, plan), _scratch(plan.nslots * arr._blocksize, "box"),
+    nslots = min(plan.nslots, max(plan.chunk_slots, MAX_BYTES // arr._blocksize))
+    plan.read(_chunks(arr, plan), _scratch(nslots * arr._blocksize, "box"),
               out.reshape(-1).view(np.uint8), arr._schunk.dparams.nthreads)
     return True
 
@@ -76,7 +91,7 @@ def read_points(arr, coords, out: np.ndarray) -> None:
     >>> out.tolist()
     [59.0, 1.0, 59.0]
     """
-    plan = _core.PointRead.plan([np.ascontiguousarray(c, np.int64) for c in coords],
+    plan = PointRead.plan([np.ascontiguousarray(c, np.int64) for c in coords],
                                 arr._chunks, arr._blocks, arr._grid, arr.dtype.itemsize)
     nslots = min(plan.nslots, max(1, MAX_BYTES // arr._blocksize))
     plan.read(_chunks(arr, plan), _scratch(nslots * arr._blocksize, "box"),

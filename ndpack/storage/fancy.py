@@ -204,6 +204,7 @@ class _Plan:
         self.bshape = elems[adv_el[0]].shape if adv_el else ()
         self.nb = len(self.bshape)
         adjacent = bool(adv_el) and adv_el[-1] - adv_el[0] == len(adv_el) - 1
+        self.adjacent = adjacent
         self.pos = sum(k in ("Slice", "Newaxis") for k in kinds[:adv_el[0]]) if adv_el else 0
         # NumPy puts the broadcast dimensions in place when the arrays are adjacent,
         # first otherwise; vindex always first
@@ -264,6 +265,39 @@ class _Plan:
         self.cshape = (len(uq),) + tuple(len(units[d]) for d in self.others)
         # points put the broadcast dimensions first: move them in place if adjacent
         self.move = adjacent and not front and self.pos > 0
+
+    def direct(self):
+        """``(maps, shape)`` when this orthogonal plan's result is its box with positions
+        repeated or reordered along each dimension (at most one dimension takes several
+        positions from an array; the others slices, integers, newaxes): the C core then
+        writes the result in place, ``maps[d]`` giving the positions (indices into
+        ``units[d]``; None: all in order) and `shape` the result's shape.  None when the
+        result needs NumPy's rearrangement of the compact box."""
+        if self.move or (len(self.adv) > 1 and not self.adjacent):
+            return None
+        vary = [d for d in self.adv if len(self.units[d]) > 1]
+        if len(vary) > 1:
+            return None
+        lead = vary[0] if vary else (self.adv[0] if self.adv else None)
+        maps, shape, d = [], [], 0
+        for k in self.kmap:
+            if k is None:                                  # newaxis
+                shape.append(1)
+                continue
+            if isinstance(k, (bool, np.bool_)):            # a boolean scalar
+                return None
+            if isinstance(k, slice):
+                n = len(self.units[d])
+                maps.append(None if k.step is None
+                            else np.arange(n - 1, -1, -1, dtype=np.int64))
+                shape.append(n)
+            elif isinstance(k, np.ndarray) and d == lead:
+                maps.append(np.ascontiguousarray(k, np.int64).reshape(-1))
+                shape.extend(k.shape)
+            else:                                          # one position, no dimension
+                maps.append(None)
+            d += 1
+        return maps, tuple(shape)
 
     def finish(self, compact: np.ndarray) -> np.ndarray:
         res = compact[self.kmap]
@@ -557,6 +591,11 @@ def fancy_get(arr, key, front=False) -> np.ndarray:
 
 
 def _get(arr, plan) -> np.ndarray:
+    direct = plan.direct() if plan.ortho else None
+    if direct is not None:
+        out = np.empty(direct[1], arr.dtype)
+        if out.size == 0 or boxread.read_box(arr, plan.units, out, direct[0]):
+            return out
     compact = np.empty(plan.cshape, arr.dtype)
     if compact.size:
         if plan.ortho:
@@ -721,6 +760,12 @@ class _OrthoPlan(_Plan):
         self.units, self.ortho, self.move = units, True, False
         self.cshape = tuple(len(u) for u in units)
         self.ix, self.drop = ix, drop
+
+    def direct(self):
+        """Each dimension's positions (``maps``) and the result's shape: the C core
+        writes the result in place."""
+        return (list(self.ix),
+                tuple(len(ix) for d, ix in enumerate(self.ix) if d not in self.drop))
 
     def finish(self, compact):
         res = compact[np.ix_(*self.ix)] if self.ix else compact[()]
