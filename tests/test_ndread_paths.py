@@ -4,6 +4,8 @@ output, and positioned reads of only the touched blocks of files opened read-onl
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ndpack
 from ndpack.storage import ndread
@@ -238,3 +240,42 @@ def test_a_corrupt_chunk_in_a_parallel_read_raises(where, tmp_path):
     np.testing.assert_array_equal(a[:6, 4], x[:6, 4])             # chunks 0-2 are intact
     with pytest.raises(ndpack.errors.NdpackError):
         a[:, :, 7]                                                 # every chunk, in parallel
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), nd=st.integers(1, 3),
+       codec=st.sampled_from([ndpack.Codec.LZ4, ndpack.Codec.ZLIB, ndpack.Codec.ZSTD]),
+       shuffle=st.booleans(), where=st.sampled_from(["memory", "disk"]))
+def test_slices_decode_block_prefixes(data, nd, codec, shuffle, where, tmp_path_factory):
+    """Slices that end inside blocks decode those blocks only up to their last
+    wanted item (LZ4, zlib): every slice with positive steps over every layout gives
+    NumPy's result, whatever the codec and whether the streams are split."""
+    shape = tuple(data.draw(st.integers(1, 30)) for _ in range(nd))
+    chunks = tuple(data.draw(st.integers(1, s)) for s in shape)
+    blocks = tuple(data.draw(st.integers(1, c)) for c in chunks)
+    x = _noisy_sine(shape, "f8", 4)
+    a = _stored(x, where, tmp_path_factory.mktemp("p"), chunks=chunks, blocks=blocks,
+                cparams=ndpack.CParams(codec=codec, clevel=5, filters=[
+                    ndpack.Filter.SHUFFLE if shuffle else ndpack.Filter.NOFILTER]))
+    key = []
+    for n in shape:
+        start = data.draw(st.integers(0, n - 1))
+        key.append(slice(start, data.draw(st.integers(start + 1, n)),
+                         data.draw(st.sampled_from([1, 1, 2, 3]))))
+    np.testing.assert_array_equal(a[tuple(key)], x[tuple(key)])
+
+
+def test_first_rows_of_blocks_decode_their_prefixes(monkeypatch):
+    """a[0:3] of blocks of 50 rows asks for the first 3 rows of each block only."""
+    x = _noisy_sine((200, 300), "f8", 5)
+    a = ndpack.asarray(x, chunks=(100, 300), blocks=(50, 60), cparams=ndpack.CParams(
+        codec=ndpack.Codec.LZ4, filters=[ndpack.Filter.SHUFFLE]))
+    asked = []
+    real = ndread.decompress_blocks
+
+    def spy(chunk, numbers, **kw):
+        asked.append(kw.get("needs"))
+        return real(chunk, numbers, **kw)
+    monkeypatch.setattr(ndread, "decompress_blocks", spy)
+    np.testing.assert_array_equal(a[0:3, 10:100], x[0:3, 10:100])
+    assert asked and all(n is not None and max(n) <= (2 * 60 + 59 + 1) * 8 for n in asked)

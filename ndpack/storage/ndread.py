@@ -236,7 +236,8 @@ class NDReader:
             (d for d in range(self._nd)
              if prod(counts[d + 1:]) * bs <= max(_GROUP_BYTES, bs) and counts[d] > 1), None)
         if j is None:
-            raw = self._decode_scratch(chunk, self._block_numbers(bids), nthreads)
+            raw = self._decode_scratch(chunk, self._block_numbers(bids), nthreads,
+                                       self._needs(locs, bids))
             self._copy_pieces(raw, bids, pieces, target)
             return True
         m = max(1, _GROUP_BYTES // (prod(counts[:j]) * prod(counts[j + 1:]) * bs))
@@ -252,7 +253,8 @@ class NDReader:
             sub_pieces[j] = _pieces(sub_locs[j], self._blocks[j], sub_bids[j])
             idx = [slice(None)] * self._nd
             idx[j] = slice(k0, k1)
-            raw = self._decode_scratch(chunk, self._block_numbers(sub_bids), nthreads)
+            raw = self._decode_scratch(chunk, self._block_numbers(sub_bids), nthreads,
+                                       self._needs(sub_locs, sub_bids))
             self._copy_pieces(raw, sub_bids, sub_pieces, target[tuple(idx)])
         return True
 
@@ -317,12 +319,35 @@ class NDReader:
         self._copy_pieces(buf, bids, whole, target, tuple(ext))
         return True
 
-    def _decode_scratch(self, chunk, numbers, nthreads) -> np.ndarray:
+    def _decode_scratch(self, chunk, numbers, nthreads, needs=None) -> np.ndarray:
         """Blocks `numbers` of `chunk` decoded into this thread's reused buffer (fresh
-        pages would cost a page fault each); valid until the thread's next call."""
+        pages would cost a page fault each); valid until the thread's next call.
+        `needs`: the bytes wanted of each block (only those are decoded if the
+        codec allows), None for all."""
         buf = _scratch(len(numbers) * self._blocksize, "dst")
-        decompress_blocks(chunk, numbers, nthreads=nthreads, dst=buf)
+        decompress_blocks(chunk, numbers, nthreads=nthreads, dst=buf, needs=needs)
         return buf
+
+    def _needs(self, locs, bids):
+        """Bytes wanted of each block in the product of `bids` (C order) for the
+        positions `locs` (ranges), up to each block's last wanted item; None when
+        no block would be decoded less than three quarters of the way (then whole)."""
+        if any(loc.step <= 0 for loc in locs):
+            return None
+        lasts = []                      # per dimension, the last wanted offset per block
+        for loc, ids, b in zip(locs, bids, self._blocks):
+            last = []
+            for i in ids:
+                end = min(i * b + b - 1, loc[-1])
+                last.append(loc.start + (end - loc.start) // loc.step * loc.step - i * b)
+            lasts.append(last)
+        strides = [prod(self._blocks[d + 1:]) for d in range(self._nd)]
+        if sum(min(last) * st for last, st in zip(lasts, strides)) + 1 \
+                > 0.75 * prod(self._blocks):
+            return None
+        item = self._dtype.itemsize
+        return [(sum(o * st for o, st in zip(combo, strides)) + 1) * item
+                for combo in itertools.product(*lasts)]
 
     def _copy_pieces(self, buf, bids, pieces, target, blocks=None):
         """Copy from decoded blocks (C-order grid of `bids` blocks, one after another,
