@@ -35,7 +35,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from timing import best_times, write_json, optional
+from timing import best_times, optional, write_json
 
 import ndpack
 

@@ -489,14 +489,16 @@ def test_flat_true_is_flatnonzero(n, density, seed):
 
 _F = ndpack.Filter
 CODEC_CASES = [
-    dict(codec=ndpack.Codec.LZ4, filters=[_F.SHUFFLE]),
-    dict(codec=ndpack.Codec.ZLIB, filters=[_F.SHUFFLE]),
-    dict(codec=ndpack.Codec.LZ4, filters=[_F.NOFILTER]),
-    dict(codec=ndpack.Codec.ZLIB, filters=[_F.NOFILTER]),
-    dict(codec=ndpack.Codec.LZ4HC, filters=[_F.DELTA, _F.SHUFFLE]),
-    dict(codec=ndpack.Codec.BLOSCLZ, filters=[_F.BITSHUFFLE]),
-    dict(codec=ndpack.Codec.ZSTD, filters=[_F.SHUFFLE], splitmode=ndpack.SplitMode.ALWAYS_SPLIT),
-    dict(codec=ndpack.Codec.LZ4, filters=[_F.SHUFFLE], splitmode=ndpack.SplitMode.NEVER_SPLIT),
+    {"codec": ndpack.Codec.LZ4, "filters": [_F.SHUFFLE]},
+    {"codec": ndpack.Codec.ZLIB, "filters": [_F.SHUFFLE]},
+    {"codec": ndpack.Codec.LZ4, "filters": [_F.NOFILTER]},
+    {"codec": ndpack.Codec.ZLIB, "filters": [_F.NOFILTER]},
+    {"codec": ndpack.Codec.LZ4HC, "filters": [_F.DELTA, _F.SHUFFLE]},
+    {"codec": ndpack.Codec.BLOSCLZ, "filters": [_F.BITSHUFFLE]},
+    {"codec": ndpack.Codec.ZSTD, "filters": [_F.SHUFFLE],
+     "splitmode": ndpack.SplitMode.ALWAYS_SPLIT},
+    {"codec": ndpack.Codec.LZ4, "filters": [_F.SHUFFLE],
+     "splitmode": ndpack.SplitMode.NEVER_SPLIT},
 ]
 
 
