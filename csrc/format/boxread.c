@@ -18,6 +18,8 @@
 
 #include "chunk.h"
 
+#include "../common/tls.h"
+
 typedef struct {
   int64_t n;          /* positions */
   int32_t *gb;        /* global block of each position */
@@ -338,6 +340,61 @@ int ndp_decode_slots(const ndp_slots *sl, const ndp_djob *jobs, int64_t s0, int6
   return NDP_OK;
 }
 
+typedef struct {
+  const ndp_slots *sl;
+  const ndp_djob *jobs;
+  const int64_t *chunk_slot;
+  ndp_emit_fn emit;
+  void *ctx;
+  atomic_int failed;
+  ndp_error err;
+  pthread_mutex_t lock;
+} chunks_job;
+
+static void chunk_task(void *ctx, int32_t k) {
+  chunks_job *cj = (chunks_job *)ctx;
+  if (atomic_load(&cj->failed)) return;
+  const ndp_slots *sl = cj->sl;
+  int64_t s0 = cj->chunk_slot[k], s1 = cj->chunk_slot[k + 1];
+  ndp_error e = {0, {0}};
+  uint8_t *buf = ndp_scratch(3, (size_t)((s1 - s0) * sl->blockbytes));
+  int rc = buf == NULL ? ndp_fail(&e, NDP_ERR_MEMORY, "cannot allocate a chunk's blocks")
+                       : NDP_OK;
+  for (int64_t s = s0; s < s1 && rc == NDP_OK; s++)
+    rc = ndp_djob_block(&cj->jobs[sl->chunk[s]], sl->block[s], (int32_t)sl->blockbytes,
+                        buf + (size_t)((s - s0) * sl->blockbytes), sl->need[s], &e);
+  if (rc == NDP_OK) {
+    cj->emit(cj->ctx, k, buf, s0);
+    return;
+  }
+  pthread_mutex_lock(&cj->lock);
+  if (!atomic_load(&cj->failed)) {
+    cj->err = e;
+    atomic_store(&cj->failed, 1);
+  }
+  pthread_mutex_unlock(&cj->lock);
+}
+
+int ndp_decode_chunks(const ndp_slots *sl, const ndp_djob *jobs, const int64_t *chunk_slot,
+                      int32_t nchunks, int nthreads, ndp_emit_fn emit, void *ctx,
+                      ndp_error *err) {
+  chunks_job cj;
+  memset(&cj, 0, sizeof cj);
+  cj.sl = sl;
+  cj.jobs = jobs;
+  cj.chunk_slot = chunk_slot;
+  cj.emit = emit;
+  cj.ctx = ctx;
+  int64_t want = 0;
+  for (int64_t s = 0; s < sl->n; s++) want += sl->need[s];
+  pthread_mutex_init(&cj.lock, NULL);
+  atomic_init(&cj.failed, 0);
+  ndp_parallel_for(want < PARALLEL_BYTES ? 1 : nthreads, nchunks, chunk_task, &cj);
+  pthread_mutex_destroy(&cj.lock);
+  if (atomic_load(&cj.failed)) return ndp_fail(err, cj.err.code, "%s", cj.err.msg);
+  return NDP_OK;
+}
+
 int32_t ndp_open_chunks(ndp_djob *jobs, const void *const *chunks, const int32_t *sizes,
                         int32_t n, const int64_t *numbers, int64_t nbytes, int *rc,
                         ndp_error *err) {
@@ -430,6 +487,11 @@ static void gather_task(void *ctx, int32_t i) {
   gather_chunk(g->b, g->k0 + i, g->src, g->s0, g->out);
 }
 
+static void gather_emit(void *ctx, int32_t k, const uint8_t *buf, int64_t s0) {
+  gather_job *g = (gather_job *)ctx;
+  gather_chunk(g->b, k, buf, s0, g->out);
+}
+
 /* Below this many bytes of box the calling thread gathers alone. */
 #define GATHER_PARALLEL_BYTES (1 << 20)
 
@@ -449,7 +511,17 @@ int ndp_box_read(const ndp_box *b, const void *const *chunks, const int32_t *siz
   int32_t nopen = ndp_open_chunks(jobs, chunks, sizes, b->nchunks, b->chunk_number,
                                   b->nblocks * bb, &rc, err);
   gather_job g = {b, (const uint8_t *)scratch, 0, 0, (uint8_t *)out};
-  /* batches of whole chunks whose slots fit in the scratch buffer */
+  if (rc == NDP_OK && b->nchunks >= 2 * nthreads) {
+    /* many chunks: each thread decodes a chunk into its own buffer and gathers it
+     * while it is in the cache; no barrier until the end */
+    rc = ndp_decode_chunks(&b->slots, jobs, b->chunk_slot, b->nchunks, nthreads, gather_emit,
+                           &g, err);
+    for (int32_t k = 0; k < nopen; k++) ndp_djob_close(&jobs[k]);
+    free(jobs);
+    return rc;
+  }
+  /* a few chunks: their blocks decoded in parallel (batches of whole chunks whose
+   * slots fit in the scratch buffer), then gathered */
   for (int32_t k0 = 0, k1; rc == NDP_OK && k0 < b->nchunks; k0 = k1) {
     k1 = k0 + 1;
     while (k1 < b->nchunks && b->chunk_slot[k1 + 1] - b->chunk_slot[k0] <= cap) k1++;

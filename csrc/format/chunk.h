@@ -96,6 +96,14 @@ typedef struct {
  * nthreads threads (1 when little is wanted). */
 int ndp_decode_slots(const ndp_slots *sl, const ndp_djob *jobs, int64_t s0, int64_t s1,
                      uint8_t *scratch, int nthreads, ndp_error *err);
+/* Decode touched chunk k's slots [chunk_slot[k], chunk_slot[k + 1]) into a buffer of
+ * the thread running it (slot s0 first) and pass them to emit(ctx, k, buf, s0), for
+ * every k < nchunks, on up to nthreads threads (1 when little is wanted): the blocks
+ * are used while they are in the thread's cache. */
+typedef void (*ndp_emit_fn)(void *ctx, int32_t k, const uint8_t *buf, int64_t s0);
+int ndp_decode_chunks(const ndp_slots *sl, const ndp_djob *jobs, const int64_t *chunk_slot,
+                      int32_t nchunks, int nthreads, ndp_emit_fn emit, void *ctx,
+                      ndp_error *err);
 /* Check an array's chunking (ndim, chunk and block shapes, chunks per dimension,
  * item size); bgrid (blocks per chunk along each dimension), bitems (items of a
  * block), nblocks (blocks of a chunk), nchunks (chunks) follow. */

@@ -2,10 +2,11 @@
  *
  * Every point is mapped to (chunk, block, offset in the block); the points are
  * sorted by (chunk, block) with a radix sort, and each distinct block becomes a slot.
- * Slots are decoded batch by batch into a scratch buffer of the caller's size (each
- * block only up to its last wanted item), in parallel, and the points of a batch are
- * copied out before the next one: memory stays at the scratch buffer whatever the
- * number of points. */
+ * With many chunks, each thread decodes a chunk's slots into its own buffer and
+ * copies that chunk's points.  With a few, the slots are decoded batch by batch into
+ * the caller's scratch buffer, in parallel, and the points of a batch are copied out
+ * before the next one.  Every block is decoded only up to its last point, and memory
+ * stays at a chunk's blocks (or the scratch buffer) whatever the number of points. */
 #include <stdlib.h>
 
 #include "chunk.h"
@@ -18,6 +19,7 @@ struct ndp_points {
   int32_t nchunks;
   int64_t *chunk_number;     /* per touched chunk, increasing */
   int64_t *chunk_slot;       /* first slot of each, then the slot count */
+  int64_t *chunk_point;      /* first sorted point of each, then npoints */
   int64_t *order;            /* points sorted by slot: their output index */
   int64_t *pslot;            /* slot of each sorted point */
   int64_t *poff;             /* item offset in its block of each sorted point */
@@ -25,7 +27,7 @@ struct ndp_points {
 
 void ndp_points_free(ndp_points *p) {
   if (p == NULL) return;
-  free(p->chunk_number); free(p->chunk_slot); free(p->order); free(p->pslot); free(p->poff);
+  free(p->chunk_number); free(p->chunk_slot); free(p->chunk_point); free(p->order); free(p->pslot); free(p->poff);
   free(p->slots.block); free(p->slots.need); free(p->slots.chunk);
   free(p);
 }
@@ -120,8 +122,9 @@ int ndp_points_plan(int ndim, const int64_t *chunks, const int64_t *blocks, cons
     p->slots.chunk = malloc(sizeof(int32_t) * (size_t)ns);
     p->chunk_number = malloc(sizeof(int64_t) * (size_t)nc);
     p->chunk_slot = malloc(sizeof(int64_t) * (size_t)(nc + 1));
+    p->chunk_point = malloc(sizeof(int64_t) * (size_t)(nc + 1));
     if (nc > INT32_MAX || !p->slots.block || !p->slots.need || !p->slots.chunk ||
-        !p->chunk_number || !p->chunk_slot)
+        !p->chunk_number || !p->chunk_slot || !p->chunk_point)
       rc = ndp_fail(err, NDP_ERR_MEMORY, "out of memory");
   }
   if (rc == NDP_OK) {
@@ -134,6 +137,7 @@ int ndp_points_plan(int ndim, const int64_t *chunks, const int64_t *blocks, cons
           c++;
           p->chunk_number[c] = (int64_t)(kk / (uint64_t)nblocks);
           p->chunk_slot[c] = s + 1;
+          p->chunk_point[c] = k;
         }
         s++;
         p->slots.block[s] = (int32_t)(kk % (uint64_t)nblocks);
@@ -146,6 +150,7 @@ int ndp_points_plan(int ndim, const int64_t *chunks, const int64_t *blocks, cons
       p->pslot[k] = s;
     }
     p->chunk_slot[p->nchunks] = p->slots.n;
+    p->chunk_point[p->nchunks] = npoints;
     memcpy(p->poff, tmp, sizeof(int64_t) * (size_t)npoints);   /* in sorted order */
   }
   free(key);
@@ -169,6 +174,26 @@ int64_t ndp_points_chunk(const ndp_points *p, int32_t k, const int32_t **blocks,
   return p->chunk_number[k];
 }
 
+typedef struct {
+  const ndp_points *p;
+  uint8_t *out;
+} emit_job;
+
+/* Copy the points of sorted positions [k0, k1) from slots decoded at src (slot s0
+ * first). */
+static void copy_points(const ndp_points *p, int64_t k0, int64_t k1, const uint8_t *src,
+                        int64_t s0, uint8_t *dst) {
+  size_t is = (size_t)p->itemsize;
+  for (int64_t k = k0; k < k1; k++)
+    memcpy(dst + (size_t)p->order[k] * is,
+           src + (size_t)((p->pslot[k] - s0) * p->bitems + p->poff[k]) * is, is);
+}
+
+static void points_emit(void *ctx, int32_t c, const uint8_t *buf, int64_t s0) {
+  emit_job *e = (emit_job *)ctx;
+  copy_points(e->p, e->p->chunk_point[c], e->p->chunk_point[c + 1], buf, s0, e->out);
+}
+
 int ndp_points_read(const ndp_points *p, const void *const *chunks, const int32_t *sizes,
                     void *scratch, int64_t scratch_len, void *out, int64_t out_len, int nthreads,
                     ndp_error *err) {
@@ -182,16 +207,21 @@ int ndp_points_read(const ndp_points *p, const void *const *chunks, const int32_
   int rc;
   int32_t nopen = ndp_open_chunks(jobs, chunks, sizes, p->nchunks, p->chunk_number,
                                   p->nblocks * bb, &rc, err);
-  const uint8_t *src = (const uint8_t *)scratch;
-  uint8_t *dst = (uint8_t *)out;
-  size_t is = (size_t)p->itemsize;
-  int64_t k = 0;
-  for (int64_t s0 = 0; rc == NDP_OK && s0 < p->slots.n; s0 += cap) {
-    int64_t s1 = s0 + cap < p->slots.n ? s0 + cap : p->slots.n;
-    rc = ndp_decode_slots(&p->slots, jobs, s0, s1, (uint8_t *)scratch, nthreads, err);
-    for (; rc == NDP_OK && k < p->npoints && p->pslot[k] < s1; k++)
-      memcpy(dst + (size_t)p->order[k] * is,
-             src + (size_t)((p->pslot[k] - s0) * p->bitems + p->poff[k]) * is, is);
+  if (rc == NDP_OK && p->nchunks >= 2 * nthreads) {
+    /* many chunks: each thread decodes a chunk's blocks and copies its points */
+    emit_job e = {p, (uint8_t *)out};
+    rc = ndp_decode_chunks(&p->slots, jobs, p->chunk_slot, p->nchunks, nthreads, points_emit,
+                           &e, err);
+  } else {
+    /* a few chunks: batches of blocks decoded in parallel, then their points */
+    int64_t k = 0;
+    for (int64_t s0 = 0; rc == NDP_OK && s0 < p->slots.n; s0 += cap) {
+      int64_t s1 = s0 + cap < p->slots.n ? s0 + cap : p->slots.n, k1 = k;
+      rc = ndp_decode_slots(&p->slots, jobs, s0, s1, (uint8_t *)scratch, nthreads, err);
+      while (k1 < p->npoints && p->pslot[k1] < s1) k1++;
+      if (rc == NDP_OK) copy_points(p, k, k1, (const uint8_t *)scratch, s0, (uint8_t *)out);
+      k = k1;
+    }
   }
   for (int32_t j = 0; j < nopen; j++) ndp_djob_close(&jobs[j]);
   free(jobs);
