@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ndpack
-from ndpack.storage import boxread, fancy
+from ndpack.storage import boxread, chunkwise, fancy
 
 DTYPES = ["f4", "f8", "c16", "i1", "u2", "i8", "?"]
 
@@ -260,7 +260,7 @@ def test_points_decode_only_their_blocks(monkeypatch, in_c):
     rng = np.random.default_rng(1)
     row, col = rng.integers(0, 64, 25), rng.integers(0, 64, 25)
     seen = []
-    orig, orig_chunks = fancy.decompress_blocks, boxread._chunks
+    orig, orig_chunks = chunkwise.decompress_blocks, boxread._chunks
 
     def spy(chunk, numbers, **kw):                  # the chunk-by-chunk path
         seen.extend(numbers)
@@ -271,7 +271,7 @@ def test_points_decode_only_their_blocks(monkeypatch, in_c):
             seen.extend(plan.blocks_of(k))
         return orig_chunks(arr, plan)
 
-    monkeypatch.setattr(fancy, "decompress_blocks", spy)
+    monkeypatch.setattr(chunkwise, "decompress_blocks", spy)
     monkeypatch.setattr(boxread, "_chunks", spy_plan)
     monkeypatch.setattr(boxread, "POINTS_IN_C", in_c)
     with plan("points"):

@@ -1,20 +1,24 @@
 """Fancy indexing of NDArray: integer arrays, boolean masks, ``oindex`` and ``vindex``.
 
 Keys follow NumPy's rules (normalized by ``ndindex``).  Two read plans, both decoding
-each touched chunk once however many indices fall in it:
+each touched block once however many indices fall in it, and only up to its last
+wanted item:
 
 * **orthogonal**: the sorted distinct positions of every dimension form a compact
-  box (``a[row]``, ``a[1:9, col]``, ``a[row[:, None], col]``); each chunk the box
-  touches decodes only the blocks holding its positions (a run of positions goes
-  through the slice read path), and NumPy then indexes the box with the key remapped
-  to box positions, so its semantics come for free.
+  box (``a[row]``, ``a[1:9, col]``, ``a[row[:, None], col]``, ``oindex``); the C core
+  decodes the blocks of the box and gathers the result, with repeated and unsorted
+  indices as output maps (:meth:`_Plan.direct`); other keys get the box and NumPy
+  indexes it with the key remapped to box positions, so its semantics come for free.
 * **points**: when the box would be much larger than the result (``a[row, col]``,
-  full-shape masks), the distinct points are grouped by chunk and each chunk decodes
-  exactly the blocks its points fall in.
+  full-shape masks), the C core sorts the distinct points by (chunk, block) and
+  decodes exactly the blocks they fall in.
 
-Writes use the same plans: the values are scattered into the compact form (NumPy's
-rules for repeated indices: the last one wins), and each touched chunk is decoded,
-patched and re-encoded once.
+Both go through :mod:`ndpack.storage.boxread`; keys too large for one plan, and
+points that also take slices of other dimensions, are read chunk by chunk in Python
+(:mod:`ndpack.storage.chunkwise`).  Writes use the same plans: the values are
+scattered into the compact form (NumPy's rules for repeated indices: the last one
+wins), and each touched chunk is patched and re-encoded once (only its touched
+blocks when few are).
 
 Examples
 --------
@@ -39,9 +43,9 @@ import operator
 import numpy as np
 
 from ndpack.chunks import decompress_blocks, patch_blocks
-from ndpack.storage import boxread
+from ndpack.storage import boxread, chunkwise
 from ndpack.storage.grid import prod
-from ndpack.storage.ndread import _pool, _scratch, share
+from ndpack.storage.ndread import _pool
 
 __all__ = ["OIndex", "VIndex", "fancy_get", "fancy_set", "is_fancy"]
 
@@ -349,228 +353,21 @@ class _MaskPlan(_Plan):
 
 
 # ---------------------------------------------------------------------------------------
-# per-chunk work
-
-
-def _distinct(q: np.ndarray) -> np.ndarray:
-    """The distinct values of sorted `q` (np.unique without its sort or hash)."""
-    if q.size < 2:
-        return q
-    return q[np.concatenate(([True], q[1:] != q[:-1]))]
-
-
-def _groups(u: np.ndarray, c: int):
-    """Split sorted positions `u` by cells of size `c`: yield (cell, k0, k1)."""
-    if not len(u):
-        return
-    cells = u // c
-    cuts = np.flatnonzero(np.diff(cells)) + 1
-    starts = np.concatenate(([0], cuts))
-    ends = np.concatenate((cuts, [len(u)]))
-    for k0, k1 in zip(starts.tolist(), ends.tolist()):
-        yield int(cells[k0]), k0, k1
-
-
-def _fetch(arr, n, numbers):
-    """Chunk `n` (reduced to the blocks `numbers` when read from a file) and the
-    scalar it stands for when special (else None)."""
-    chunk = arr._lazy_chunk(n, numbers) if arr._lazy_ok() else None
-    if chunk is not None:
-        return chunk, None
-    chunk = arr._schunk._frame.get(n)
-    return chunk, arr._special_fill(chunk)
-
-
-def _run(arr, tasks):
-    """Run the per-chunk `tasks` (disjoint outputs), in parallel when allowed: the
-    caller and the pool's threads take them from one list (:func:`share`)."""
-    nthreads = arr._schunk.dparams.nthreads
-    if nthreads > 1 and len(tasks) > 1:
-        share(tasks, lambda t: t(1), nthreads)
-    else:
-        for t in tasks:
-            t(nthreads)
-
-
-def _box_parts(arr, units):
-    """Yield (nchunk, per-dim local positions, per-dim compact slices) of a box."""
-    import itertools
-
-    per_dim = [list(_groups(u, c)) for u, c in zip(units, arr._chunks)]
-    for combo in itertools.product(*per_dim):
-        n = arr._chunk_number([g[0] for g in combo])
-        locs = [units[d][g[1]:g[2]] - g[0] * arr._chunks[d] for d, g in enumerate(combo)]
-        yield n, locs, tuple(slice(g[1], g[2]) for g in combo)
+# reads: the C core's plans, else chunk by chunk
 
 
 def _read_box(arr, units, out):
     """``out[...] = arr`` at the box of sorted positions `units` (one per dimension)."""
-    if boxread.read_box(arr, units, out):
-        return                                     # small: one plan for all chunks
-    tasks = []
-    for n, locs, dst in _box_parts(arr, units):
-        runs = [len(loc) and int(loc[-1]) - int(loc[0]) == len(loc) - 1 for loc in locs]
-        if all(runs):                              # a sub-box: the slice read path
-            rng = [range(int(loc[0]), int(loc[-1]) + 1) for loc in locs]
-            tasks.append(lambda nt, n=n, dst=dst, rng=rng:
-                         arr._read_chunk(n, dst, rng, out, nt, arr._lazy_ok()))
-        else:
-            tasks.append(lambda nt, n=n, dst=dst, locs=locs:
-                         _gather_box(arr, n, locs, out, dst, nt))
-    _run(arr, tasks)
-
-
-def _box_needs(arr, locs, bids):
-    """Bytes wanted of each block in the product of `bids` (C order) for the sorted
-    local positions `locs`: up to the block's last wanted item in C order, the item
-    at the largest wanted position along every dimension."""
-    strides = [prod(arr._blocks[d + 1:]) for d in range(len(locs))]
-    need = np.zeros(1, np.int64)
-    for loc, bd, b, st in zip(locs, bids, arr._blocks, strides):
-        last = loc[np.searchsorted(loc // b, bd, side="right") - 1] - bd * b
-        need = (need[:, None] + last * st).reshape(-1)
-    return (need + 1) * arr._dtype.itemsize
-
-
-def _blocked(arr, chunk, bids, numbers, nthreads, needs=None):
-    """Decode the blocks in the product of `bids` (their numbers: `numbers`) of a
-    regular chunk and view them as ``(count0, block0, count1, block1, ...)`` (no
-    copy).  `needs`: the bytes wanted of each block (the rest is left undefined)."""
-    counts = tuple(len(b) for b in bids)
-    if needs is not None and int(needs.min()) >= arr._blocksize:
-        needs = None
-    if needs is None and prod(counts) == prod(arr._bgrid):
-        raw = arr._decode_raw(chunk, bids, nthreads)
-    else:                                  # into a reused buffer: no page faults
-        raw = _scratch(prod(counts) * arr._blocksize, "dst")
-        decompress_blocks(chunk, numbers, nthreads=nthreads, dst=raw, needs=needs)
-    nd = len(counts)
-    view = np.frombuffer(raw, arr._dtype, prod(counts) * prod(arr._blocks)).reshape(
-        counts + arr._blocks)
-    return view.transpose([ax for d in range(nd) for ax in (d, nd + d)])
-
-
-def _gather_box(arr, n, locs, out, dst, nthreads):
-    blocks = arr._blocks
-    bids = [_distinct(loc // b) for loc, b in zip(locs, blocks)]   # (sorted units)
-    numbers = arr._block_numbers(bids)
-    chunk, fill = _fetch(arr, n, numbers)
-    if fill is not None:
-        out[dst] = fill
-        return
-    view = _blocked(arr, chunk, bids, numbers, nthreads, _box_needs(arr, locs, bids))
-    target = out[dst]
-    # dimensions whose positions are all the items of the decoded blocks: slices
-    picks = [d for d, (loc, bd, b) in enumerate(zip(locs, bids, blocks))
-             if len(loc) != len(bd) * b]
-    key = []
-    if len(picks) <= 1:                        # one advanced pair: axes stay in order
-        for d, (loc, bd, b) in enumerate(zip(locs, bids, blocks)):
-            key += [np.searchsorted(bd, loc // b), loc % b] if d in picks \
-                else [slice(None), slice(None)]
-        target[...] = view[tuple(key)].reshape(target.shape)
-        return
-    nd = len(locs)
-    for d, (loc, bd, b) in enumerate(zip(locs, bids, blocks)):
-        shp = [1] * nd
-        shp[d] = -1
-        key += [np.searchsorted(bd, loc // b).reshape(shp), (loc % b).reshape(shp)]
-    target[...] = view[tuple(key)]
+    if not boxread.read_box(arr, units, out):
+        chunkwise.read_box(arr, units, out)
 
 
 def _read_points(arr, plan, out):
     """``out[q, ...]``: point q of `plan` by the other dimensions' positions."""
     if not plan.others and arr.ndim and boxread.POINTS_IN_C:
         boxread.read_points(arr, plan.coords, out)        # points alone: in the C core
-        return
-    tasks = []
-    for n, sel, locs, odst in _point_parts(arr, plan):
-        tasks.append(lambda nt, n=n, sel=sel, locs=locs, odst=odst:
-                     _gather_points(arr, plan, n, sel, locs, odst, out, nt))
-    _run(arr, tasks)
-
-
-def _point_parts(arr, plan):
-    """Yield (nchunk, point indices, per-dim local positions, compact slices of the
-    other dimensions) for every chunk the points touch."""
-    import itertools
-
-    adv, others, chunks = plan.adv, plan.others, arr._chunks
-    coords = plan.coords
-    if not len(coords[0]):
-        return
-    cc = [coords[i] // chunks[d] for i, d in enumerate(adv)]
-    glin = np.ravel_multi_index(cc, [arr._grid[d] for d in adv])
-    order = np.argsort(glin, kind="stable")
-    gs = glin[order]
-    cuts = np.flatnonzero(np.diff(gs)) + 1
-    other_parts = [list(_groups(plan.units[d], chunks[d])) for d in others]
-    for k0, k1 in zip(np.concatenate(([0], cuts)).tolist(),
-                      np.concatenate((cuts, [len(gs)])).tolist()):
-        sel = order[k0:k1]
-        ccoord = {d: int(cc[i][sel[0]]) for i, d in enumerate(adv)}
-        for combo in itertools.product(*other_parts):
-            gc = dict(ccoord)
-            locs = {}
-            for d, g in zip(others, combo):
-                gc[d] = g[0]
-                locs[d] = plan.units[d][g[1]:g[2]] - g[0] * chunks[d]
-            for i, d in enumerate(adv):
-                locs[d] = coords[i][sel] - gc[d] * chunks[d]
-            n = arr._chunk_number([gc[d] for d in range(arr.ndim)])
-            yield n, sel, [locs[d] for d in range(arr.ndim)], \
-                tuple(slice(g[1], g[2]) for g in combo)
-
-
-def _point_index(plan, locs):
-    """An index of all arrays that gathers (q, others...) from a chunk-like array."""
-    src = locs
-    no = len(plan.others)
-    key = []
-    j = 0
-    for d in range(len(locs)):
-        if d in plan.adv:
-            key.append(src[d].reshape((-1,) + (1,) * no))
-        else:
-            shp = [1] * (no + 1)
-            shp[1 + j] = -1
-            key.append(src[d].reshape(shp))
-            j += 1
-    return tuple(key)
-
-
-def _gather_points(arr, plan, n, sel, locs, odst, out, nthreads):
-    blocks = arr._blocks
-    if not plan.others:                            # exactly the blocks holding points
-        bcoord = [loc // b for loc, b in zip(locs, blocks)]
-        bnum = np.ravel_multi_index(bcoord, arr._bgrid) if arr.ndim else np.zeros(1, int)
-        ub, binv = np.unique(bnum, return_inverse=True)
-        chunk, fill = _fetch(arr, n, ub.tolist())
-        if fill is not None:
-            out[sel] = fill
-            return
-        off = np.ravel_multi_index([loc % b for loc, b in zip(locs, blocks)], blocks)
-        needs = np.zeros(len(ub), np.int64)
-        np.maximum.at(needs, binv, off)
-        raw = _scratch(len(ub) * arr._blocksize, "dst")
-        decompress_blocks(chunk, ub.tolist(), nthreads=nthreads, dst=raw,
-                          needs=((needs + 1) * arr._dtype.itemsize).tolist())
-        vals = np.frombuffer(raw, arr._dtype).reshape(len(ub), prod(blocks))
-        out[sel] = vals[binv, off]
-        return
-    bids = [np.unique(loc // b) for loc, b in zip(locs, blocks)]
-    numbers = arr._block_numbers(bids)
-    chunk, fill = _fetch(arr, n, numbers)
-    dst = (sel,) + odst
-    if fill is not None:
-        out[dst] = fill
-        return
-    needs = _box_needs(arr, [np.sort(loc) for loc in locs], bids)   # (an upper bound)
-    view = _blocked(arr, chunk, bids, numbers, nthreads, needs)
-    bpos = _point_index(plan, [np.searchsorted(bd, loc // b)
-                               for loc, bd, b in zip(locs, bids, blocks)])
-    ipos = _point_index(plan, [loc % b for loc, b in zip(locs, blocks)])
-    out[dst] = view[tuple(x for pair in zip(bpos, ipos) for x in pair)]
+    else:
+        chunkwise.read_points(arr, plan, out)
 
 
 # ---------------------------------------------------------------------------------------
@@ -636,10 +433,11 @@ def fancy_set(arr, key, value, front=False, plan=None) -> None:
     if not mask.any():
         return
     if plan.ortho:
-        parts = ((n, np.ix_(*locs), dst) for n, locs, dst in _box_parts(arr, plan.units))
+        parts = ((n, np.ix_(*locs), dst)
+                 for n, locs, dst in chunkwise.box_parts(arr, plan.units))
     else:
-        parts = ((n, _point_index(plan, locs), (sel,) + odst)
-                 for n, sel, locs, odst in _point_parts(arr, plan))
+        parts = ((n, chunkwise.point_index(plan, locs), (sel,) + odst)
+                 for n, sel, locs, odst in chunkwise.point_parts(arr, plan))
 
     def patch(n, idx, dst):
         m = mask[dst]
