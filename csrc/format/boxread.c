@@ -292,107 +292,98 @@ int64_t ndp_box_chunk(const ndp_box *b, int32_t k, const int32_t **blocks, int32
 
 /* ---- decoding slots (shared with pointread.c through chunk.h) ---- */
 
+/* One decoding run: slots [s0, ...) into scratch (slot mode), or each touched chunk
+ * into its thread's buffer then emit (chunk mode); the first failure is kept. */
 typedef struct {
   const ndp_slots *sl;
   const ndp_djob *jobs;
   uint8_t *scratch;
   int64_t s0;
-  atomic_int failed;
-  ndp_error err;
-  pthread_mutex_t lock;
-} slot_job;
-
-static void slot_task(void *ctx, int32_t i) {
-  slot_job *sj = (slot_job *)ctx;
-  if (atomic_load(&sj->failed)) return;
-  const ndp_slots *sl = sj->sl;
-  int64_t s = sj->s0 + i;
-  ndp_error e = {0, {0}};
-  if (ndp_djob_block(&sj->jobs[sl->chunk[s]], sl->block[s], (int32_t)sl->blockbytes,
-                     sj->scratch + (size_t)i * sl->blockbytes, sl->need[s], &e) != NDP_OK) {
-    pthread_mutex_lock(&sj->lock);
-    if (!atomic_load(&sj->failed)) {
-      sj->err = e;
-      atomic_store(&sj->failed, 1);
-    }
-    pthread_mutex_unlock(&sj->lock);
-  }
-}
-
-/* Below this many wanted bytes the calling thread decodes alone. */
-#define PARALLEL_BYTES (256 << 10)
-
-int ndp_decode_slots(const ndp_slots *sl, const ndp_djob *jobs, int64_t s0, int64_t s1,
-                     uint8_t *scratch, int nthreads, ndp_error *err) {
-  slot_job sj;
-  memset(&sj, 0, sizeof sj);
-  sj.sl = sl;
-  sj.jobs = jobs;
-  sj.scratch = scratch;
-  sj.s0 = s0;
-  int64_t want = 0;
-  for (int64_t s = s0; s < s1; s++) want += sl->need[s];
-  pthread_mutex_init(&sj.lock, NULL);
-  atomic_init(&sj.failed, 0);
-  ndp_parallel_for(want < PARALLEL_BYTES ? 1 : nthreads, (int32_t)(s1 - s0), slot_task, &sj);
-  pthread_mutex_destroy(&sj.lock);
-  if (atomic_load(&sj.failed)) return ndp_fail(err, sj.err.code, "%s", sj.err.msg);
-  return NDP_OK;
-}
-
-typedef struct {
-  const ndp_slots *sl;
-  const ndp_djob *jobs;
   const int64_t *chunk_slot;
   ndp_emit_fn emit;
   void *ctx;
   atomic_int failed;
   ndp_error err;
   pthread_mutex_t lock;
-} chunks_job;
+} decode_job;
+
+static void record_failure(decode_job *dj, const ndp_error *e) {
+  pthread_mutex_lock(&dj->lock);
+  if (!atomic_load(&dj->failed)) {
+    dj->err = *e;
+    atomic_store(&dj->failed, 1);
+  }
+  pthread_mutex_unlock(&dj->lock);
+}
+
+/* Decode slot s into out. */
+static int decode_slot(const decode_job *dj, int64_t s, uint8_t *out, ndp_error *e) {
+  const ndp_slots *sl = dj->sl;
+  return ndp_djob_block(&dj->jobs[sl->chunk[s]], sl->block[s], (int32_t)sl->blockbytes, out,
+                        sl->need[s], e);
+}
+
+static void slot_task(void *ctx, int32_t i) {
+  decode_job *dj = (decode_job *)ctx;
+  if (atomic_load(&dj->failed)) return;
+  ndp_error e = {0, {0}};
+  if (decode_slot(dj, dj->s0 + i, dj->scratch + (size_t)i * dj->sl->blockbytes, &e) != NDP_OK)
+    record_failure(dj, &e);
+}
 
 static void chunk_task(void *ctx, int32_t k) {
-  chunks_job *cj = (chunks_job *)ctx;
-  if (atomic_load(&cj->failed)) return;
-  const ndp_slots *sl = cj->sl;
-  int64_t s0 = cj->chunk_slot[k], s1 = cj->chunk_slot[k + 1];
+  decode_job *dj = (decode_job *)ctx;
+  if (atomic_load(&dj->failed)) return;
+  int64_t s0 = dj->chunk_slot[k], s1 = dj->chunk_slot[k + 1], bb = dj->sl->blockbytes;
   ndp_error e = {0, {0}};
-  uint8_t *buf = ndp_scratch(3, (size_t)((s1 - s0) * sl->blockbytes));
+  uint8_t *buf = ndp_scratch(3, (size_t)((s1 - s0) * bb));
   int rc = buf == NULL ? ndp_fail(&e, NDP_ERR_MEMORY, "cannot allocate a chunk's blocks")
                        : NDP_OK;
   for (int64_t s = s0; s < s1 && rc == NDP_OK; s++)
-    rc = ndp_djob_block(&cj->jobs[sl->chunk[s]], sl->block[s], (int32_t)sl->blockbytes,
-                        buf + (size_t)((s - s0) * sl->blockbytes), sl->need[s], &e);
-  if (rc == NDP_OK) {
-    cj->emit(cj->ctx, k, buf, s0);
-    return;
-  }
-  pthread_mutex_lock(&cj->lock);
-  if (!atomic_load(&cj->failed)) {
-    cj->err = e;
-    atomic_store(&cj->failed, 1);
-  }
-  pthread_mutex_unlock(&cj->lock);
+    rc = decode_slot(dj, s, buf + (size_t)((s - s0) * bb), &e);
+  if (rc == NDP_OK) dj->emit(dj->ctx, k, buf, s0);
+  else record_failure(dj, &e);
+}
+
+/* Below this many wanted bytes the calling thread decodes alone. */
+#define PARALLEL_BYTES (256 << 10)
+
+/* Run `task` for [0, ntasks) on up to nthreads threads (1 when less than
+ * PARALLEL_BYTES are wanted of slots [s0, s1)); the first failure into err. */
+static int run_decode(decode_job *dj, ndp_task_fn task, int32_t ntasks, int64_t s0,
+                      int64_t s1, int nthreads, ndp_error *err) {
+  int64_t want = 0;
+  for (int64_t s = s0; s < s1; s++) want += dj->sl->need[s];
+  pthread_mutex_init(&dj->lock, NULL);
+  atomic_init(&dj->failed, 0);
+  ndp_parallel_for(want < PARALLEL_BYTES ? 1 : nthreads, ntasks, task, dj);
+  pthread_mutex_destroy(&dj->lock);
+  if (atomic_load(&dj->failed)) return ndp_fail(err, dj->err.code, "%s", dj->err.msg);
+  return NDP_OK;
+}
+
+int ndp_decode_slots(const ndp_slots *sl, const ndp_djob *jobs, int64_t s0, int64_t s1,
+                     uint8_t *scratch, int nthreads, ndp_error *err) {
+  decode_job dj;
+  memset(&dj, 0, sizeof dj);
+  dj.sl = sl;
+  dj.jobs = jobs;
+  dj.scratch = scratch;
+  dj.s0 = s0;
+  return run_decode(&dj, slot_task, (int32_t)(s1 - s0), s0, s1, nthreads, err);
 }
 
 int ndp_decode_chunks(const ndp_slots *sl, const ndp_djob *jobs, const int64_t *chunk_slot,
                       int32_t nchunks, int nthreads, ndp_emit_fn emit, void *ctx,
                       ndp_error *err) {
-  chunks_job cj;
-  memset(&cj, 0, sizeof cj);
-  cj.sl = sl;
-  cj.jobs = jobs;
-  cj.chunk_slot = chunk_slot;
-  cj.emit = emit;
-  cj.ctx = ctx;
-  int64_t want = 0;
-  for (int64_t s = 0; s < sl->n; s++) want += sl->need[s];
-  pthread_mutex_init(&cj.lock, NULL);
-  atomic_init(&cj.failed, 0);
-  ndp_parallel_for(want < PARALLEL_BYTES ? 1 : nthreads, nchunks, chunk_task, &cj);
-  pthread_mutex_destroy(&cj.lock);
-  if (atomic_load(&cj.failed)) return ndp_fail(err, cj.err.code, "%s", cj.err.msg);
-  return NDP_OK;
+  decode_job dj;
+  memset(&dj, 0, sizeof dj);
+  dj.sl = sl;
+  dj.jobs = jobs;
+  dj.chunk_slot = chunk_slot;
+  dj.emit = emit;
+  dj.ctx = ctx;
+  return run_decode(&dj, chunk_task, nchunks, 0, sl->n, nthreads, err);
 }
 
 int32_t ndp_open_chunks(ndp_djob *jobs, const void *const *chunks, const int32_t *sizes,

@@ -9,27 +9,7 @@
 
 #include "ndpack.h"
 
-static int passed = 0, failed = 0;
-
-#define CHECK(cond, ...)                            \
-  do {                                              \
-    if (cond) {                                     \
-      passed++;                                     \
-    } else {                                        \
-      failed++;                                     \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);   \
-      printf(__VA_ARGS__);                          \
-      printf("\n");                                 \
-    }                                               \
-  } while (0)
-
-static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
-static uint64_t rng(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
+#include "check.h"
 
 /* A (70, 90) int64 array, x[r][c] = r * 90 + c, in chunks (32, 40) of blocks (8, 16):
  * extended chunks (32, 48), 4 x 3 blocks, a 3 x 3 grid; chunk 4 is all zeros. */
@@ -301,11 +281,11 @@ static void test_random_points(void) {
 }
 
 int main(void) {
+  rng_state = 0x2545F4914F6CDD1Dull;
   make_chunks();
   test_random_boxes();
   test_bad_input();
   test_random_points();
   for (int k = 0; k < 9; k++) free(stored[k]);
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed != 0;
+  return check_summary();
 }
