@@ -364,25 +364,14 @@ static int run_decode(decode_job *dj, ndp_task_fn task, int32_t ntasks, int64_t 
 
 int ndp_decode_slots(const ndp_slots *sl, const ndp_djob *jobs, int64_t s0, int64_t s1,
                      uint8_t *scratch, int nthreads, ndp_error *err) {
-  decode_job dj;
-  memset(&dj, 0, sizeof dj);
-  dj.sl = sl;
-  dj.jobs = jobs;
-  dj.scratch = scratch;
-  dj.s0 = s0;
+  decode_job dj = {.sl = sl, .jobs = jobs, .scratch = scratch, .s0 = s0};
   return run_decode(&dj, slot_task, (int32_t)(s1 - s0), s0, s1, nthreads, err);
 }
 
 int ndp_decode_chunks(const ndp_slots *sl, const ndp_djob *jobs, const int64_t *chunk_slot,
                       int32_t nchunks, int nthreads, ndp_emit_fn emit, void *ctx,
                       ndp_error *err) {
-  decode_job dj;
-  memset(&dj, 0, sizeof dj);
-  dj.sl = sl;
-  dj.jobs = jobs;
-  dj.chunk_slot = chunk_slot;
-  dj.emit = emit;
-  dj.ctx = ctx;
+  decode_job dj = {.sl = sl, .jobs = jobs, .chunk_slot = chunk_slot, .emit = emit, .ctx = ctx};
   return run_decode(&dj, chunk_task, nchunks, 0, sl->n, nthreads, err);
 }
 
