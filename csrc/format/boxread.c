@@ -302,19 +302,8 @@ typedef struct {
   const int64_t *chunk_slot;
   ndp_emit_fn emit;
   void *ctx;
-  atomic_int failed;
-  ndp_error err;
-  pthread_mutex_t lock;
+  ndp_failure fail;
 } decode_job;
-
-static void record_failure(decode_job *dj, const ndp_error *e) {
-  pthread_mutex_lock(&dj->lock);
-  if (!atomic_load(&dj->failed)) {
-    dj->err = *e;
-    atomic_store(&dj->failed, 1);
-  }
-  pthread_mutex_unlock(&dj->lock);
-}
 
 /* Decode slot s into out. */
 static int decode_slot(const decode_job *dj, int64_t s, uint8_t *out, ndp_error *e) {
@@ -325,15 +314,15 @@ static int decode_slot(const decode_job *dj, int64_t s, uint8_t *out, ndp_error 
 
 static void slot_task(void *ctx, int32_t i) {
   decode_job *dj = (decode_job *)ctx;
-  if (atomic_load(&dj->failed)) return;
+  if (atomic_load(&dj->fail.failed)) return;
   ndp_error e = {0, {0}};
   if (decode_slot(dj, dj->s0 + i, dj->scratch + (size_t)i * dj->sl->blockbytes, &e) != NDP_OK)
-    record_failure(dj, &e);
+    ndp_failure_set(&dj->fail, &e);
 }
 
 static void chunk_task(void *ctx, int32_t k) {
   decode_job *dj = (decode_job *)ctx;
-  if (atomic_load(&dj->failed)) return;
+  if (atomic_load(&dj->fail.failed)) return;
   int64_t s0 = dj->chunk_slot[k], s1 = dj->chunk_slot[k + 1], bb = dj->sl->blockbytes;
   ndp_error e = {0, {0}};
   uint8_t *buf = ndp_scratch(3, (size_t)((s1 - s0) * bb));
@@ -342,7 +331,7 @@ static void chunk_task(void *ctx, int32_t k) {
   for (int64_t s = s0; s < s1 && rc == NDP_OK; s++)
     rc = decode_slot(dj, s, buf + (size_t)((s - s0) * bb), &e);
   if (rc == NDP_OK) dj->emit(dj->ctx, k, buf, s0);
-  else record_failure(dj, &e);
+  else ndp_failure_set(&dj->fail, &e);
 }
 
 /* Below this many wanted bytes the calling thread decodes alone. */
@@ -354,11 +343,11 @@ static int run_decode(decode_job *dj, ndp_task_fn task, int32_t ntasks, int64_t 
                       int64_t s1, int nthreads, ndp_error *err) {
   int64_t want = 0;
   for (int64_t s = s0; s < s1; s++) want += dj->sl->need[s];
-  pthread_mutex_init(&dj->lock, NULL);
-  atomic_init(&dj->failed, 0);
+  ndp_failure_init(&dj->fail);
   ndp_parallel_for(want < PARALLEL_BYTES ? 1 : nthreads, ntasks, task, dj);
-  pthread_mutex_destroy(&dj->lock);
-  if (atomic_load(&dj->failed)) return ndp_fail(err, dj->err.code, "%s", dj->err.msg);
+  pthread_mutex_destroy(&dj->fail.lock);
+  if (atomic_load(&dj->fail.failed))
+    return ndp_fail(err, dj->fail.err.code, "%s", dj->fail.err.msg);
   return NDP_OK;
 }
 

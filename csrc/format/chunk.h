@@ -52,6 +52,28 @@ typedef int (*ndp_visit_fn)(void *ctx, int32_t j, const uint8_t *data, ndp_error
 int ndp_visit_blocks(const void *src, int32_t srcsize, int32_t blockbytes, int32_t align,
                      ndp_want_fn want, ndp_visit_fn visit, void *ctx, ndp_error *err);
 
+/* The first error of tasks run on several threads: set it with ndp_failure_set,
+ * test `failed` to stop early. */
+typedef struct {
+  atomic_int failed;
+  ndp_error err;
+  pthread_mutex_t lock;
+} ndp_failure;
+
+static inline void ndp_failure_init(ndp_failure *f) {
+  atomic_init(&f->failed, 0);
+  pthread_mutex_init(&f->lock, NULL);
+}
+
+static inline void ndp_failure_set(ndp_failure *f, const ndp_error *e) {
+  pthread_mutex_lock(&f->lock);
+  if (!atomic_load(&f->failed)) {
+    f->err = *e;
+    atomic_store(&f->failed, 1);
+  }
+  pthread_mutex_unlock(&f->lock);
+}
+
 /* decompress.c: one chunk's decoder, for reading its blocks from several threads. */
 typedef struct ndp_djob {
   const uint8_t *src;
@@ -68,9 +90,7 @@ typedef struct ndp_djob {
   const int32_t *blocks;
   const int32_t *needs;      /* bytes wanted of each listed block, or NULL (all) */
   uint8_t *dst;
-  atomic_int failed;
-  ndp_error err;
-  pthread_mutex_t err_lock;
+  ndp_failure fail;
 } ndp_djob;
 
 /* Parse `src` (and decode DELTA's reference block) for ndp_djob_block; VL-block

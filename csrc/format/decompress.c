@@ -12,14 +12,6 @@
 
 typedef ndp_djob djob;
 
-static void djob_fail(djob *job, const ndp_error *e) {
-  pthread_mutex_lock(&job->err_lock);
-  if (!atomic_load(&job->failed)) {
-    job->err = *e;
-    atomic_store(&job->failed, 1);
-  }
-  pthread_mutex_unlock(&job->err_lock);
-}
 
 static int32_t block_size(const ndp_chunk_info *ci, int32_t j) {
   int32_t off = j * ci->blocksize;
@@ -226,7 +218,6 @@ static int djob_init(djob *job, const void *src, int32_t srcsize, ndp_error *err
   for (int i = 0; i < NDP_NFILTERS; i++) job->has_delta |= ci->filters[i] == NDP_DELTA;
   job->plain_shuffle = plain_shuffle(ci);
   job->data_start = ci->header_len + 4 * ci->nblocks;
-  atomic_init(&job->failed, 0);
   if (ci->special || ci->memcpyed || ci->nbytes == 0) return NDP_OK;
   if (!ndp_codec_available(ci->compcode))
     return ndp_fail(err, NDP_ERR_CODEC,
@@ -244,14 +235,14 @@ static int djob_init(djob *job, const void *src, int32_t srcsize, ndp_error *err
     job->has_dict = 1;
     job->data_start += 4 + dsize;
   }
-  pthread_mutex_init(&job->err_lock, NULL);
+  ndp_failure_init(&job->fail);
   return NDP_OK;
 }
 
 static void djob_free(djob *job) {
   if (job->has_dict) ndp_dict_free(&job->dict);
   if (!(job->ci.special || job->ci.memcpyed || job->ci.nbytes == 0))
-    pthread_mutex_destroy(&job->err_lock);
+    pthread_mutex_destroy(&job->fail.lock);
 }
 
 /* ---- VL-block chunks (version 6) ---- */
@@ -297,11 +288,11 @@ static int32_t decode_vl(djob *job, uint8_t *dst, ndp_error *err) {
 
 static void whole_task(void *ctx, int32_t t) {
   djob *job = (djob *)ctx;
-  if (atomic_load(&job->failed)) return;
+  if (atomic_load(&job->fail.failed)) return;
   int32_t j = t + (job->has_delta ? 1 : 0);
   ndp_error e = {0, {0}};
   if (decode_block(job, j, job->dst + (size_t)j * job->ci.blocksize, &e) != NDP_OK)
-    djob_fail(job, &e);
+    ndp_failure_set(&job->fail, &e);
 }
 
 /* Memcpyed and special chunks are produced in 1 MiB pieces, in parallel: on a
@@ -345,7 +336,8 @@ int32_t ndp_decompress(const void *src, int32_t srcsize, void *dst_, int32_t dst
     }
     if (rc == NDP_OK) {
       ndp_parallel_for(nthreads, ntasks, whole_task, &job);
-      if (atomic_load(&job.failed)) rc = ndp_fail(err, job.err.code, "%s", job.err.msg);
+      if (atomic_load(&job.fail.failed))
+        rc = ndp_fail(err, job.fail.err.code, "%s", job.fail.err.msg);
     }
     if (rc != NDP_OK) result = rc;
   }
@@ -371,12 +363,12 @@ static int prepare_ref(djob *job, ndp_error *err) {
 
 static void list_task(void *ctx, int32_t i) {
   djob *job = (djob *)ctx;
-  if (atomic_load(&job->failed)) return;
+  if (atomic_load(&job->fail.failed)) return;
   ndp_error e = {0, {0}};
   uint8_t *out = job->dst + (size_t)i * job->ci.blocksize;
   int rc = job->needs != NULL ? decode_block_prefix(job, job->blocks[i], out, job->needs[i], &e)
                               : decode_block(job, job->blocks[i], out, &e);
-  if (rc != NDP_OK) djob_fail(job, &e);
+  if (rc != NDP_OK) ndp_failure_set(&job->fail, &e);
 }
 
 int32_t ndp_decompress_blocks(const void *src, int32_t srcsize, const int32_t *blocks,
@@ -417,7 +409,8 @@ int32_t ndp_decompress_block_prefixes(const void *src, int32_t srcsize, const in
     job.needs = needs;
     job.dst = (uint8_t *)dst;
     ndp_parallel_for(nthreads, nblocks, list_task, &job);
-    if (atomic_load(&job.failed)) rc = ndp_fail(err, job.err.code, "%s", job.err.msg);
+    if (atomic_load(&job.fail.failed))
+      rc = ndp_fail(err, job.fail.err.code, "%s", job.fail.err.msg);
   }
   if (job.ref != NULL) free((void *)job.ref);
   djob_free(&job);

@@ -27,7 +27,8 @@ struct ndp_points {
 
 void ndp_points_free(ndp_points *p) {
   if (p == NULL) return;
-  free(p->chunk_number); free(p->chunk_slot); free(p->chunk_point); free(p->order); free(p->pslot); free(p->poff);
+  free(p->chunk_number); free(p->chunk_slot); free(p->chunk_point);
+  free(p->order); free(p->pslot); free(p->poff);
   free(p->slots.block); free(p->slots.need); free(p->slots.chunk);
   free(p);
 }
