@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 SYS_PKGS := pkg-config libzstd-dev liblz4-dev zlib1g-dev
-VECTORS ?= $(abspath ../shared/spec/vectors)
+VECTORS ?= $(abspath tests/data/vectors)
 PYTEST_ARGS ?=
 
 .PHONY: install sysdeps test ctest asan fuzz bench bench-quick bench-report demo docs notebooks clean
@@ -36,7 +36,7 @@ ctest:
 # The chunk tests and the quick fuzz run under AddressSanitizer + UBSan.
 asan:
 	@[ -d build/asan ] || meson setup build/asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
-	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C build/asan --print-errorlogs chunk boxread fuzz_quick filters blosclz vmath
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C build/asan --print-errorlogs chunk boxread fuzz_quick filters blosclz vmath checksum
 
 # Long fuzz run (benchmarks/fuzz): a million mutated inputs under ASan.
 fuzz:

@@ -13,15 +13,16 @@ settings.register_profile("dev", max_examples=200, deadline=None)
 settings.register_profile("long", max_examples=3000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+DATA = pathlib.Path(__file__).resolve().parent / "data"
 
 
 def vectors_dir() -> pathlib.Path:
+    """The golden vectors: ``tests/data/vectors`` (``NDPACK_VECTORS`` overrides it)."""
     env = os.environ.get("NDPACK_VECTORS")
-    for cand in ([pathlib.Path(env)] if env else []) + [REPO.parent / "shared" / "spec" / "vectors"]:
-        if (cand / "manifest.json").exists():
-            return cand
-    pytest.fail("golden vectors not found: set NDPACK_VECTORS to ../shared/spec/vectors")
+    cand = pathlib.Path(env) if env else DATA / "vectors"
+    if not (cand / "manifest.json").exists():
+        pytest.fail(f"golden vectors not found in {cand} (tests/data/vectors, or NDPACK_VECTORS)")
+    return cand
 
 
 @pytest.fixture(scope="session")

@@ -38,7 +38,16 @@ def _random_case(rng):
     return shape, rng.choice(DTYPES), kw
 
 
-def test_compute_chunks_blocks_matches_python_blosc2():
+def _pin_blosc2_caches(monkeypatch):
+    """Both libraries size chunks from the caches; give ours python-blosc2's figures."""
+    info = blosc2.cpu_info
+    sizes = [info.get(k) for k in ("l1_data_cache_size", "l2_cache_size", "l3_cache_size")]
+    if all(isinstance(v, int) and v > 0 for v in sizes):
+        monkeypatch.setenv("NDPACK_CACHE_SIZES", ",".join(map(str, sizes)))
+
+
+def test_compute_chunks_blocks_matches_python_blosc2(monkeypatch):
+    _pin_blosc2_caches(monkeypatch)
     rng = random.Random(1234)
     checked = 0
     for _ in range(400):
@@ -79,6 +88,8 @@ def test_ndpack_policy_caps_chunk_bytes():
 
 
 def test_chunk_cap_from_environment(monkeypatch):
+    # chunks follow the caches: pin a machine whose L3 would give chunks above every cap
+    monkeypatch.setenv("NDPACK_CACHE_SIZES", "32K,1M,480M")
     monkeypatch.setenv("NDPACK_CHUNK_BYTES", "4M")
     assert grid.chunk_cap() == 4 * 2**20
     chunks, _ = compute_chunks_blocks((4000, 4000), dtype="f8")
@@ -89,9 +100,26 @@ def test_chunk_cap_from_environment(monkeypatch):
         monkeypatch.setenv("NDPACK_CHUNK_BYTES", bad)
         with pytest.raises(ParameterError, match="NDPACK_CHUNK_BYTES"):
             grid.chunk_cap()
+    monkeypatch.setenv("NDPACK_CHUNK_BYTES", "16MB")
+    assert grid.chunk_cap() == 16 * 2**20
     monkeypatch.delenv("NDPACK_CHUNK_BYTES")
     with pytest.raises(ParameterError, match="policy"):
         compute_chunks_blocks((10,), policy="zarr")
+
+
+def test_cache_sizes_override(monkeypatch):
+    monkeypatch.setenv("NDPACK_CACHE_SIZES", "48K, 2M, 32M")
+    assert grid.cache_sizes() == (48 * 2**10, 2 * 2**20, 32 * 2**20)
+    small = compute_chunks_blocks((4000, 4000), dtype="f8", policy="blosc2")
+    monkeypatch.setenv("NDPACK_CACHE_SIZES", "48K,2M,256M")
+    big = compute_chunks_blocks((4000, 4000), dtype="f8", policy="blosc2")
+    assert np.prod(big[0]) > np.prod(small[0])           # chunks follow the L3 given
+    for bad in ("32K,1M", "a,b,c", "0,1M,2M"):
+        monkeypatch.setenv("NDPACK_CACHE_SIZES", bad)
+        with pytest.raises(ParameterError, match="NDPACK_CACHE_SIZES"):
+            grid.cache_sizes()
+    monkeypatch.delenv("NDPACK_CACHE_SIZES")
+    assert all(v > 0 for v in grid.cache_sizes())
 
 
 def test_compute_chunks_blocks_bad_input():

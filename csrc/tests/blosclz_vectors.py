@@ -4,7 +4,7 @@
 Builds the codec as a shared library in /tmp and loads it with ctypes, then:
 
   golden   decode every BloscLZ stream of the golden chunks
-           (/work/shared/spec/vectors/chunks/*blosclz*.cdata) and check the
+           (tests/data/vectors/chunks/*blosclz*.cdata) and check the
            *_nofilter ones against their inputs;
   decode   decode the BloscLZ streams inside chunks that python-blosc2 writes for
            many inputs / clevels / blocksizes;
@@ -27,7 +27,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CSRC = os.path.dirname(HERE)
-SPEC = os.environ.get("NDPACK_SPEC", "/work/shared/spec")
+VECTORS = os.environ.get("NDPACK_VECTORS",
+                         os.path.join(os.path.dirname(CSRC), "tests", "data", "vectors"))
 LIB = os.environ.get("BLZ_LIB", "/tmp/ndpack_blosclz_dev.so")
 
 
@@ -126,9 +127,9 @@ def stream_bytes(kind, payload, neblock):
 
 def golden():
     import hashlib
-    files = sorted(glob.glob(os.path.join(SPEC, "vectors", "chunks", "*blosclz*.cdata")))
+    files = sorted(glob.glob(os.path.join(VECTORS, "chunks", "*blosclz*.cdata")))
     i64 = np.arange(1000, dtype=np.int64).tobytes()
-    f32 = np.load(os.path.join(SPEC, "vectors", "input_f32_sin.npy")).tobytes()
+    f32 = np.load(os.path.join(VECTORS, "input_f32_sin.npy")).tobytes()
     nstreams = nfail = 0
     for fn in files:
         chunk = open(fn, "rb").read()

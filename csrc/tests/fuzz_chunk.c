@@ -232,7 +232,7 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--seed") == 0) state = (uint64_t)atoll(argv[i + 1]) | 1;
   }
   const char *dir = getenv("NDPACK_VECTORS");
-  load_vectors(dir ? dir : "../shared/spec/vectors");
+  load_vectors(dir ? dir : "tests/data/vectors");
   make_seeds();
   if (nseeds == 0) { printf("no seeds\n"); return 1; }
   size_t cap = 70000;

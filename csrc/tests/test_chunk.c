@@ -1,7 +1,7 @@
 /* C unit tests of the chunk codec: golden vectors, round trips over codecs,
  * filters, typesizes, sizes and threads, partial decoding, special chunks, and
  * truncated/corrupt input.  Run under ASan/UBSan in CI.
- * Vectors are read from $NDPACK_VECTORS (../shared/spec/vectors). */
+ * Vectors are read from $NDPACK_VECTORS (meson sets tests/data/vectors). */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,7 +71,7 @@ static void test_vectors(const char *dir) {
   snprintf(path, sizeof path, "%s/chunks", dir);
   DIR *d = opendir(path);
   if (!d) {
-    printf("SKIP vectors: cannot open %s (set NDPACK_VECTORS)\n", path);
+    CHECK(0, "golden vectors: cannot open %s (tests/data/vectors, or set NDPACK_VECTORS)", path);
     return;
   }
   int64_t arange[1000];
@@ -420,7 +420,7 @@ static void test_fd_read_blocks(void) {
 
 int main(void) {
   const char *dir = getenv("NDPACK_VECTORS");
-  test_vectors(dir ? dir : "../shared/spec/vectors");
+  test_vectors(dir ? dir : "tests/data/vectors");
   test_roundtrips();
   test_noise_raw();
   test_partial();

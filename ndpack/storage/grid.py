@@ -231,21 +231,53 @@ def check_layout(shape, chunks, blocks) -> None:
 # default chunks and blocks (§5.3)
 
 
+def _parse_bytes(text: str) -> int:
+    """``"32K"``, ``"2M"``, ``"1G"`` or plain digits as a byte count (ValueError if not)."""
+    text = text.strip().upper().rstrip("B")
+    mult = {"K": KIB, "M": MIB, "G": 1024 * MIB}.get(text[-1:], 1)
+    return int(float(text.rstrip("KMG") or "x") * mult)
+
+
 def _read_cache(index: int, default: int) -> int:
     path = f"/sys/devices/system/cpu/cpu0/cache/index{index}/size"
     try:
         with open(path) as f:
-            text = f.read().strip().upper()
-        mult = {"K": KIB, "M": MIB, "G": 1024 * MIB}.get(text[-1:], 1)
-        return int(text.rstrip("KMG")) * mult
+            return _parse_bytes(f.read())
     except (OSError, ValueError):
         return default
 
 
 @functools.lru_cache(maxsize=1)
-def cache_sizes() -> tuple[int, int, int]:
-    """``(L1 data, L2, L3)`` cache sizes in bytes (defaults 32K, 256K, 1M)."""
+def _machine_cache_sizes() -> tuple[int, int, int]:
     return _read_cache(0, 32 * KIB), _read_cache(2, 256 * KIB), _read_cache(3, MIB)
+
+
+def cache_sizes() -> tuple[int, int, int]:
+    """``(L1 data, L2, L3)`` cache sizes in bytes, from ``/sys`` (defaults 32K, 256K, 1M).
+
+    ``NDPACK_CACHE_SIZES="L1,L2,L3"`` (bytes or ``K``/``M``/``G`` suffixes) overrides the
+    machine's figures: default chunk and block shapes follow the cache sizes, so a file
+    written with the override has the same layout on every machine.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["NDPACK_CACHE_SIZES"] = "32K,1M,32M"
+    >>> cache_sizes()
+    (32768, 1048576, 33554432)
+    >>> del os.environ["NDPACK_CACHE_SIZES"]
+    """
+    text = os.environ.get("NDPACK_CACHE_SIZES", "").strip()
+    if not text:
+        return _machine_cache_sizes()
+    try:
+        sizes = tuple(_parse_bytes(part) for part in text.split(","))
+    except ValueError:
+        sizes = ()
+    if len(sizes) != 3 or min(sizes) < 1:
+        raise ParameterError(f"NDPACK_CACHE_SIZES={text!r}: give three sizes L1,L2,L3, "
+                             "e.g. 32K,1M,32M")
+    return sizes
 
 
 def _min_blocksize(l1: int, l2: int) -> int:
@@ -315,9 +347,8 @@ def chunk_cap() -> int:
     text = os.environ.get("NDPACK_CHUNK_BYTES", "").strip().upper()
     if not text:
         return DEFAULT_CHUNK_CAP
-    mult = {"K": KIB, "M": MIB, "G": 1024 * MIB}.get(text[-1:], 1)
     try:
-        value = int(float(text.rstrip("KMGB") or "x") * mult)
+        value = _parse_bytes(text)
     except ValueError:
         raise ParameterError(f"NDPACK_CHUNK_BYTES={text!r}: give bytes, e.g. 16M") from None
     if not 64 * KIB <= value <= MAX_CHUNK_BYTES:
