@@ -17,7 +17,6 @@ True
 
 from __future__ import annotations
 
-import contextlib
 import math
 import sys
 
@@ -30,6 +29,7 @@ from ndpack.engine.evaluate import plan_regions, region_values, regions
 from ndpack.engine.functions import FUNCTIONS
 from ndpack.engine.output import new_output
 from ndpack.engine.parse import parse
+from ndpack.engine.progress import progress_bar
 from ndpack.engine.refresh import rebuild, signature
 from ndpack.engine.tree import LINALG, Apply, Constant, Contract, Node, Operand, operands_of
 from ndpack.errors import ParameterError
@@ -186,8 +186,9 @@ class LazyExpr:
             Storage of the result (defaults: the chunks of the first NDArray operand of
             the same shape, else ``compute_chunks_blocks``).
         progress : bool
-            Show a progress bar (chunks done, throughput, ETA; needs tqdm) when the work
-            takes more than a second.
+            Show progress (chunks done, throughput, time left) when the work takes more
+            than a second: a tqdm bar if tqdm is installed, else one line on stderr when
+            it is a terminal (:mod:`ndpack.engine.progress`).
         scheduler : str or distributed.Client, optional
             Run as dask graphs instead (``"dask"``, ``"threads"``, a Client, ...; see
             :mod:`ndpack.engine.dask_backend`).
@@ -207,7 +208,7 @@ class LazyExpr:
     def _fill(self, node, out: NDArray, progress=False) -> NDArray:
         """Every chunk of the new (empty) `out`, in order."""
         nchunks = math.prod(-(-s // c) if c else 0 for s, c in zip(out.shape, out.chunks))
-        with _progress_bar(progress, nchunks, out.stored_elements * out.dtype.itemsize) as tick:
+        with progress_bar(progress, nchunks, out.stored_elements * out.dtype.itemsize) as tick:
             ops = aligned_operands(node, self.shape, out.chunks, out.blocks)
             if ops is not None:
                 return compute_aligned(node, ops, out, tick)
@@ -220,22 +221,6 @@ class LazyExpr:
                 tick()
                 return values
             return fill_from(out, producer)
-
-
-@contextlib.contextmanager
-def _progress_bar(enabled: bool, nchunks: int, chunk_bytes: int):
-    """A ``tick()`` per finished chunk: a tqdm bar (shown after one second) when
-    `enabled`, else a no-op."""
-    if not enabled:
-        yield lambda: None
-        return
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        raise ImportError("progress=True needs tqdm (pip install tqdm)") from None
-    with tqdm(total=nchunks, unit="chunk", delay=1.0, dynamic_ncols=True,
-              postfix=f"{chunk_bytes / 2**20:.0f} MiB/chunk") as bar:
-        yield lambda: bar.update(1)
 
 
 def _span(region: tuple) -> tuple:
@@ -416,8 +401,18 @@ def evaluate(expression, local_dict=None, global_dict=None, out=None, scheduler=
         raise ValueError(f"out has shape {tuple(out.shape)}, the expression {expr.shape}")
     if isinstance(out, np.ndarray) and not out.flags.writeable:
         raise ValueError("out is a read-only NumPy array; pass a writable one")
+    _check_out_cast(expr.dtype, out)
     with writing(out):            # an operand that is `out` is not read directly
         return _evaluate_into(expr, out)
+
+
+def _check_out_cast(dtype: np.dtype, out) -> None:
+    """NumPy's rule for ``out=`` of a ufunc: the result casts to `out` by 'same_kind'
+    (float64 into int8 is refused instead of truncated), else a TypeError."""
+    want = getattr(out, "dtype", None)
+    if want is not None and not np.can_cast(dtype, np.dtype(want), "same_kind"):
+        raise TypeError(f"out= has dtype {np.dtype(want)}, the expression's result "
+                        f"{dtype} cannot be cast to it with casting rule 'same_kind'")
 
 
 def _evaluate_into(expr, out):
