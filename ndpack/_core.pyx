@@ -76,6 +76,9 @@ cdef extern from "ndpack.h" nogil:
     int64_t ndp_fd_read_blocks(int fd, int64_t pos, int32_t nblocks, int32_t min_cbytes,
                                const int32_t *numbers, int32_t n, void *buf, int64_t cap,
                                int64_t *needed, ndp_error *err)
+    uint32_t ndp_crc32c(uint32_t crc, const void *buf, size_t len)
+    uint32_t ndp_crc32c_scalar(uint32_t crc, const void *buf, size_t len)
+    const char *ndp_crc32c_kernel()
     int ndp_register_codec(int id, int format_version, ndp_codec_fn encoder,
                            ndp_codec_fn decoder, void *userdata, ndp_error *err)
     int ndp_register_filter(int id, ndp_filter_fn forward, ndp_filter_fn backward,
@@ -587,6 +590,25 @@ def set_isa(name):
     """Force the filter ISA ('scalar', 'sse2', 'avx2'); raises if unavailable."""
     if ndp_set_isa(name.encode()) != 0:
         raise ParameterError(f"ISA {name!r} is not available on this CPU or build")
+
+
+def crc32c(src, uint32_t value=0, bint reference=False):
+    """crc32c of the bytes of `src` continuing from `value`, GIL released; the scalar
+    reference kernel when `reference`."""
+    cdef _ReadBuffer buf = _ReadBuffer(src)
+    cdef uint32_t out
+    cdef size_t n = <size_t>buf.view.len
+    with nogil:
+        if reference:
+            out = ndp_crc32c_scalar(value, buf.view.buf, n)
+        else:
+            out = ndp_crc32c(value, buf.view.buf, n)
+    return out
+
+
+def crc32c_kernel():
+    """The crc32c kernel ndp_crc32c runs now ('sse4.2' or 'scalar')."""
+    return ndp_crc32c_kernel().decode()
 
 
 def vsincos(const double[::1] x, double[::1] y, bint cosine):

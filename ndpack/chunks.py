@@ -41,6 +41,7 @@ __all__ = [
     "special_chunk",
     "compress_or_header",
     "is_raw_header",
+    "crc32c",
 ]
 
 
@@ -394,3 +395,30 @@ def special_chunk(special: SpecialValue, nbytes: int, typesize: int, blocksize: 
         raise ParameterError("a VALUE special chunk needs value= (typesize bytes)")
     v = None if value is None else _as_buffer(value, "value")
     return _core.special_chunk(int(special), int(nbytes), int(typesize), int(blocksize), v)
+
+def crc32c(data, value: int = 0, reference: bool = False) -> int:
+    """The crc32c (Castagnoli) checksum of the bytes of `data`, in the C core.
+
+    Parameters
+    ----------
+    data : bytes-like
+        Any contiguous buffer.
+    value : int
+        A previous result to continue from (hash a buffer in pieces); 0 to start.
+    reference : bool
+        Use the portable scalar kernel instead of the SSE4.2 one (tests).
+
+    Returns
+    -------
+    int
+        The 32-bit checksum.
+
+    Examples
+    --------
+    >>> from ndpack.chunks import crc32c
+    >>> hex(crc32c(b"123456789"))
+    '0xe3069283'
+    >>> crc32c(b"6789", crc32c(b"12345")) == crc32c(b"123456789")
+    True
+    """
+    return _core.crc32c(_as_buffer(data, "data"), int(value), bool(reference))

@@ -305,6 +305,18 @@ void ndp_cumsum_f64(double *x, int64_t outer, int64_t n, int64_t inner, double *
 void ndp_cumsum_f32(float *x, int64_t outer, int64_t n, int64_t inner, float *carry);
 void ndp_cumsum_u64(uint64_t *x, int64_t outer, int64_t n, int64_t inner, uint64_t *carry);
 
+/* ---- checksums (csrc/common/checksum.c) ---- */
+/* crc32c (Castagnoli) of len bytes continuing from `crc` (0 to start; pass the
+ * previous result to hash a buffer in pieces): crc32c("123456789") = 0xE3069283.
+ * ndp_crc32c uses the SSE4.2 kernel when the CPU has it and the filters' ISA is not
+ * "scalar"; ndp_crc32c_scalar is the reference, ndp_crc32c_hw the kernel (the
+ * reference when the CPU lacks SSE4.2).  All give the same value. */
+uint32_t ndp_crc32c(uint32_t crc, const void *buf, size_t len);
+uint32_t ndp_crc32c_scalar(uint32_t crc, const void *buf, size_t len);
+uint32_t ndp_crc32c_hw(uint32_t crc, const void *buf, size_t len);
+int ndp_crc32c_hw_available(void);
+const char *ndp_crc32c_kernel(void);  /* "sse4.2" or "scalar": what ndp_crc32c runs */
+
 /* ---- configuration ---- */
 const char *ndp_isa_name(void);      /* "scalar", "sse2", "avx2" */
 int ndp_set_isa(const char *name);   /* tests: 0 ok, -1 not available */

@@ -1,0 +1,122 @@
+/* crc32c (Castagnoli): the scalar reference, the shift operators that join
+ * streams, and the choice between the reference and the SSE4.2 kernel.
+ *
+ * The reference reads 8 bytes per step through eight 256-entry tables ("slicing by
+ * 8": table k gives the register contribution of a byte followed by k zero bytes);
+ * it runs at ~1-2 GB/s.  The SSE4.2 kernel (checksum_sse42.c) uses the crc32
+ * instruction on three interleaved streams, ~8 bytes per cycle.  The kernel is used
+ * when the CPU has SSE4.2 and the filters' ISA is not forced to "scalar"
+ * (NDPACK_ISA=scalar, ndpack.codecs.set_isa): both give the same value on every
+ * input (csrc/tests/test_checksum.c checks ragged sizes and alignments).
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "checksum.h"
+#include "ndpack.h"
+#include "../filters/filters.h"
+
+static uint32_t slice[8][256];
+static ndp_crc_shift shifts[2];
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+static int hw = 0;
+
+/* The register after n zero bytes, bytewise (building the shift tables only). */
+static uint32_t zeros(uint32_t r, size_t n) {
+  for (size_t i = 0; i < n; i++) r = (r >> 8) ^ slice[0][r & 0xff];
+  return r;
+}
+
+static void build_shift(ndp_crc_shift *s, size_t n) {
+  uint32_t basis[32];
+  for (int j = 0; j < 32; j++) basis[j] = zeros((uint32_t)1 << j, n);
+  for (int k = 0; k < 4; k++)
+    for (int b = 0; b < 256; b++) {
+      uint32_t v = 0;
+      for (int j = 0; j < 8; j++)
+        if (b >> j & 1) v ^= basis[8 * k + j];
+      s->t[k][b] = v;
+    }
+}
+
+#if !(defined(__x86_64__) || defined(_M_X64))
+uint32_t ndp_crc32c_sse42_raw(uint32_t r, const uint8_t *p, size_t n) {
+  return ndp_crc32c_scalar_raw(r, p, n);
+}
+#endif
+
+static int cpu_sse42(void) {
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("sse4.2") != 0;
+#else
+  return 0;
+#endif
+}
+
+static void build_tables(void) {
+  for (uint32_t i = 0; i < 256; i++) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ NDP_CRC32C_POLY : c >> 1;
+    slice[0][i] = c;
+  }
+  for (int k = 1; k < 8; k++)
+    for (int i = 0; i < 256; i++)
+      slice[k][i] = (slice[k - 1][i] >> 8) ^ slice[0][slice[k - 1][i] & 0xff];
+  build_shift(&shifts[0], NDP_CRC_LONG);
+  build_shift(&shifts[1], NDP_CRC_SHORT);
+  hw = cpu_sse42();
+}
+
+static void init(void) { pthread_once(&tables_once, build_tables); }
+
+const ndp_crc_shift *ndp_crc32c_shift(int which) {
+  init();
+  return &shifts[which ? 1 : 0];
+}
+
+uint32_t ndp_crc32c_scalar_raw(uint32_t r, const uint8_t *p, size_t n) {
+  while (n && ((uintptr_t)p & 7)) {
+    r = (r >> 8) ^ slice[0][(r ^ *p++) & 0xff];
+    n--;
+  }
+  for (; n >= 8; n -= 8, p += 8) {
+    uint32_t lo = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                  (uint32_t)p[3] << 24;
+    uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 |
+                  (uint32_t)p[7] << 24;
+    lo ^= r;
+    r = slice[7][lo & 0xff] ^ slice[6][(lo >> 8) & 0xff] ^ slice[5][(lo >> 16) & 0xff] ^
+        slice[4][lo >> 24] ^ slice[3][hi & 0xff] ^ slice[2][(hi >> 8) & 0xff] ^
+        slice[1][(hi >> 16) & 0xff] ^ slice[0][hi >> 24];
+  }
+  while (n--) r = (r >> 8) ^ slice[0][(r ^ *p++) & 0xff];
+  return r;
+}
+
+uint32_t ndp_crc32c_scalar(uint32_t crc, const void *buf, size_t len) {
+  init();
+  return ~ndp_crc32c_scalar_raw(~crc, (const uint8_t *)buf, len);
+}
+
+int ndp_crc32c_hw_available(void) {
+  init();
+  return hw;
+}
+
+uint32_t ndp_crc32c_hw(uint32_t crc, const void *buf, size_t len) {
+  init();
+  if (!hw) return ndp_crc32c_scalar(crc, buf, len);
+  return ~ndp_crc32c_sse42_raw(~crc, (const uint8_t *)buf, len);
+}
+
+static int use_hw(void) {
+  init();
+  return hw && ndp_filters_isa() != NDP_ISA_SCALAR;
+}
+
+uint32_t ndp_crc32c(uint32_t crc, const void *buf, size_t len) {
+  return use_hw() ? ndp_crc32c_hw(crc, buf, len) : ndp_crc32c_scalar(crc, buf, len);
+}
+
+const char *ndp_crc32c_kernel(void) { return use_hw() ? "sse4.2" : "scalar"; }
