@@ -36,15 +36,18 @@ def test_special_values_and_cancellation(fn, ref):
 
 
 def test_scalar_reference_gives_the_kernels_bits():
-    if not _core.isa() == "avx2":
+    before = _core.isa()                  # NDPACK_ISA may have chosen another path
+    try:
+        _core.set_isa("avx2")
+    except ValueError:
         pytest.skip("no AVX2 here: the scalar reference is the only path")
     x = np.random.default_rng(5).uniform(-2e5, 2e5, 100_003)       # odd length: tails
-    fast = vmath.sin(x), vmath.cos(x)
-    _core.set_isa("scalar")
     try:
+        fast = vmath.sin(x), vmath.cos(x)
+        _core.set_isa("scalar")
         ref = vmath.sin(x), vmath.cos(x)
     finally:
-        _core.set_isa("avx2")
+        _core.set_isa(before)
     assert np.array_equal(fast[0], ref[0]) and np.array_equal(fast[1], ref[1])
 
 

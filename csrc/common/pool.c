@@ -6,6 +6,7 @@
  * threads with the GIL released) can share the pool without oversubscribing
  * it.  The pool starts lazily and is rebuilt lazily in a child after fork().
  */
+#include <sched.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -149,7 +150,11 @@ static int env_nthreads(void) {
     if (v >= 1 && v <= NDP_MAX_THREADS) return (int)v;
   }
   long n = 1;
-#ifdef _SC_NPROCESSORS_ONLN
+#if defined(__linux__) && defined(CPU_COUNT)
+  cpu_set_t set;                    /* the CPUs this process may run on (taskset, cgroups) */
+  if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+  else n = sysconf(_SC_NPROCESSORS_ONLN);
+#elif defined(_SC_NPROCESSORS_ONLN)
   n = sysconf(_SC_NPROCESSORS_ONLN);
 #endif
   if (n < 1) n = 1;

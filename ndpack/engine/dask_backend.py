@@ -440,6 +440,8 @@ def _workers(kw: dict) -> int:
             client = None
     if client is not None:
         return max(1, sum(client.nthreads().values()))
+    if hasattr(os, "sched_getaffinity"):          # the CPUs this process may use (taskset)
+        return max(1, len(os.sched_getaffinity(0)))
     return os.cpu_count() or 1
 
 
