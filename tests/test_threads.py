@@ -7,6 +7,7 @@ import sys
 import threading
 
 import numpy as np
+import pytest
 
 import ndpack
 
@@ -57,6 +58,21 @@ def test_env_nthreads():
     out = subprocess.run([sys.executable, "-c", "import ndpack; print(ndpack.nthreads)"],
                          env=env, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "3"
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
+def test_default_nthreads_follow_cpu_affinity():
+    """Under ``taskset -c 0`` (one CPU allowed) the default is one thread, whatever the
+    machine's core count."""
+    env = {k: v for k, v in os.environ.items() if k != "NDPACK_NTHREADS"}
+    cpu = min(os.sched_getaffinity(0))
+    code = "import ndpack; print(ndpack.nthreads)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True, preexec_fn=lambda: os.sched_setaffinity(0, {cpu})).stdout
+    assert out.strip() == "1"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == str(min(len(os.sched_getaffinity(0)), 64))
 
 
 def test_concurrent_calls_are_deterministic():
