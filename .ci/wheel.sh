@@ -13,15 +13,18 @@ rm -rf "$work"
 mkdir -p "$work"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
+# pip's output goes to a log, shown only when it fails
+pipq() { "$@" >>"$work/pip.log" 2>&1 || { tail -40 "$work/pip.log"; return 1; }; }
+
 echo "-- python -m build (sdist, then the wheel from the sdist)"
-python3 -m pip install -q build
+pipq python3 -m pip install -q build
 python3 -m build --outdir "$work/dist" . >"$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }
 whl=$(ls "$work"/dist/ndpack-*.whl)
 ls -l "$work"/dist
 
 echo "-- a bare venv (run-time dependencies only): the CLI, no traceback"
 python3 -m venv "$work/bare"
-"$work/bare/bin/pip" install -q "$whl"
+pipq "$work/bare/bin/pip" install -q "$whl"
 (
   cd "$work"
   py="$work/bare/bin/python"
@@ -44,14 +47,14 @@ python3 -m venv "$work/bare"
 
 echo "-- a test venv: the wheel with [test], the suite run outside the source tree"
 python3 -m venv "$work/venv"
-"$work/venv/bin/pip" install -q "$whl[test]"
+pipq "$work/venv/bin/pip" install -q "$whl[test]"
 suite="$work/suite"
 mkdir -p "$suite"
 cp -r tests docs notebooks README.md pyproject.toml "$suite/"
 find "$suite" -name __pycache__ -prune -exec rm -rf {} +
+cd "$suite"
 pkg=$("$work/venv/bin/python" -c "import ndpack, os; print(os.path.dirname(ndpack.__file__))")
 case "$pkg" in "$root"/ndpack*) echo "the test venv imports the source tree ($pkg)"; exit 1;; esac
 echo "testing $pkg"
-cd "$suite"
 "$work/venv/bin/python" -m pytest -p no:cacheprovider "$@" tests
 "$work/venv/bin/python" -m pytest -p no:cacheprovider -q --doctest-modules "$pkg"
