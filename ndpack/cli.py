@@ -27,8 +27,9 @@ from ndpack.engine.lazyexpr import LazyExpr, lazyexpr
 from ndpack.engine.persist import open as nd_open
 from ndpack.errors import NdpackError
 from ndpack.storage.constructors import asarray
-from ndpack.storage.ndarray import NDArray
-from ndpack.storage.schunk import SChunk, remove_urlpath
+from ndpack.storage.atomic import replacing
+from ndpack.storage.ndarray import NDArray, holding
+from ndpack.storage.schunk import SChunk
 
 __all__ = ["main"]
 
@@ -89,30 +90,20 @@ def _cparams(args) -> dict:
     return cp
 
 
-def _temp(final: str) -> str:
-    head, tail = os.path.split(os.path.abspath(final))
-    return os.path.join(head, f".{tail}.{os.getpid()}.part")
-
-
 def cmd_compress(args) -> int:
-    tmp = _temp(args.output)
-    try:
-        if args.input.endswith(".npy"):
-            src = np.load(args.input, mmap_mode="r")       # streamed: chunk by chunk
-            asarray(src, cparams=_cparams(args), urlpath=tmp, mode="w")
-        else:
-            cp = _cparams(args)
-            s = SChunk(chunksize=args.chunksize, cparams=cp, urlpath=tmp, mode="w")
-            with open(args.input, "rb") as f:
-                while block := f.read(args.chunksize):
-                    s.append_data(block)
+    # outputs appear under their name only when complete (ndpack/storage/atomic.py)
+    if args.input.endswith(".npy"):
+        src = np.load(args.input, mmap_mode="r")       # streamed: chunk by chunk
+        asarray(src, cparams=_cparams(args), urlpath=args.output, mode="w")
+    else:
+        cp = _cparams(args)
+        s = SChunk(chunksize=args.chunksize, cparams=cp, urlpath=args.output, mode="w",
+                   _commit=False)
+        with holding(s), open(args.input, "rb") as f:
+            while block := f.read(args.chunksize):
+                s.append_data(block)
             s.vlmeta["ndpack:file"] = {"name": os.path.basename(args.input)}
-            s.close()
-        remove_urlpath(args.output)
-        os.replace(tmp, args.output)
-    except BaseException:
-        remove_urlpath(tmp)
-        raise
+        s.close()
     return 0
 
 
@@ -120,8 +111,7 @@ def cmd_decompress(args) -> int:
     obj = nd_open(args.input, mode="r")
     if isinstance(obj, LazyExpr):
         obj = obj.compute()
-    tmp = _temp(args.output)
-    try:
+    with replacing(args.output) as tmp:          # in place only when complete
         if isinstance(obj, NDArray):
             out = np.lib.format.open_memmap(tmp, mode="w+", dtype=obj.dtype, shape=obj.shape)
             for n in range(obj.schunk.nchunks):            # one chunk in memory at a time
@@ -133,11 +123,6 @@ def cmd_decompress(args) -> int:
             with open(tmp, "wb") as f:
                 for n in range(obj.nchunks):
                     f.write(obj.decompress_chunk(n))
-        os.replace(tmp, args.output)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
     return 0
 
 

@@ -72,7 +72,10 @@ def test_nested_carriers(disk):
     inner = ndpack.open(tmp / "inner.b2nd")
     os.mkdir(tmp / "outer")
     ndpack.lazyexpr("sqrt(abs(i)) + 1", operands={"i": inner}).save(tmp / "outer" / "o.b2nd")
-    np.testing.assert_allclose(ndpack.open(tmp / "outer" / "o.b2nd")[()],
+    # its operands (a, sub/b) lie outside outer/: read only when the caller allows it
+    with pytest.raises(PermissionError, match="operand_paths"):
+        ndpack.open(tmp / "outer" / "o.b2nd")
+    np.testing.assert_allclose(ndpack.open(tmp / "outer" / "o.b2nd", operand_paths=[tmp])[()],
                                np.sqrt(np.abs(x * y)) + 1, rtol=1e-13)
 
 

@@ -25,12 +25,11 @@ Examples
 from __future__ import annotations
 
 import os
-import uuid
 
 from ndpack.codecs import Codec, Filter
 from ndpack.errors import ParameterError
-from ndpack.storage.ndarray import NDArray, create
-from ndpack.storage.schunk import open as open_frame, remove_urlpath
+from ndpack.storage.ndarray import NDArray, create, holding
+from ndpack.storage.schunk import open as open_frame
 
 __all__ = ["new_output", "result_storage", "RESULT_CPARAMS"]
 
@@ -60,16 +59,8 @@ def new_output(shape, dtype, urlpath, mode, write, **storage) -> NDArray:
         raise ParameterError(f"mode must be 'w' or 'a' to write a result, not {mode!r}")
     if mode == "a" and os.path.exists(final):
         raise FileExistsError(f"{final!r} exists; use mode='w' to overwrite it")
-    head, tail = os.path.split(final)
-    target = os.path.join(head, f".{tail}.{uuid.uuid4().hex[:8]}.part")
-    try:
-        out = create(shape, dtype, urlpath=target, mode="w", **storage)
+    out = create(shape, dtype, urlpath=final, mode=mode, **storage)   # a temporary name
+    with holding(out):                               # until complete (storage/atomic.py)
         write(out)
-        out.schunk.close()
-        del out
-        remove_urlpath(final)
-        os.replace(target, final)
-    except BaseException:
-        remove_urlpath(target)
-        raise
+    out.schunk.close()
     return open_frame(final, mode="a")

@@ -34,10 +34,11 @@ from ndpack.engine.functions import BINARY_OPERATORS, UNARY_OPERATORS
 from ndpack.engine.parse import parse
 from ndpack.engine.tree import Apply, Constant, Contract, Node, Operand, Reduce
 from ndpack.engine.views import SliceView, TransposeView
-from ndpack.errors import FormatError, ParameterError
-from ndpack.storage.constructors import uninit
-from ndpack.storage.ndarray import NDArray
-from ndpack.storage.schunk import open as open_storage, remove_urlpath
+from ndpack.codecs import SpecialValue
+from ndpack.engine.operand_paths import allowed_roots, resolve_operand
+from ndpack.errors import FormatError, NdpackError, ParameterError
+from ndpack.storage.ndarray import NDArray, create, fill_from, holding
+from ndpack.storage.schunk import open as open_storage
 
 __all__ = ["save_expr", "open", "expression_text", "MissingOperandsError"]
 
@@ -188,10 +189,11 @@ def save_expr(expr, urlpath, **kwargs) -> None:
                 for a, _ in leaves}
     meta = dict(kwargs.pop("meta", None) or {})
     meta["b2o"] = dict(_KIND)
-    remove_urlpath(carrier)
-    out = uninit(expr.shape, expr.dtype, urlpath=carrier, mode="w", meta=meta, **kwargs)
-    out.vlmeta["b2o"] = {**_KIND, "expression": text, "operands": operands}
-    out.vlmeta[_USER] = {}
+    out = create(tuple(expr.shape), expr.dtype, urlpath=carrier, mode="w", meta=meta, **kwargs)
+    with holding(out):                 # replaces an old carrier only once complete
+        fill_from(out, special=SpecialValue.UNINIT)
+        out.vlmeta["b2o"] = {**_KIND, "expression": text, "operands": operands}
+        out.vlmeta[_USER] = {}
     out.schunk.close()
 
 
@@ -199,14 +201,56 @@ def save_expr(expr, urlpath, **kwargs) -> None:
 # open
 
 def open(urlpath, mode: str = "r", offset: int = 0, trust_code: bool = False,  # noqa: A001
-         **kwargs):
+         operand_paths=None, **kwargs):
     """Open a file: an NDArray, an SChunk, a saved expression (a LazyExpr), or a store
     (``.b2z``/``.b2d``: TreeStore or DictStore; ``.b2e``: EmbedStore).
 
     python-blosc2's ``open``, including saved expressions (its current ``b2o`` carriers
     and the legacy ``LazyArray`` layout) and stores.  Opening a saved expression never runs code; a
     saved user function (which would) needs ``trust_code=True``.
+
+    The operands of a saved expression are read only from the carrier's folder (and its
+    subfolders) unless `operand_paths` lists more directories; absolute paths elsewhere,
+    ``..`` leaving the folder, device files and FIFOs are refused before anything is
+    opened (:mod:`ndpack.engine.operand_paths`).  A malformed carrier, or carriers that
+    name each other in a cycle, raise ``FormatError``.
+
+    Parameters
+    ----------
+    urlpath : str or path
+    mode : {'r', 'a'}
+    offset : int
+        Where a contiguous frame starts inside a larger file.
+    trust_code : bool
+        Allow opening saved user functions (their source is run).
+    operand_paths : path or list of paths, optional
+        Directories, besides the carrier's folder, that saved expressions may read
+        their operands from.
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack, os, tempfile
+    >>> d = tempfile.mkdtemp(); os.mkdir(os.path.join(d, "data"))
+    >>> a = ndpack.asarray(np.arange(3.0), urlpath=os.path.join(d, "data", "a.b2nd"))
+    >>> os.mkdir(os.path.join(d, "exprs"))
+    >>> (a * 2).save(os.path.join(d, "exprs", "e.b2nd"))      # names ../data/a.b2nd
+    >>> ndpack.open(os.path.join(d, "exprs", "e.b2nd"))
+    Traceback (most recent call last):
+    ...
+    ndpack.engine.operand_paths.OperandPathError: ...outside the carrier's folder...
+    >>> e = ndpack.open(os.path.join(d, "exprs", "e.b2nd"),
+    ...                 operand_paths=[os.path.join(d, "data")])
+    >>> e[()].tolist()
+    [0.0, 2.0, 4.0]
     """
+    roots = allowed_roots(operand_paths)
+    return _open(urlpath, mode, offset, trust_code, roots, (), kwargs)
+
+
+_MAX_NESTING = 64                  # carriers opening carriers: deeper is refused
+
+
+def _open(urlpath, mode, offset, trust_code, roots, chain, kwargs):
     path = os.fspath(urlpath)
     if _is_store(path):
         from ndpack.storage.stores import open_store
@@ -215,29 +259,57 @@ def open(urlpath, mode: str = "r", offset: int = 0, trust_code: bool = False,  #
     if not isinstance(obj, NDArray):
         return obj
     meta = list(obj.schunk.meta)
+    if "b2o" not in meta and "LazyArray" not in meta:
+        return obj
+    real = os.path.realpath(path)
+    names = [p for _, p in chain] + [path]
+    if any(real == r for r, _ in chain):
+        raise FormatError("saved expressions name each other in a cycle: "
+                          + " -> ".join(map(repr, names)))
+    if len(chain) >= _MAX_NESTING:
+        raise FormatError(f"saved expressions nested more than {_MAX_NESTING} deep: "
+                          + " -> ".join(map(repr, names[:3] + ["..."] + names[-2:])))
+    chain = chain + ((real, path),)
+    try:
+        return _open_carrier(obj, path, meta, trust_code, roots, chain)
+    except (NdpackError, OSError, RecursionError):
+        raise
+    except (KeyError, AttributeError, TypeError, IndexError, ValueError) as exc:
+        raise FormatError(f"{path!r}: malformed saved expression "
+                          f"({type(exc).__name__}: {exc})") from None
+
+
+def _open_carrier(obj: NDArray, path: str, meta: list, trust_code, roots, chain):
+    """The expression (or user function) of the carrier `obj`."""
+    vlmeta_names = set(obj.vlmeta)
     if "b2o" in meta:
         kind = obj.schunk.meta["b2o"]
         if not isinstance(kind, dict) or kind.get("kind") != "lazyexpr":
-            raise FormatError(f"{urlpath!r}: b2o objects of kind {kind!r} are not supported "
+            raise FormatError(f"{path!r}: b2o objects of kind {kind!r} are not supported "
                               "(only 'lazyexpr')")
+        if "b2o" not in vlmeta_names:
+            raise FormatError(f"{path!r}: malformed saved expression (no 'b2o' vlmeta)")
         payload = obj.vlmeta["b2o"]
+        operands = payload.get("operands", {}) if isinstance(payload, dict) else None
+        if not isinstance(operands, dict):
+            raise FormatError(f"{path!r}: malformed saved expression")
         ops = {k: v.get("urlpath") if isinstance(v, dict) else None
-               for k, v in payload.get("operands", {}).items()}
-        return _rebuild(urlpath, payload.get("expression"), ops, trust_code)
-    if "LazyArray" in meta:
-        legacy = obj.vlmeta["_LazyArray"]
-        if not isinstance(legacy, dict):
-            raise FormatError(f"{urlpath!r}: malformed saved expression")
-        if obj.schunk.meta["LazyArray"] != _LEGACY_EXPR:
-            if not trust_code:
-                raise PermissionError(f"{urlpath!r} holds a saved user function; opening it "
-                                      "runs its code: pass trust_code=True if you trust it")
-            from ndpack.engine.udf import open_udf
-            return open_udf(obj, urlpath, legacy,
-                            lambda name, rel: _operand(urlpath, name, rel, trust_code))
-        return _rebuild(urlpath, legacy.get("expression"), legacy.get("operands", {}),
-                        trust_code)
-    return obj
+               for k, v in operands.items()}
+        return _rebuild(path, payload.get("expression"), ops, trust_code, roots, chain)
+    if "_LazyArray" not in vlmeta_names:
+        raise FormatError(f"{path!r}: malformed saved expression (no '_LazyArray' vlmeta)")
+    legacy = obj.vlmeta["_LazyArray"]
+    if not isinstance(legacy, dict):
+        raise FormatError(f"{path!r}: malformed saved expression")
+    if obj.schunk.meta["LazyArray"] != _LEGACY_EXPR:
+        if not trust_code:
+            raise PermissionError(f"{path!r} holds a saved user function; opening it "
+                                  "runs its code: pass trust_code=True if you trust it")
+        from ndpack.engine.udf import open_udf
+        return open_udf(obj, path, legacy,
+                        lambda name, rel: _operand(path, name, rel, trust_code, roots, chain))
+    return _rebuild(path, legacy.get("expression"), legacy.get("operands", {}),
+                    trust_code, roots, chain)
 
 
 def _is_store(path: str) -> bool:
@@ -249,29 +321,33 @@ def _is_store(path: str) -> bool:
                                     os.path.isfile(os.path.join(path, "embed.b2e")))
 
 
-def _operand(urlpath, name, rel, trust_code):
-    if not isinstance(rel, str):
-        raise FormatError(f"{urlpath!r}: operand {name!r} has no urlpath")
-    path = os.path.join(os.path.dirname(os.path.abspath(os.fspath(urlpath))), rel)
-    if not os.path.exists(path):
-        raise MissingOperandsError(f"<saved function in {urlpath}>", {name: path})
-    return open(path, trust_code=trust_code)
+def _operand(urlpath, name, rel, trust_code, roots, chain):
+    real = resolve_operand(urlpath, name, rel, roots)
+    if real is None:
+        raise MissingOperandsError(f"<saved function in {urlpath}>",
+                                   {name: _looked_for(urlpath, rel)})
+    return _open(real, "r", 0, trust_code, roots, chain, {})
 
 
-def _rebuild(urlpath, text, operands: dict, trust_code: bool):
+def _looked_for(urlpath, rel: str) -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(os.fspath(urlpath))), rel)
+
+
+def _rebuild(urlpath, text, operands: dict, trust_code: bool, roots=(), chain=()):
     from ndpack.engine.lazyexpr import LazyExpr
     if not isinstance(text, str) or not isinstance(operands, dict):
         raise FormatError(f"{urlpath!r}: malformed saved expression")
-    folder = os.path.dirname(os.path.abspath(os.fspath(urlpath)))
-    names, missing = {}, {}
-    for name, rel in operands.items():
-        if not isinstance(rel, str):
-            raise FormatError(f"{urlpath!r}: operand {name!r} has no urlpath")
-        path = os.path.join(folder, rel)
-        if not os.path.exists(path):
-            missing[name] = path
-            continue
-        names[name] = open(path, trust_code=trust_code)
+    names, missing, found = {}, {}, {}
+    for name, rel in operands.items():              # every path checked before any open
+        if not isinstance(name, str):
+            raise FormatError(f"{urlpath!r}: operand name {name!r} is not a string")
+        real = resolve_operand(urlpath, name, rel, roots)
+        if real is None:
+            missing[name] = _looked_for(urlpath, rel)
+        else:
+            found[name] = real
     if missing:
         raise MissingOperandsError(text, missing)
+    for name, real in found.items():
+        names[name] = _open(real, "r", 0, trust_code, roots, chain, {})
     return LazyExpr(parse(text, names))

@@ -36,11 +36,10 @@ import textwrap
 import numpy as np
 
 from ndpack.errors import FormatError, ParameterError
-from ndpack.storage.constructors import uninit
 from ndpack.storage.grid import compute_chunks_blocks
 from ndpack.engine.output import new_output
-from ndpack.storage.ndarray import NDArray, fill_from
-from ndpack.storage.schunk import remove_urlpath
+from ndpack.codecs import SpecialValue
+from ndpack.storage.ndarray import NDArray, create, fill_from, holding
 
 __all__ = ["LazyUDF", "lazyudf", "open_udf"]
 
@@ -169,11 +168,12 @@ def save_udf(udf: LazyUDF, urlpath, **kwargs) -> None:
                 for i, x in enumerate(udf.inputs)}
     meta = dict(kwargs.pop("meta", None) or {})
     meta["LazyArray"] = _LEGACY_UDF
-    remove_urlpath(carrier)
-    out = uninit(udf.shape, udf.dtype, urlpath=carrier, mode="w", meta=meta,
+    out = create(udf.shape, udf.dtype, urlpath=carrier, mode="w", meta=meta,
                  chunks=udf.chunks, blocks=udf.blocks, **kwargs)
-    out.vlmeta["_LazyArray"] = {"UDF": source, "operands": operands,
-                                "name": udf.func.__name__}
+    with holding(out):                 # replaces an old carrier only once complete
+        fill_from(out, special=SpecialValue.UNINIT)
+        out.vlmeta["_LazyArray"] = {"UDF": source, "operands": operands,
+                                    "name": udf.func.__name__}
     out.schunk.close()
 
 

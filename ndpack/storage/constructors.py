@@ -33,8 +33,9 @@ import numpy as np
 from ndpack.codecs import SpecialValue
 from ndpack.errors import ParameterError
 from ndpack.storage.grid import prod
-from ndpack.storage.ndarray import NDArray, create, fill_from
-from ndpack.storage.schunk import SChunk, open as open_frame, remove_urlpath, schunk_from_cframe
+from ndpack.storage.atomic import replacing
+from ndpack.storage.ndarray import NDArray, create, fill_from, holding
+from ndpack.storage.schunk import SChunk, open as open_frame, schunk_from_cframe
 
 __all__ = [
     "arange",
@@ -360,7 +361,11 @@ def fromiter(iterable, shape, dtype, c_order=True, **kwargs) -> NDArray:
     if not c_order:
         raise ParameterError("fromiter fills in C order only (c_order=True)")
     dt = np.dtype(dtype)
-    out = fill_from(create(shape, dt, **kwargs), special=SpecialValue.ZERO)
+    with holding(create(shape, dt, **kwargs)) as out:   # on disk: in place when complete
+        return _fill_iter(fill_from(out, special=SpecialValue.ZERO), iterable)
+
+
+def _fill_iter(out: NDArray, iterable) -> NDArray:
     it = iter(iterable)
     if out.ndim == 0:
         out[()] = next(it)
@@ -370,7 +375,7 @@ def fromiter(iterable, shape, dtype, c_order=True, **kwargs) -> NDArray:
     for r0 in range(0, out.shape[0], rows):
         r1 = min(r0 + rows, out.shape[0])
         count = (r1 - r0) * per_row
-        slab = np.fromiter(itertools.islice(it, count), dtype=dt, count=count)
+        slab = np.fromiter(itertools.islice(it, count), dtype=out.dtype, count=count)
         out[r0:r1] = slab.reshape((r1 - r0,) + out.shape[1:])
     return out
 
@@ -391,8 +396,7 @@ def save(array, urlpath, contiguous=True, **kwargs) -> None:
     if isinstance(array, SChunk):
         if not contiguous:
             raise ParameterError("an SChunk is saved as a contiguous frame (contiguous=True)")
-        remove_urlpath(urlpath)
-        with builtins.open(urlpath, "wb") as f:
+        with replacing(urlpath) as tmp, builtins.open(tmp, "wb") as f:
             f.write(array.to_cframe())
         return
     if not isinstance(array, NDArray):

@@ -336,6 +336,14 @@ class FrameBase:
     def close(self):
         pass
 
+    pending = None        # file frames: the temporary of a new frame (see framefile)
+
+    def commit(self):
+        """File frames move a new frame into place (see framefile); nothing here."""
+
+    def abort(self):
+        """File frames remove the temporary of a new frame; nothing here."""
+
 
 class RawChunk:
     """A chunk stored uncompressed, given as its 32-byte header and the data apart, so

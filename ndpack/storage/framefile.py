@@ -153,6 +153,29 @@ class _FileFrame(FrameBase):
 
     base = 0
     _sorted = None                        # sorted distinct offsets, for chunk end bounds
+    pending = None      # atomic.Pending while a new frame is written under a temporary name
+
+    def commit(self) -> None:
+        """Move a new frame from its temporary name to its target (flushed first); a
+        frame that is not pending is left alone (see :mod:`ndpack.storage.atomic`)."""
+        with self.lock:
+            p = self.pending
+            if p is None:
+                return
+            p.commit()
+            self.path, self.pending = p.target, None
+
+    def abort(self) -> None:
+        """Remove the temporary of a new frame that will not be completed."""
+        p, self.pending = self.pending, None
+        if p is not None:
+            self.close()
+            p.abort()
+
+    def _maybe_commit(self) -> None:
+        p = self.pending
+        if p is not None and not p.held and p.expected == len(self.offsets):
+            self.commit()
 
     # contiguous layout (ContiguousFrame, _BufferFrame); SparseFrame overrides these two
     def _raw_chunk_head(self, i: int):
@@ -261,6 +284,7 @@ class _FileFrame(FrameBase):
             if became_var and old_cs != 0:
                 self._materialize_specials()
             self._flush()
+            self._maybe_commit()
 
     def append(self, chunk):
         self._mutate(self.nchunks, chunk, "append")

@@ -27,6 +27,7 @@ Examples
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import os
 
@@ -37,7 +38,6 @@ from ndpack.codecs import CParams, SpecialValue, make_cparams, make_dparams
 from ndpack.errors import FormatError, ParameterError
 from ndpack.storage.fancy import OIndex, VIndex, fancy_get, fancy_set, is_fancy
 from ndpack.storage.frame import MemoryFrame, chunk_nbytes_of, special_code
-from ndpack.storage.framefile import ContiguousFrame, SparseFrame
 from ndpack.storage.grid import (
     as_range,
     check_layout,
@@ -52,9 +52,9 @@ from ndpack.storage.grid import (
 from ndpack.storage.meta import check_name, packb
 from ndpack.storage.ndstored import NDStored
 from ndpack.storage.ndread import NDReader, _from_blocked, _scratch, _to_blocked
-from ndpack.storage.schunk import SChunk, _info_from, remove_urlpath
+from ndpack.storage.schunk import SChunk, _info_from, new_file_frame
 
-__all__ = ["NDArray", "NDChunkInfo", "create", "fill_from"]
+__all__ = ["NDArray", "NDChunkInfo", "create", "fill_from", "holding"]
 
 NDChunkInfo = collections.namedtuple(
     "NDChunkInfo", ["nchunk", "coords", "cratio", "special", "repeated_value", "lazychunk"])
@@ -96,17 +96,62 @@ def create(shape, dtype=np.float64, chunks=None, blocks=None, cparams=None, dpar
     path = None if urlpath is None else os.fspath(urlpath)
     if path is None:
         frame = MemoryFrame(info, raw_meta)
-    else:
-        if os.path.exists(path):
-            if mode == "a":
-                raise FileExistsError(f"{path!r} exists; use ndpack.open() to open it, or "
-                                      "mode='w' to overwrite it")
-            remove_urlpath(path)
-        cls = SparseFrame if contiguous is False else ContiguousFrame
-        frame = cls(path, "w", create=(info, raw_meta))
-    schunk = SChunk._from_frame(frame, urlpath=path, mode="a", dparams=dp)
-    schunk._cparams = cp
-    return NDArray(schunk)
+    else:        # written under a temporary name; moved into place once every chunk is
+        frame = new_file_frame(path, mode, info, raw_meta, contiguous)  # there (or by
+        frame.pending.expected = prod(                                  # holding()'s end)
+            -(-s // c) if c else 0 for s, c in zip(shape, chunks))
+    try:
+        schunk = SChunk._from_frame(frame, urlpath=path, mode="a", dparams=dp)
+        schunk._cparams = cp
+        arr = NDArray(schunk)
+        frame._maybe_commit() if path is not None else None     # an array of no chunks
+    except BaseException:
+        frame.abort()
+        raise
+    return arr
+
+
+@contextlib.contextmanager
+def holding(obj):
+    """Keep a new array (or SChunk) that is being written under its temporary name
+    until the block ends, then move it into place; remove it if the block raises.
+
+    :func:`create` moves a new file into place when its last chunk is written; a
+    creator that writes more afterwards (vlmeta, slice writes) holds it.  Objects
+    already in place, or in memory, pass through.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np
+    >>> path = os.path.join(tempfile.mkdtemp(), "h.b2nd")
+    >>> a = create((4,), np.int32, chunks=(2,), blocks=(2,), urlpath=path)
+    >>> with holding(a):
+    ...     _ = fill_from(a, lambda reg: np.arange(4)[reg])
+    ...     a.vlmeta["note"] = "complete"
+    ...     print(os.path.exists(path))
+    False
+    >>> os.path.exists(path), a.vlmeta["note"]
+    (True, 'complete')
+    """
+    frame = getattr(obj, "schunk", obj)._frame
+    p = frame.pending
+    if p is None:
+        yield obj
+        return
+    p.held += 1
+    try:
+        yield obj
+    except BaseException:
+        p.held -= 1
+        frame.abort()
+        raise
+    p.held -= 1
+    if not p.held:
+        try:
+            frame.commit()
+        except BaseException:
+            frame.abort()
+            raise
 
 
 def fill_from(arr: NDArray, producer=None, special=None, value=None) -> NDArray:
@@ -116,6 +161,14 @@ def fill_from(arr: NDArray, producer=None, special=None, value=None) -> NDArray:
     as an array-like of that region's shape; only one chunk is in memory at a time.
     With `special` (a :class:`SpecialValue`) no data is stored.
     """
+    try:
+        return _fill(arr, producer, special, value)
+    except BaseException:
+        arr.schunk._frame.abort()          # a new file that will not be complete
+        raise
+
+
+def _fill(arr: NDArray, producer, special, value) -> NDArray:
     s = arr.schunk
     if special is not None:
         raw = None if value is None else np.asarray(value, dtype=arr.dtype).tobytes()
@@ -498,13 +551,14 @@ class NDArray(NDReader, NDStored):
         kwargs.setdefault("cparams", self.cparams)
         kwargs.setdefault("meta", {k: self.meta[k] for k in self.meta if k != "b2nd"})
         out = create(self._shape, dtype, chunks, blocks, **kwargs)
-        if same and out.chunks == self._chunks and out.blocks == self._blocks:
-            for i in range(self._nchunks):
-                out.schunk.append_chunk(self._schunk.get_chunk(i))
-        else:
-            fill_from(out, lambda reg: self[reg])
-        for name, chunk in self._schunk._frame.vlmeta.items():     # stored form, as is
-            out.schunk._frame.set_vlmeta(name, chunk)
+        with holding(out):                       # on disk: in place once vlmeta is there
+            if same and out.chunks == self._chunks and out.blocks == self._blocks:
+                for i in range(self._nchunks):
+                    out.schunk.append_chunk(self._schunk.get_chunk(i))
+            else:
+                fill_from(out, lambda reg: self[reg])
+            for name, chunk in self._schunk._frame.vlmeta.items():   # stored form, as is
+                out.schunk._frame.set_vlmeta(name, chunk)
         return out
 
     def slice(self, key, **kwargs) -> NDArray:

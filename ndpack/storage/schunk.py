@@ -31,6 +31,7 @@ from ndpack.chunks import (_as_buffer, chunk_info, compress2, decompress2, getit
                            special_chunk)
 from ndpack.codecs import CParams, DParams, SpecialValue, make_cparams, make_dparams
 from ndpack.errors import ParameterError
+from ndpack.storage.atomic import Pending
 from ndpack.storage.frame import FrameInfo, MemoryFrame
 from ndpack.storage.framefile import ContiguousFrame, SparseFrame, open_frame, parse_cframe
 from ndpack.storage.meta import Meta, check_name, packb, vlmeta
@@ -120,6 +121,7 @@ class SChunk:
 
     def __init__(self, chunksize=None, data=None, cparams=None, dparams=None, urlpath=None,
                  contiguous=None, mode="a", mmap_mode=None, meta=None, **kwargs):
+        commit = kwargs.pop("_commit", True)     # internal: the creator commits itself
         if kwargs:
             raise ParameterError(f"unknown SChunk argument(s) {sorted(kwargs)}")
         if mode not in _MODES:
@@ -159,21 +161,22 @@ class SChunk:
         self._attach(self._new_frame(info, raw_meta, contiguous), keep_cparams=True)
         self._contiguous = (bool(contiguous) if self._urlpath is None
                             else contiguous in (None, True))
-        if view is not None and len(view):
-            for pos in range(0, len(view), chunksize):
-                self.append_data(view[pos:pos + chunksize])
+        try:
+            if view is not None and len(view):
+                for pos in range(0, len(view), chunksize):
+                    self.append_data(view[pos:pos + chunksize])
+            if commit:
+                self._frame.commit()
+        except BaseException:
+            self._frame.abort()
+            raise
 
     def _new_frame(self, info: FrameInfo, raw_meta: dict, contiguous):
+        """A new frame; on disk it is written under a temporary name until committed
+        (:mod:`ndpack.storage.atomic`), so an existing file stays until then."""
         if self._urlpath is None:
             return MemoryFrame(info, raw_meta)
-        if os.path.exists(self._urlpath):
-            if self._mode == "a":
-                raise FileExistsError(f"{self._urlpath!r} exists; use ndpack.open() to open "
-                                      "it, or mode='w' to overwrite it")
-            remove_urlpath(self._urlpath)
-        if contiguous is None or contiguous:
-            return ContiguousFrame(self._urlpath, "w", create=(info, raw_meta))
-        return SparseFrame(self._urlpath, "w", create=(info, raw_meta))
+        return new_file_frame(self._urlpath, self._mode, info, raw_meta, contiguous)
 
     @classmethod
     def _from_frame(cls, frame, urlpath=None, mode="a", dparams=None) -> SChunk:
@@ -582,6 +585,28 @@ def open(urlpath, mode: str = "r", offset: int = 0,  # noqa: A001  (python-blosc
 
         return NDArray(schunk)
     return schunk
+
+
+def new_file_frame(urlpath, mode: str, info: FrameInfo, raw_meta: dict, contiguous):
+    """A new contiguous (default) or sparse frame for `urlpath`, written under a
+    temporary name beside it (its ``pending``) until ``frame.commit()``.
+
+    Mode 'a' refuses an existing `urlpath` (now and at the commit); 'w' replaces it at
+    the commit.
+    """
+    path = os.fspath(urlpath)
+    if mode == "a" and os.path.lexists(path):
+        raise FileExistsError(f"{path!r} exists; use ndpack.open() to open it, or "
+                              "mode='w' to overwrite it")
+    pending = Pending(path, exclusive=(mode == "a"))
+    try:
+        cls = ContiguousFrame if contiguous is None or contiguous else SparseFrame
+        frame = cls(pending.path, "w", create=(info, raw_meta))
+    except BaseException:
+        pending.abort()
+        raise
+    frame.pending = pending
+    return frame
 
 
 def remove_urlpath(path) -> None:

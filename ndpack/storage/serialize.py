@@ -79,15 +79,20 @@ def _schunk_for(tensor, chunksize, kwargs) -> tuple[SChunk, int]:
     cparams.setdefault("typesize", arr.itemsize if arr.itemsize <= 255 else 1)
     if chunksize is None:
         chunksize = _default_chunksize(arr)
-    schunk = SChunk(chunksize=chunksize, cparams=cparams, **kwargs)
-    flat = arr.reshape(-1).view(np.uint8) if arr.size else b""
-    pieces = [flat[pos:pos + chunksize] for pos in range(0, arr.nbytes, chunksize)]
-    if schunk.urlpath is None or len(pieces) < 2:
-        for piece in pieces:
-            schunk.append_data(piece)
-    else:
-        _append_pipelined(schunk, pieces)
-    schunk.vlmeta[TENSOR_KEY] = (kind, arr.shape, _dtype_code(arr.dtype))
+    schunk = SChunk(chunksize=chunksize, cparams=cparams, _commit=False, **kwargs)
+    try:                   # on disk: under a temporary name until complete (atomic.py)
+        flat = arr.reshape(-1).view(np.uint8) if arr.size else b""
+        pieces = [flat[pos:pos + chunksize] for pos in range(0, arr.nbytes, chunksize)]
+        if schunk.urlpath is None or len(pieces) < 2:
+            for piece in pieces:
+                schunk.append_data(piece)
+        else:
+            _append_pipelined(schunk, pieces)
+        schunk.vlmeta[TENSOR_KEY] = (kind, arr.shape, _dtype_code(arr.dtype))
+        schunk._frame.commit()
+    except BaseException:
+        schunk._frame.abort()
+        raise
     return schunk, arr.nbytes
 
 

@@ -7,7 +7,8 @@ Both backends name a leaf by its relative path without suffix (``"g1/b"`` for ke
 
 A zip member is opened in place: the frame starts at the member's data offset and is
 read with positioned reads (or a memory map), never extracted.  Writes to a ``.b2z``
-go to a new zip next to it (``.<name>.*.tmp``): new leaves are appended to it as they
+go to a new zip next to it (``.<name>.<pid>-<random>.ndpack-tmp``, see
+:mod:`ndpack.storage.atomic`): new leaves are appended to it as they
 are set, and :meth:`ZipFiles.commit` copies the surviving members of the old file
 (raw bytes, no decoding), adds ``embed.b2e`` and the central directory and moves the
 new file over the old one atomically.
@@ -23,6 +24,7 @@ import time
 import zipfile
 
 from ndpack.errors import FormatError, ParameterError
+from ndpack.storage.atomic import Pending, fsync_path, replacing
 from ndpack.storage.schunk import open as open_frame
 
 __all__ = ["EMBED_NAME", "LEAF_SUFFIXES", "DirFiles", "ZipFiles"]
@@ -52,11 +54,7 @@ class DirFiles:
     def __init__(self, path: str, mode: str):
         self.path = path
         if mode == "w" and os.path.exists(path):
-            if not os.path.isdir(path):
-                raise ParameterError(f"{path!r} exists and is not a directory")
-            if os.listdir(path) and not os.path.exists(os.path.join(path, EMBED_NAME)):
-                raise ParameterError(f"{path!r} is a non-empty directory without {EMBED_NAME}; "
-                                     "refusing to overwrite something that is not a store")
+            self.check_replaceable(path)
             shutil.rmtree(path)
         if mode != "r":
             os.makedirs(path, exist_ok=True)
@@ -71,6 +69,17 @@ class DirFiles:
                 if stem is not None:
                     self.leaves[stem] = rel
 
+    @staticmethod
+    def check_replaceable(path: str):
+        """Refuse to replace anything but a store directory (or nothing)."""
+        if not os.path.lexists(path):
+            return
+        if not os.path.isdir(path):
+            raise ParameterError(f"{path!r} exists and is not a directory")
+        if os.listdir(path) and not os.path.exists(os.path.join(path, EMBED_NAME)):
+            raise ParameterError(f"{path!r} is a non-empty directory without {EMBED_NAME}; "
+                                 "refusing to overwrite something that is not a store")
+
     def embed_path(self) -> str:
         return os.path.join(self.path, EMBED_NAME)
 
@@ -81,19 +90,18 @@ class DirFiles:
         return open_frame(self.file_of(rel), mode="r" if mode == "r" else "a",
                           mmap_mode=mmap_mode)
 
-    def target(self, rel: str, value) -> str:
-        """Prepare the file for a new `value` at `rel` (old file removed); its path."""
-        if rel in self.leaves:
-            self.remove(rel, prune=False)
+    def write_bytes(self, rel: str, value, pieces, size: int | None = None):
+        """Write the leaf `rel` under a temporary name and move it over the old one
+        (:mod:`ndpack.storage.atomic`): the old value stays readable until then."""
         name = rel + suffix_for(value)
         full = os.path.join(self.path, *name.split("/"))
         os.makedirs(os.path.dirname(full), exist_ok=True)
-        self.leaves[rel] = name
-        return full
-
-    def write_bytes(self, rel: str, value, pieces, size: int | None = None):
-        with open(self.target(rel, value), "wb") as f:
+        with replacing(full) as tmp, open(tmp, "wb") as f:
             f.writelines(pieces)
+        old = self.leaves.get(rel)
+        self.leaves[rel] = name
+        if old is not None and old != name:          # same key, other suffix
+            os.remove(os.path.join(self.path, *old.split("/")))
 
     def remove(self, rel: str, prune: bool = True):
         full = self.file_of(rel)
@@ -189,6 +197,7 @@ class ZipFiles:
                 self.leaves[stem] = ("src", name)
         self._zf = None
         self._tmp = None
+        self._pending = None               # atomic.Pending of the new zip beside `path`
 
     # --- reading -------------------------------------------------------------------------
     def _member(self, rel: str):
@@ -238,10 +247,13 @@ class ZipFiles:
     # --- writing -------------------------------------------------------------------------
     def _writer(self) -> zipfile.ZipFile:
         if self._zf is None:
-            d = self.tmpdir or os.path.dirname(os.path.abspath(self.path))
-            fd, self._tmp = tempfile.mkstemp(prefix=f".{os.path.basename(self.path)}.",
-                                             suffix=".tmp", dir=d)
-            os.close(fd)
+            if self.tmpdir is None:        # beside the target: one rename at the commit
+                self._pending = Pending(self.path, collect=False)   # the store decides
+                self._tmp = self._pending.path
+            else:
+                fd, self._tmp = tempfile.mkstemp(prefix=f".{os.path.basename(self.path)}.",
+                                                 suffix=".tmp", dir=self.tmpdir)
+                os.close(fd)
             self._zf = zipfile.ZipFile(self._tmp, "w", zipfile.ZIP_STORED, allowZip64=True)
         return self._zf
 
@@ -296,8 +308,13 @@ class ZipFiles:
         self._append(EMBED_NAME, [embed_bytes])
         self._zf.close()
         self._zf = None
-        os.replace(self._tmp, self.path)
-        self._tmp = None
+        if self._pending is not None:
+            self._pending.commit()         # flushed, then renamed over the old file
+        else:
+            fsync_path(self._tmp)
+            os.replace(self._tmp, self.path)
+            fsync_path(os.path.dirname(os.path.abspath(self.path)))
+        self._tmp = self._pending = None
         self.src = read_members(self.path)
         self.new = {}
         self.leaves = {rel: ("src", name) for rel, (_, name) in self.leaves.items()}
@@ -306,6 +323,8 @@ class ZipFiles:
         if self._zf is not None:
             self._zf.close()
             self._zf = None
-        if self._tmp is not None and os.path.exists(self._tmp):
+        if self._pending is not None:
+            self._pending.abort()
+        elif self._tmp is not None and os.path.exists(self._tmp):
             os.remove(self._tmp)
-        self._tmp = None
+        self._tmp = self._pending = None

@@ -35,6 +35,7 @@ from ndpack.storage.embedstore import (
     estore_from_cframe,
     value_to_store,
 )
+from ndpack.storage.atomic import Pending, replacing
 from ndpack.storage.framefile import ContiguousFrame
 from ndpack.storage.storefiles import DirFiles, ZipFiles
 
@@ -113,6 +114,10 @@ class DictStore(StoreMapping):
 
     Notes
     -----
+    A new store (mode 'w', or 'a' on a missing path) is built under a temporary name
+    beside `localpath` and moved into place by :meth:`close` (an old store stays
+    until then; see :mod:`ndpack.storage.atomic`); in mode 'a' an existing ``.b2d`` is
+    changed in place, one leaf file replaced atomically at a time.
     The leaves of a ``.b2z`` are read in place and are read-only, also in mode 'a':
     assign a new value (``store[key] = new``) to change one.  Changes to a ``.b2z`` are
     written when the store is closed (or :meth:`to_b2z` is called).
@@ -124,8 +129,11 @@ class DictStore(StoreMapping):
     >>> ds = ndpack.DictStore(path, mode="w")
     >>> ds["/a"] = np.arange(5)
     >>> ds["/dir/b"] = ndpack.ones((2, 2))
-    >>> sorted(os.listdir(path)), len(ds), "/dir/b" in ds
-    (['a.b2nd', 'dir', 'embed.b2e'], 2, True)
+    >>> len(ds), "/dir/b" in ds, os.path.exists(path)      # in place when closed
+    (2, True, False)
+    >>> ds.close(); sorted(os.listdir(path))
+    ['a.b2nd', 'dir', 'embed.b2e']
+    >>> ds = ndpack.DictStore(path, mode="a")
     >>> del ds["/a"]; list(ds.keys())
     ['/dir/b']
     >>> ds.close()
@@ -154,8 +162,16 @@ class DictStore(StoreMapping):
         self._keycache: dict = {}          # sorted keys, tree structure; shared with views
         self._closed = False
         self._modified = mode == "w" or not os.path.exists(path)   # a new store is written
-        self._files = (ZipFiles(path, mode, tmpdir) if _is_zip(path)
-                       else DirFiles(path, mode))
+        self._pending = None
+        if _is_zip(path):
+            self._files = ZipFiles(path, mode, tmpdir)
+        elif self._modified:        # a new (or replaced) directory is built under a
+            DirFiles.check_replaceable(path)     # temporary name and moved into place by
+            self._pending = Pending(path, collect=False)     # close(), as a .b2z is
+            os.mkdir(self._pending.path)
+            self._files = DirFiles(self._pending.path, "a")
+        else:
+            self._files = DirFiles(path, "r" if mode == "r" else "a")
         self._estore = self._open_estore()
 
     def _open_estore(self) -> EmbedStore:
@@ -164,7 +180,8 @@ class DictStore(StoreMapping):
             epath = self._files.embed_path()
             if self.mode == "r" and not os.path.exists(epath):
                 return EmbedStore(mode="r", **kw)
-            return EmbedStore(epath, mode=self.mode, mmap_mode=self._mmap_mode, **kw)
+            return EmbedStore(epath, mode="r" if self.mode == "r" else "a",
+                              mmap_mode=self._mmap_mode, **kw)
         found = self._files.embed_member()
         if found is None:
             return EmbedStore(mode="a" if self.mode != "r" else "r", **kw)
@@ -352,22 +369,17 @@ class DictStore(StoreMapping):
         dirname = os.fspath(dirname)
         if os.path.abspath(dirname) == os.path.abspath(self.localpath):
             raise ParameterError(f"{dirname!r} is this store's own path")
-        if os.path.exists(dirname):
-            if not overwrite:
-                raise FileExistsError(f"{dirname!r} exists; pass overwrite=True to replace it")
-            if os.path.isdir(dirname):
-                import shutil
-                shutil.rmtree(dirname)
-            else:
-                os.remove(dirname)
-        os.makedirs(dirname)
-        for rel, name, pieces in self._leaf_items():
-            full = os.path.join(dirname, *self._member_name(name).split("/"))
-            os.makedirs(os.path.dirname(full), exist_ok=True)
-            with open(full, "wb") as f:
-                f.writelines(pieces)
-        with open(os.path.join(dirname, "embed.b2e"), "wb") as f:
-            f.write(self._estore.to_cframe())
+        if os.path.exists(dirname) and not overwrite:
+            raise FileExistsError(f"{dirname!r} exists; pass overwrite=True to replace it")
+        with replacing(dirname) as tmp:            # the old one stays until this is complete
+            os.mkdir(tmp)
+            for rel, name, pieces in self._leaf_items():
+                full = os.path.join(tmp, *self._member_name(name).split("/"))
+                os.makedirs(os.path.dirname(full), exist_ok=True)
+                with open(full, "wb") as f:
+                    f.writelines(pieces)
+            with open(os.path.join(tmp, "embed.b2e"), "wb") as f:
+                f.write(self._estore.to_cframe())
         return os.path.abspath(dirname)
 
     def _commit(self):
@@ -385,8 +397,12 @@ class DictStore(StoreMapping):
                     self._commit()
                 else:
                     self._files.discard()
-            elif self._estore.urlpath is not None:
-                self._estore.close()
+            else:
+                if self._estore.urlpath is not None:
+                    self._estore.close()
+                if self._pending is not None:      # a new directory: now in place
+                    self._pending.commit()
+                    self._files.path, self._pending = self.localpath, None
         finally:
             self._closed = True
             self._cache.clear()
@@ -395,6 +411,8 @@ class DictStore(StoreMapping):
         """Close without writing pending changes of a ``.b2z`` store."""
         if not self._closed and isinstance(self._files, ZipFiles):
             self._files.discard()
+        if not self._closed and self._pending is not None:
+            self._pending.abort()              # a new directory store: never in place
         self._closed = True
 
     def __enter__(self):

@@ -1,0 +1,290 @@
+"""Crash-atomic creation of files and directories under a name.
+
+Every writer that creates something under a name (array files, saved frames, stores,
+computed results, the CLI's outputs) builds it as a *temporary* beside the target and
+moves it into place once it is complete:
+
+1. the temporary is named ``.<target name>.<pid>-<random>.ndpack-tmp`` in the target's
+   directory (one pattern, so that people and tools can recognise it);
+2. on success its data is flushed (``fsync`` of the file, or of every file and
+   directory of a tree), it is renamed over the target (``renameat2`` with
+   ``RENAME_EXCHANGE`` when a directory or a different kind of file is replaced, so the
+   target never disappears), and the target's directory is flushed too;
+3. on any error (or when the object that owns an uncommitted temporary is garbage
+   collected, or the interpreter exits) the temporary is removed;
+4. every new temporary for a target first removes the stale temporaries of that target
+   left by processes that no longer run (a writer killed with SIGKILL cannot clean up).
+
+So a reader that opens the target sees the old object or the complete new one, never a
+prefix, and ``mode="w"`` never removes the old target before its replacement is
+complete.  ``NDPACK_FSYNC=0`` skips the flushes (the rename stays atomic for other
+processes, but a power cut may then leave an empty or partial file).
+
+Examples
+--------
+>>> import os, tempfile
+>>> from ndpack.storage.atomic import replacing
+>>> d = tempfile.mkdtemp(); target = os.path.join(d, "x.bin")
+>>> with replacing(target) as tmp:
+...     with open(tmp, "wb") as f:
+...         _ = f.write(b"new")
+>>> open(target, "rb").read(), os.listdir(d)
+(b'new', ['x.bin'])
+>>> try:
+...     with replacing(target) as tmp:
+...         open(tmp, "wb").close()
+...         raise RuntimeError("writer failed")
+... except RuntimeError:
+...     pass
+>>> open(target, "rb").read(), os.listdir(d)
+(b'new', ['x.bin'])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import re
+import shutil
+import threading
+import weakref
+
+__all__ = ["TMP_SUFFIX", "Pending", "replacing", "is_temporary", "remove_stale", "fsync_path"]
+
+TMP_SUFFIX = ".ndpack-tmp"
+_RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
+_AT_FDCWD = -100
+_live: set = set()                     # temporaries of this process not yet committed
+_lock = threading.Lock()
+
+
+def _sync_enabled() -> bool:
+    return os.environ.get("NDPACK_FSYNC", "1") not in ("0", "no", "false", "off")
+
+
+def _pattern(tail: str):
+    return re.compile(r"\." + re.escape(tail) + r"\.(\d+)-[0-9a-f]{8}" + re.escape(TMP_SUFFIX)
+                      + r"\Z")
+
+
+def is_temporary(name) -> bool:
+    """Whether the file name `name` is one of our temporaries.
+
+    Examples
+    --------
+    >>> is_temporary(".a.b2nd.12-0123abcd.ndpack-tmp"), is_temporary("a.b2nd")
+    (True, False)
+    """
+    base = os.path.basename(os.fspath(name))
+    return re.match(r"\..+\.\d+-[0-9a-f]{8}" + re.escape(TMP_SUFFIX) + r"\Z", base) is not None
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:            # another user's live process
+        return True
+    return True
+
+
+def _remove(path: str) -> None:
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+def remove_stale(target) -> list:
+    """Remove the temporaries of `target` whose writer process is gone (or that this
+    process abandoned); returns their paths.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp(); t = os.path.join(d, "y.b2nd")
+    >>> open(os.path.join(d, ".y.b2nd.999999999-0123abcd.ndpack-tmp"), "w").close()
+    >>> [os.path.basename(p) for p in remove_stale(t)], os.listdir(d)
+    (['.y.b2nd.999999999-0123abcd.ndpack-tmp'], [])
+    """
+    head, tail = os.path.split(os.path.abspath(os.fspath(target)))
+    pat = _pattern(tail)
+    gone = []
+    try:
+        names = os.listdir(head)
+    except OSError:
+        return gone
+    for name in names:
+        m = pat.match(name)
+        if m is None:
+            continue
+        path = os.path.join(head, name)
+        with _lock:
+            live = path in _live
+        if live or (int(m.group(1)) != os.getpid() and _alive(int(m.group(1)))):
+            continue
+        _remove(path)
+        gone.append(path)
+    return gone
+
+
+def fsync_path(path, tree: bool = False) -> None:
+    """``fsync`` a file or directory (with `tree`, every file and directory under it)."""
+    if not _sync_enabled():
+        return
+    path = os.fspath(path)
+    if tree and os.path.isdir(path):
+        for root, dirs, files in os.walk(path):
+            for f in files:
+                fsync_path(os.path.join(root, f))
+            fsync_path(root)
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _renameat2(src: str, dst: str, flags: int) -> bool:
+    """``renameat2(src, dst, flags)``; False when the system does not support it."""
+    fn = getattr(_libc(), "renameat2", None)
+    if fn is None:
+        return False
+    if fn(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), flags) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), dst)
+
+
+_LIBC = []
+
+
+def _libc():
+    if not _LIBC:
+        try:
+            _LIBC.append(ctypes.CDLL(None, use_errno=True))
+        except OSError:
+            _LIBC.append(None)
+    return _LIBC[0]
+
+
+class Pending:
+    """A temporary beside `target` that :meth:`commit` moves over it.
+
+    Parameters
+    ----------
+    target : str or path
+        The name to create or replace.
+    exclusive : bool
+        Refuse (``FileExistsError`` at commit) when `target` exists by then (mode 'a').
+    collect : bool
+        Remove the temporary when this object is garbage collected uncommitted (or at
+        exit).  Owners that decide themselves when they are collected (a store that
+        commits in ``__del__``) pass False and call :meth:`abort`.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp(); p = Pending(os.path.join(d, "z"))
+    >>> os.mkdir(p.path); open(os.path.join(p.path, "f"), "w").close()
+    >>> p.commit(); sorted(os.listdir(d)), os.listdir(os.path.join(d, "z"))
+    (['z'], ['f'])
+    """
+
+    expected = None      # frames: number of chunks that completes the object (see framefile)
+    held = 0             # frames: > 0 while a creator keeps the commit for itself
+
+    def __init__(self, target, exclusive: bool = False, collect: bool = True):
+        self.target = os.path.abspath(os.fspath(target))
+        head, tail = os.path.split(self.target)
+        if not tail:
+            raise ValueError(f"{target!r} does not name a file")
+        remove_stale(self.target)
+        self.path = os.path.join(head, f".{tail}.{os.getpid()}-{os.urandom(4).hex()}"
+                                       f"{TMP_SUFFIX}")
+        self.exclusive = exclusive
+        self.done = False
+        with _lock:
+            _live.add(self.path)
+        self._finalizer = weakref.finalize(self, _discard, self.path) if collect else None
+
+    def commit(self) -> None:
+        """Flush the temporary and move it over the target (then flush the directory)."""
+        if self.done:
+            return
+        fsync_path(self.path, tree=True)
+        self._move()
+        self.done = True
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        with _lock:
+            _live.discard(self.path)
+        fsync_path(os.path.dirname(self.target))
+
+    def _move(self) -> None:
+        src, dst = self.path, self.target
+        if self.exclusive:
+            if _renameat2(src, dst, _RENAME_NOREPLACE):
+                return
+            if os.path.lexists(dst):
+                raise FileExistsError(f"{dst!r} was created while it was being written; "
+                                      "use mode='w' to overwrite it")
+            os.rename(src, dst)
+            return
+        if not os.path.lexists(dst) or (os.path.isfile(dst) and os.path.isfile(src)):
+            os.replace(src, dst)               # atomic for a file over a file
+            return
+        if _renameat2(src, dst, _RENAME_EXCHANGE):
+            _remove(src)                       # the old target, now under our name
+            return
+        head, tail = os.path.split(dst)       # no exchange: a short window without target
+        old = os.path.join(head, f".{tail}.{os.getpid()}-{os.urandom(4).hex()}{TMP_SUFFIX}")
+        os.rename(dst, old)
+        os.rename(src, dst)
+        _remove(old)
+
+    def abort(self) -> None:
+        """Remove the temporary (nothing happens to the target)."""
+        if not self.done:
+            self.done = True
+            if self._finalizer is not None:
+                self._finalizer()
+            else:
+                _discard(self.path)
+
+    def __repr__(self):
+        return f"<Pending {self.path!r} -> {self.target!r}{' done' if self.done else ''}>"
+
+
+def _discard(path: str) -> None:
+    with _lock:
+        _live.discard(path)
+    _remove(path)
+
+
+@contextlib.contextmanager
+def replacing(target, exclusive: bool = False):
+    """Context manager: yields a temporary path beside `target`, which becomes `target`
+    when the block ends without an exception and is removed otherwise."""
+    pending = Pending(target, exclusive=exclusive)
+    try:
+        yield pending.path
+    except BaseException:
+        pending.abort()
+        raise
+    try:
+        pending.commit()
+    except BaseException:
+        pending.abort()
+        raise
