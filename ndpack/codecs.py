@@ -217,9 +217,15 @@ class DParams:
     ----------
     nthreads : int
         Threads used to decode the blocks of a chunk.
+    verify : bool or "full"
+        Check chunks against the frame's checksums when it carries them (ndpack
+        extension, docs/storage.md): True checks every chunk read whole, "full" also
+        reads whole the chunks of which only some blocks are wanted, False checks
+        nothing.
     """
 
     nthreads: int = dataclasses.field(default_factory=_default_nthreads)
+    verify: bool | str = True
 
 
 def _fields(cls) -> set[str]:

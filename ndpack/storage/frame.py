@@ -39,6 +39,7 @@ import numpy as np
 from ndpack.chunks import compress2, decompress, special_chunk
 from ndpack.codecs import Codec, Filter, SpecialValue, SplitMode
 from ndpack.errors import FormatError, ParameterError
+from ndpack.storage import checksums
 from ndpack.storage.meta import build_metalayers, build_trailer, expect, parse_section
 
 __all__ = ["FrameInfo", "FrameBase", "MemoryFrame", "HEADER_FIXED", "MAGIC"]
@@ -246,11 +247,16 @@ class FrameBase:
     """State shared by the stores: info, per-chunk nbytes, meta, vlmeta, chunksize rules."""
 
     readonly = False
+    verify = True                 # DParams.verify (checksums.configure)
+    trusted = False               # chunks never left this process: not verified
+    crc_chunk = crc_problem = None
+    crc_stale = False             # a record written for another state was dropped
 
     def __init__(self, info: FrameInfo, meta: dict | None = None):
         self.info = info
         self.meta = dict(meta or {})          # name -> raw bytes
-        self.vlmeta: dict = {}                # name -> chunk bytes
+        self.vlmeta: dict = {}                # name -> chunk bytes (without the record)
+        self.crcs = checksums.new_record()    # a crc32c per chunk, or None
         self.cnb: list[int] = []              # nbytes of every logical chunk
         self.nbytes = 0
         self.lock = threading.RLock()
@@ -391,8 +397,10 @@ def index_special(chunk, info: FrameInfo) -> int:
     return code
 
 
-def serialize(info: FrameInfo, meta: dict, vlmeta: dict, chunks, nbytes: int) -> bytes:
-    """A whole contiguous frame from a list of chunks (§4.7)."""
+def serialize(info: FrameInfo, meta: dict, vlmeta: dict, chunks, nbytes: int,
+              crcs=None) -> bytes:
+    """A whole contiguous frame from a list of chunks (§4.7), with the checksum record
+    when `crcs` is given (one per chunk, :mod:`ndpack.storage.checksums`)."""
     info = dataclasses.replace(info, sparse=False)
     parts, offsets, pos = [], [], 0
     n = len(chunks)
@@ -405,7 +413,8 @@ def serialize(info: FrameInfo, meta: dict, vlmeta: dict, chunks, nbytes: int) ->
         parts.append(bytes(ch))
         pos += len(ch)
     index = encode_index(offsets) if n else b""
-    trailer = build_trailer(vlmeta)
+    vlmeta = checksums.with_record(vlmeta, crcs, offsets, pos, nbytes)
+    trailer = checksums.mark(build_trailer(vlmeta), vlmeta)
     hlen = len(build_header(info, meta, 0, 0, 0, False))
     frame_len = hlen + pos + len(index) + len(trailer)
     header = build_header(info, meta, nbytes, pos, frame_len, bool(vlmeta), empty=not n)
@@ -414,6 +423,8 @@ def serialize(info: FrameInfo, meta: dict, vlmeta: dict, chunks, nbytes: int) ->
 
 class MemoryFrame(FrameBase):
     """A super-chunk held in memory as a list of chunks (bytes or buffer slices)."""
+
+    trusted = True               # parse_cframe's frames are not
 
     def __init__(self, info: FrameInfo, meta: dict | None = None):
         super().__init__(info, meta)
@@ -425,7 +436,8 @@ class MemoryFrame(FrameBase):
         return self._cbytes
 
     def get(self, i: int, buf=None):
-        return self.chunks[self._check_index(i)]
+        i = self._check_index(i)
+        return checksums.checked(self, i, self.chunks[i])
 
     def append(self, chunk):
         self.insert(self.nchunks, chunk, op="append")
@@ -440,6 +452,7 @@ class MemoryFrame(FrameBase):
             if i == self.nchunks:
                 op = "append"
             self._account(i, chunk_nbytes_of(chunk), op)
+            checksums.on_write(self, i, chunk, op)
             self.chunks.insert(i, chunk)
             self._cbytes += len(chunk)
 
@@ -449,6 +462,7 @@ class MemoryFrame(FrameBase):
             i = self._check_index(i)
             chunk_len(chunk)
             self._account(i, chunk_nbytes_of(chunk), "update")
+            checksums.on_write(self, i, chunk, "update")
             self._cbytes += len(chunk) - len(self.chunks[i])
             self.chunks[i] = chunk
 
@@ -458,11 +472,13 @@ class MemoryFrame(FrameBase):
             i = self._check_index(i)
             self.nbytes -= self.cnb.pop(i)
             self._cbytes -= len(self.chunks[i])
+            checksums.on_delete(self, i)
             del self.chunks[i]
 
     def to_cframe(self) -> bytes:
         with self.lock:
-            return serialize(self.info, self.meta, self.vlmeta, self.chunks, self.nbytes)
+            return serialize(self.info, self.meta, self.vlmeta, self.chunks, self.nbytes,
+                             self.crcs)
 
 
 # ---------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from ndpack.storage.frame import (FrameBase, HEADER_FIXED, MAGIC, MemoryFrame, R
                                   SPECIAL_OFFSET_CODES, chunk_len, offset_code, build_header, chunk_cbytes_of,
                                   chunk_nbytes_of, decode_index, encode_index, index_special, parse_header,
                                   serialize, special_offset)
+from ndpack.storage import checksums
 from ndpack.storage.meta import build_trailer, locate_trailer, parse_trailer
 
 __all__ = ["ContiguousFrame", "SparseFrame", "parse_cframe", "open_frame"]
@@ -107,8 +108,8 @@ def _parse_frame(reader: _Reader, base: int, sparse_expected: bool | None):
     if sparse_expected is not None and info.sparse != sparse_expected:
         raise FormatError(f"frame byte {base + 26}: frame_type {fields['frame_type']}, "
                           f"expected {'sparse' if sparse_expected else 'contiguous'}")
-    tlen = locate_trailer(bytes(_read_exact(reader, base + flen - 23, 23, "trailer")),
-                          flen, base)
+    tail = bytes(_read_exact(reader, base + flen - 23, 23, "trailer"))
+    tlen = locate_trailer(tail, flen, base)
     tstart = flen - tlen
     if tstart < hlen:
         raise FormatError(f"frame byte {base + flen - 22}: trailer_len {tlen} overlaps the header")
@@ -126,7 +127,7 @@ def _parse_frame(reader: _Reader, base: int, sparse_expected: bool | None):
         offsets = decode_index(ichunk, nchunks, base + idx_pos)
         _check_offsets(offsets, 0 if info.sparse else cbytes, base + idx_pos)
     return dict(fields=fields, info=info, meta=meta, vlmeta=vlmeta, offsets=offsets,
-                idx_pos=idx_pos, tstart=tstart)
+                idx_pos=idx_pos, tstart=tstart, fingerprint=tail[-16:])
 
 
 def _check_offsets(offsets: np.ndarray, cbytes: int, pos: int):
@@ -238,6 +239,7 @@ class _FileFrame(FrameBase):
             if sum(self.cnb) != self.nbytes:
                 raise FormatError(f"frame byte {base + 30}: nbytes {self.nbytes} but the chunks "
                                   f"hold {sum(self.cnb)}")
+        checksums.take_record(self, self.offsets, self._cbytes, st.get("fingerprint"))
 
     @property
     def cbytes(self) -> int:
@@ -251,8 +253,8 @@ class _FileFrame(FrameBase):
             i = self._check_index(i)
             v = self.offsets[i]
             if v < 0:
-                return self._synth(offset_code(v, self.header_len), i)
-            return self._raw_chunk(i, v, buf)
+                return checksums.checked(self, i, self._synth(offset_code(v, self.header_len), i))
+            return checksums.checked(self, i, self._raw_chunk(i, v, buf))
 
     def _materialize_specials(self):
         """Store special-offset chunks physically (needed once chunk sizes vary)."""
@@ -276,6 +278,7 @@ class _FileFrame(FrameBase):
             head = chunk.header if isinstance(chunk, RawChunk) else chunk
             became_var = self._account(i, chunk_nbytes_of(head), op)
             code = 0 if head is not chunk else index_special(chunk, self.info)
+            checksums.on_write(self, i, chunk, op)
             if op == "update":
                 self._replace(i, chunk, code)
             else:
@@ -300,6 +303,7 @@ class _FileFrame(FrameBase):
             self._check_write()
             i = self._check_index(i)
             self._drop(i)
+            checksums.on_delete(self, i)
             self.nbytes -= self.cnb.pop(i)
             del self.offsets[i]
             if not self.offsets and not self.info.sparse:
@@ -311,11 +315,13 @@ class _FileFrame(FrameBase):
 
     def _tail(self) -> tuple[bytes, bytes, bytes]:
         index = encode_index(self.offsets) if self.offsets else b""
-        trailer = build_trailer(self.vlmeta)
+        vlmeta = checksums.with_record(self.vlmeta, self.crcs, self.offsets, self._cbytes,
+                                       self.nbytes)
+        trailer = checksums.mark(build_trailer(vlmeta), vlmeta)
         body = (0 if self.info.sparse else self._cbytes)
         frame_len = self.header_len + body + len(index) + len(trailer)
         header = build_header(self.info, self.meta, self.nbytes, self._cbytes, frame_len,
-                              bool(self.vlmeta), empty=not self.offsets)
+                              bool(vlmeta), empty=not self.offsets)
         if len(header) != self.header_len:
             raise NdpackError("internal error: the frame header changed length")
         return header, index, trailer
@@ -514,7 +520,8 @@ class SparseFrame(_FileFrame):
     def to_cframe(self) -> bytes:
         with self.lock:
             chunks = [self.get(i) for i in range(self.nchunks)]
-            return serialize(self.info, self.meta, self.vlmeta, chunks, self.nbytes)
+            return serialize(self.info, self.meta, self.vlmeta, chunks, self.nbytes,
+                             self.crcs)
 
 
 class _BufferFrame(_FileFrame):
@@ -540,7 +547,10 @@ def parse_cframe(buf, copy: bool = False) -> MemoryFrame:
     src = _BufferFrame(reader, st)
     out = MemoryFrame(src.info, src.meta)
     out.vlmeta = dict(src.vlmeta)
+    out.crcs, out.crc_stale, out.crc_problem = src.crcs, src.crc_stale, src.crc_problem
+    out.trusted = False
     out.cnb, out.nbytes = list(src.cnb), src.nbytes
+    src.verify = False                     # checked when read from `out`
     out.chunks = [src.get(i) for i in range(src.nchunks)]
     if copy:
         out.chunks = [bytes(c) for c in out.chunks]

@@ -391,8 +391,8 @@ class NDReader:
         chunk, many blocks) or the chunk is special, memcpyed or unexpected."""
         fr = self._schunk._frame
         nblocks = len(self._block_ids)
-        if 2 * len(numbers) + 2 > nblocks:
-            return None
+        if 2 * len(numbers) + 2 > nblocks or (fr.verify == "full" and fr.crcs is not None):
+            return None                   # verify="full": whole chunks only, all checked
         numbers = np.asarray(numbers, np.int32)
         buf = _scratch(_LAZY_BYTES)
         # a file opened read-only is never compacted: positioned reads need no lock

@@ -32,6 +32,7 @@ from ndpack.chunks import (_as_buffer, chunk_info, compress2, decompress2, getit
 from ndpack.codecs import CParams, DParams, SpecialValue, make_cparams, make_dparams
 from ndpack.errors import ParameterError
 from ndpack.storage.atomic import Pending
+from ndpack.storage import checksums
 from ndpack.storage.frame import FrameInfo, MemoryFrame
 from ndpack.storage.framefile import ContiguousFrame, SparseFrame, open_frame, parse_cframe
 from ndpack.storage.meta import Meta, check_name, packb, vlmeta
@@ -197,6 +198,7 @@ class SChunk:
         self._contiguous = isinstance(frame, (ContiguousFrame, MemoryFrame))
         self._meta = Meta(frame.meta, frame.write_meta, self._check_writable)
         self._vlmeta = vlmeta(frame)
+        checksums.configure(frame, self._dparams.verify)
 
     # --- properties ----------------------------------------------------------------------
     @property
@@ -267,7 +269,9 @@ class SChunk:
 
     @dparams.setter
     def dparams(self, value):
-        self._dparams = make_dparams(value)
+        dp = make_dparams(value)
+        checksums.configure(self._frame, dp.verify)
+        self._dparams = dp
 
     @property
     def meta(self) -> Meta:

@@ -1,0 +1,228 @@
+"""Chunk checksums: an integrity record that no Blosc2 implementation has.
+
+A frame may carry a crc32c (Castagnoli) of every chunk it stores, in the vlmeta entry
+``ndpack.checksums`` (FORMAT.md §4.5: a vlmeta value is a chunk whose content is
+msgpack).  Its value is the msgpack map::
+
+    {"alg": "crc32c", "version": 1, "crcs": <bin: one little-endian uint32 per chunk>}
+
+stored as a memcpyed chunk (checksums do not compress).  Readers that do not know it
+(python-blosc2, C-Blosc2) see one more vlmeta entry and read the data as before.
+
+What a checksum covers: the chunk's bytes as the frame stores them (the compressed
+chunk, header included), so a reader checks them before decoding anything.  Special
+chunks of zeros, NaN or uninitialized values may live in the offsets index only
+(§4.4), where a reader synthesizes their 32 bytes; their checksum covers what they
+mean -- the special code, ``nbytes`` and (NaN only) the typesize -- not the header
+bytes a writer happened to use.
+
+The frames (:mod:`ndpack.storage.frame`, :mod:`ndpack.storage.framefile`) call the
+functions here: :func:`on_write` / :func:`on_delete` with every chunk write, insert,
+update and delete (appends and slice writes go through them), :func:`checked` when
+a whole chunk is read, :func:`with_record` when the trailer is written and
+:func:`take_record` when a frame is opened.  Verification follows
+``DParams(verify=...)`` (:func:`configure`):
+
+* ``True`` (default): every whole chunk read from a file or a parsed buffer is
+  checked.  Reads of a few blocks of a file chunk (``ndpack.storage.ndread``, the C
+  core reads only those blocks' bytes) cannot be checked and are not.
+* ``"full"``: as True, and partial reads of file chunks read the whole chunk, so
+  every read is checked.
+* ``False``: nothing is checked (the record is still kept up to date on writes).
+
+Chunks of frames built in this process in memory are not checked (they never left
+it).  New frames carry a record when :func:`enabled` (``NDPACK_CHECKSUMS=0`` or
+``1``, :func:`set_default`); see docs/storage.md for the measured cost that chose
+the default.
+"""
+
+from __future__ import annotations
+
+import array
+import os
+import struct
+import sys
+
+import numpy as np
+
+from ndpack.chunks import compress2, crc32c
+from ndpack.codecs import Codec
+from ndpack.errors import FormatError, ParameterError
+from ndpack.storage.meta import packb, unpack_vlmeta_value
+
+__all__ = ["RECORD", "enabled", "set_default", "new_record", "chunk_crc", "on_write", "on_delete",
+           "checked", "with_record", "take_record", "configure", "verify_mode"]
+
+RECORD = "ndpack.checksums"
+ALG = "crc32c"
+VERSION = 1
+VERIFY_MODES = (True, False, "full")
+_SPECIAL_TAG = b"ndpack special chunk"
+_DEFAULT = [True]
+
+
+def enabled() -> bool:
+    """Whether new frames carry checksums: ``NDPACK_CHECKSUMS`` (0/1) when set,
+    else the default (:func:`set_default`)."""
+    env = os.environ.get("NDPACK_CHECKSUMS")
+    if env is not None and env.strip() in ("0", "1"):
+        return env.strip() == "1"
+    return _DEFAULT[0]
+
+
+def set_default(on: bool) -> bool:
+    """Set whether new frames carry checksums; returns the previous setting."""
+    old, _DEFAULT[0] = _DEFAULT[0], bool(on)
+    return old
+
+
+def verify_mode(value):
+    """`value` checked as a ``DParams.verify`` setting (True, False or "full")."""
+    if isinstance(value, str) and value == "full":
+        return "full"
+    if isinstance(value, bool) or value in (0, 1):
+        return bool(value)
+    raise ParameterError(f"dparams verify must be True, False or 'full', not {value!r}")
+
+
+def chunk_crc(chunk) -> int:
+    """The checksum of a stored chunk (bytes-like, or a frame's RawChunk: header and
+    data apart); special index-only kinds by meaning (module docstring)."""
+    header = getattr(chunk, "header", None)
+    if header is not None:
+        return crc32c(chunk.data, crc32c(header))
+    if len(chunk) == 32 and (chunk[2] & 0x05) == 0x05:
+        code = (chunk[31] >> 4) & 0x07
+        if code in (1, 2, 4):
+            ts = chunk[3] if code == 2 else 0
+            return crc32c(_SPECIAL_TAG + struct.pack("<BBi", code, ts,
+                                                    struct.unpack_from("<i", chunk, 4)[0]))
+    return crc32c(chunk)
+
+
+def on_write(frame, i: int, chunk, op: str):
+    """Record the checksum of `chunk` written at `i` by `op` ("append", "insert" or
+    "update"); nothing when the frame carries no record."""
+    crcs = frame.crcs
+    if crcs is None:
+        return
+    value = chunk_crc(chunk)
+    if op == "update":
+        crcs[i] = value
+    else:
+        crcs.insert(i, value)
+
+
+def on_delete(frame, i: int):
+    if frame.crcs is not None:
+        del frame.crcs[i]
+
+
+def checked(frame, i: int, data):
+    """`data` (chunk `i` read whole) after checking it against the record when the
+    frame carries one and verifies; :class:`FormatError` naming the chunk otherwise."""
+    crcs = frame.crcs
+    if crcs is None or not frame.verify or frame.trusted:
+        return data
+    got = chunk_crc(data)
+    if got != crcs[i]:
+        raise FormatError(f"chunk {i}: checksum mismatch (crc32c {got:08x}, the frame's "
+                          f"record says {crcs[i]:08x}): its {len(data)} stored bytes changed "
+                          "after they were written")
+    return data
+
+
+def with_record(vlmeta: dict, crcs, offsets, cbytes: int, nbytes: int) -> dict:
+    """`vlmeta` (name -> chunk) plus the record for a frame whose offsets index,
+    ``cbytes`` and ``nbytes`` are those given (the trailer's vlmeta)."""
+    if not crcs:                          # none, or no chunk yet: no record
+        return vlmeta
+    crcs = array.array("I", crcs)
+    if sys.byteorder != "little":
+        crcs.byteswap()
+    value = {"alg": ALG, "version": VERSION, "crcs": crcs.tobytes(),
+             "frame": [int(nbytes), int(cbytes), _index_crc(offsets)]}
+    out = dict(vlmeta)
+    out[RECORD] = compress2(packb(value), codec=Codec.LZ4, clevel=0, typesize=1, nthreads=1)
+    return out
+
+
+def mark(trailer: bytes, vlmeta: dict) -> bytes:
+    """`trailer` (built for `vlmeta`) with the writer mark in its fingerprint bytes
+    when `vlmeta` holds the record: ``b"ndpk"`` and the record chunk's crc32c in the
+    16 bytes C-Blosc2 always writes as zeros (fingerprint type 0 kept; readers ignore
+    them).  C-Blosc2 rewrites the trailer, zeroing them, whenever it changes chunks or
+    vlmeta, so a record without its mark was not written by the frame's last writer."""
+    if RECORD not in vlmeta:
+        return trailer
+    return trailer[:-16] + _mark_of(vlmeta[RECORD])
+
+
+def _mark_of(record_chunk) -> bytes:
+    return b"ndpk" + struct.pack("<I", crc32c(record_chunk)) + bytes(8)
+
+
+def _index_crc(offsets) -> int:
+    return crc32c(np.asarray(offsets, dtype="<i8").tobytes())
+
+
+def decode_record(chunk, nchunks: int) -> tuple[array.array, list]:
+    """The checksums held by a record chunk and the frame state it was written for
+    (``[nbytes, cbytes, crc32c of the offsets index]``); :class:`FormatError` if
+    malformed."""
+    value = unpack_vlmeta_value(chunk, RECORD)
+    if not isinstance(value, dict) or value.get("alg") != ALG or value.get("version") != VERSION \
+            or not isinstance(value.get("crcs"), bytes) or len(value["crcs"]) % 4 \
+            or not isinstance(value.get("frame"), list) or len(value["frame"]) != 3 \
+            or not all(isinstance(v, int) for v in value["frame"]):
+        raise FormatError(f"vlmeta {RECORD!r}: not a version {VERSION} {ALG} record")
+    crcs = array.array("I")
+    crcs.frombytes(value["crcs"])
+    if sys.byteorder != "little":
+        crcs.byteswap()
+    return crcs, value["frame"]
+
+
+def take_record(frame, offsets, cbytes: int, fingerprint: bytes | None):
+    """Move the record out of an opened frame's vlmeta into ``frame.crcs``.
+
+    A record written for another state of the frame is stale: the trailer's
+    `fingerprint` bytes lack its mark (:func:`mark`: another writer rewrote the
+    trailer), or ``nbytes`` or ``cbytes`` differ.  It is dropped
+    (``frame.crc_stale``), the frame reads unchecked, and its next write removes it.  A record that cannot be decoded, or whose frame state matches
+    but whose offsets index does not (the index changed after it was written), is
+    kept in ``frame.crc_problem`` and raised by :func:`configure` unless verification
+    is off."""
+    frame.crc_problem, frame.crc_stale, frame.crcs = None, False, None
+    raw = frame.vlmeta.pop(RECORD, None)
+    if raw is None:                       # an empty frame starts one, if enabled
+        frame.crcs = new_record() if frame.nchunks == 0 else None
+        return
+    try:
+        crcs, (nbytes, cb, index) = decode_record(raw, frame.nchunks)
+    except FormatError as exc:
+        frame.crc_problem = str(exc)
+        return
+    if fingerprint != _mark_of(raw) or (nbytes, cb) != (frame.nbytes, cbytes):
+        frame.crc_stale = True
+    elif len(crcs) != frame.nchunks or index != _index_crc(offsets):
+        frame.crc_problem = (f"vlmeta {RECORD!r}: the offsets index changed after the "
+                             f"checksums were written ({len(crcs)} checksums, "
+                             f"{frame.nchunks} chunks)")
+    else:
+        frame.crcs = crcs
+
+
+def configure(frame, verify) -> None:
+    """Apply a ``DParams.verify`` setting to `frame`."""
+    mode = verify_mode(verify)
+    problem = getattr(frame, "crc_problem", None)
+    if problem and mode:
+        raise FormatError(f"{problem}; open with dparams={{'verify': False}} to read the "
+                          "data unchecked (a write then drops the record)")
+    frame.verify = mode
+
+
+def new_record():
+    """The record of a new frame: an empty array when checksums are enabled, else None."""
+    return array.array("I") if enabled() else None
