@@ -14,11 +14,17 @@ True
 True
 """
 
+import math as _math
+
 from . import _core
 from ndpack.chunks import (chunk_info, compress, compress2, decompress, decompress2,
                            get_cbuffer_sizes, get_clib)
 from ndpack.codecs import (Codec, CParams, DParams, Filter, SpecialValue, SplitMode, Tuner,
                            compressor_list, register_codec, register_filter, set_nthreads)
+from ndpack.dtypes import (bool, can_cast, complex64, complex128, finfo, float32, float64,
+                           iinfo, int8, int16, int32, int64, isdtype, result_type, uint8,
+                           uint16, uint32, uint64)
+from ndpack.inspection import __array_namespace_info__
 from ndpack.errors import (CallbackError, CodecError, FilterError, FormatError, NdpackError,
                            ParameterError)
 from ndpack.storage import (NDArray, SChunk, arange, array, asarray, compute_chunks_blocks,
@@ -41,6 +47,13 @@ from ndpack.engine.shape import (broadcast_to, concat, expand_dims, flip, matrix
 
 __version__ = "0.1.0"
 
+# the array API standard's constants
+e = _math.e
+inf = _math.inf
+nan = _math.nan
+pi = _math.pi
+newaxis = None
+
 __all__ = [
     "__version__",
     "Codec", "Filter", "SplitMode", "SpecialValue", "Tuner", "CParams", "DParams",
@@ -61,6 +74,10 @@ __all__ = [
     "to_dask", "from_dask",
     "sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin", "argmax",
     "count_nonzero", "cumulative_sum", "cumulative_prod",
+    "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis",
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float32", "float64", "complex64", "complex128",
+    "can_cast", "finfo", "iinfo", "isdtype", "result_type",
     "concat", "stack", "permute_dims", "matrix_transpose", "moveaxis", "expand_dims",
     "squeeze", "broadcast_to", "reshape", "flip", "roll", "take", "take_along_axis",
 ]
