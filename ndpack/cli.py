@@ -5,6 +5,7 @@
     ndpack decompress IN OUT                .b2nd/.b2frame -> .npy (or raw bytes)
     ndpack eval EXPR NAME=PATH... -o OUT    evaluate an expression over files, with progress
     ndpack bench                            the quick benchmark suite
+    ndpack verify PATH...                   check every chunk of files/stores (checksums)
 
 ``compress`` reads ``.npy`` files (streamed through a memory map, chunk by chunk) or
 any other file as raw bytes; ``decompress`` writes ``.npy`` for arrays.  Errors go to
@@ -152,6 +153,18 @@ def cmd_bench(args) -> int:
     return status
 
 
+def cmd_verify(args) -> int:
+    from ndpack.storage.verify import verify_path
+
+    bad = 0
+    for path in args.paths:
+        for res in verify_path(path):
+            bad += not res.ok
+            if not (args.quiet and res.ok):
+                print(res.line(), flush=True)
+    return 1 if bad else 0
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ndpack", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -179,6 +192,12 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--filter", choices=[f.name.lower() for f in Filter])
     q.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     q.set_defaults(run=cmd_eval)
+    q = sub.add_parser("verify",
+                       help="read every chunk of files or stores, checking the checksums "
+                            "they carry; exit status 1 if anything is wrong")
+    q.add_argument("paths", nargs="+", metavar="PATH")
+    q.add_argument("-q", "--quiet", action="store_true", help="print only problems")
+    q.set_defaults(run=cmd_verify)
     q = sub.add_parser("bench", help="run the quick benchmark suite")
     q.set_defaults(run=cmd_bench)
     return p

@@ -400,3 +400,43 @@ def test_default_off_writes_no_record(tmp_path, monkeypatch):
     a = ndpack.open(str(p))
     assert a.schunk._frame.crcs is None
     assert checksums.RECORD.encode() not in p.read_bytes()
+
+
+# --- ndpack verify -----------------------------------------------------------------------
+
+def test_cli_verify_file_store_and_corruption(tmp_path, capsys, monkeypatch):
+    from ndpack.cli import main
+
+    x = _data()
+    p = tmp_path / "a.b2nd"
+    _write(p, x)
+    t = tmp_path / "t.b2z"
+    with ndpack.TreeStore(str(t), mode="w") as ts:
+        ts["/g/a"] = x
+        ts["/b"] = np.arange(5)
+    d = tmp_path / "sparse.b2nd"
+    _write(d, x, contiguous=False)
+    assert main(["verify", str(p), str(t), str(d)]) == 0
+    out = capsys.readouterr().out
+    assert f"{p}: ok (10 chunks, crc32c verified)" in out
+    assert f"{t}:/g/a: ok" in out and f"{d}: ok (10 chunks, crc32c verified)" in out
+
+    i, start, end = _chunk_spans(p)[7]
+    buf = bytearray(p.read_bytes())
+    buf[(start + end) // 2] ^= 0x10
+    p.write_bytes(bytes(buf))
+    chunk_file = d / "00000003.chunk"
+    raw = bytearray(chunk_file.read_bytes())
+    raw[-1] ^= 0x01
+    chunk_file.write_bytes(bytes(raw))
+    assert main(["verify", "-q", str(p), str(t), str(d)]) == 1
+    out = capsys.readouterr().out
+    assert "chunk 7: checksum mismatch" in out and "chunk 3: checksum mismatch" in out
+    assert f"{t}:" not in out                       # -q: only problems
+
+    monkeypatch.setenv("NDPACK_CHECKSUMS", "0")
+    q = tmp_path / "plain.b2nd"
+    _write(q, x)
+    assert main(["verify", str(q)]) == 0
+    assert "no checksums; decoded" in capsys.readouterr().out
+    assert main(["verify", str(tmp_path / "missing.b2nd")]) == 1
