@@ -40,6 +40,7 @@ def test_kernel_equals_reference_on_ragged_sizes():
     buf = rng.integers(0, 256, 3 * 3 * 4096 + 5000, dtype=np.uint8).tobytes()
     sizes = list(range(0, 70)) + [767, 768, 769, 3 * 4096 - 1, 3 * 4096, 3 * 4096 + 1,
                                   2 * 3 * 4096 + 3 * 256 + 13]
+    sizes += [511, 512, 513, 527, 528, 767, 1024, 1039, 4096 + 15, 4096 + 16 * 7 + 9]
     sizes += [int(n) for n in rng.integers(0, len(buf) - 16, 60)]
     for n in sizes:
         off = int(rng.integers(0, 16))

@@ -3,11 +3,12 @@
  *
  * The reference reads 8 bytes per step through eight 256-entry tables ("slicing by
  * 8": table k gives the register contribution of a byte followed by k zero bytes);
- * it runs at ~1-2 GB/s.  The SSE4.2 kernel (checksum_sse42.c) uses the crc32
- * instruction on three interleaved streams, ~8 bytes per cycle.  The kernel is used
- * when the CPU has SSE4.2 and the filters' ISA is not forced to "scalar"
- * (NDPACK_ISA=scalar, ndpack.codecs.set_isa): both give the same value on every
- * input (csrc/tests/test_checksum.c checks ragged sizes and alignments).
+ * it runs at ~2 GB/s.  The SSE4.2 kernel (checksum_sse42.c) uses the crc32
+ * instruction on three interleaved streams, ~8 bytes per cycle; the folding kernel
+ * (checksum_avx512.c) carry-less multiplications on AVX-512 registers.  The fastest
+ * kernel the CPU has is used unless the filters' ISA is forced to "scalar"
+ * (NDPACK_ISA=scalar, ndpack.codecs.set_isa): all give the same value on every input
+ * (csrc/tests/test_checksum.c checks ragged sizes and alignments).
  */
 #include <pthread.h>
 #include <string.h>
@@ -18,8 +19,11 @@
 
 static uint32_t slice[8][256];
 static ndp_crc_shift shifts[2];
+static ndp_crc_fold fold;
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
-static int hw = 0;
+static int hw = 0, hw512 = 0;
+
+static void init(void);
 
 /* The register after n zero bytes, bytewise (building the shift tables only). */
 static uint32_t zeros(uint32_t r, size_t n) {
@@ -43,7 +47,41 @@ static void build_shift(ndp_crc_shift *s, size_t n) {
 uint32_t ndp_crc32c_sse42_raw(uint32_t r, const uint8_t *p, size_t n) {
   return ndp_crc32c_scalar_raw(r, p, n);
 }
+uint32_t ndp_crc32c_avx512_raw(uint32_t r, const uint8_t *p, size_t n) {
+  return ndp_crc32c_scalar_raw(r, p, n);
+}
 #endif
+
+/* x^n mod P in the reflected order (bit j is the coefficient of x^(31-j)). */
+static uint64_t xpow(int n) {
+  uint32_t r = 0x80000000u;                     /* x^0 */
+  for (int i = 0; i < n; i++) r = (r >> 1) ^ ((r & 1) ? NDP_CRC32C_POLY : 0);
+  return r;
+}
+
+static void build_fold(void) {
+  const int d[3] = {128, 512, 2048};
+  uint64_t *k[3] = {fold.k128, fold.k512, fold.k2048};
+  for (int i = 0; i < 3; i++) {
+    k[i][0] = xpow(d[i] + 31);
+    k[i][1] = xpow(d[i] - 33);
+  }
+}
+
+const ndp_crc_fold *ndp_crc32c_fold(void) {
+  init();
+  return &fold;
+}
+
+static int cpu_fold(void) {
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq") &&
+         __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.2");
+#else
+  return 0;
+#endif
+}
 
 static int cpu_sse42(void) {
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
@@ -65,7 +103,9 @@ static void build_tables(void) {
       slice[k][i] = (slice[k - 1][i] >> 8) ^ slice[0][slice[k - 1][i] & 0xff];
   build_shift(&shifts[0], NDP_CRC_LONG);
   build_shift(&shifts[1], NDP_CRC_SHORT);
+  build_fold();
   hw = cpu_sse42();
+  hw512 = hw && cpu_fold();
 }
 
 static void init(void) { pthread_once(&tables_once, build_tables); }
@@ -104,10 +144,23 @@ int ndp_crc32c_hw_available(void) {
   return hw;
 }
 
+int ndp_crc32c_has(int kernel) {
+  init();
+  return kernel == NDP_CRC_SCALAR || (kernel == NDP_CRC_SSE42 && hw) ||
+         (kernel == NDP_CRC_FOLD && hw512);
+}
+
+uint32_t ndp_crc32c_with(int kernel, uint32_t crc, const void *buf, size_t len) {
+  init();
+  const uint8_t *p = (const uint8_t *)buf;
+  if (kernel == NDP_CRC_FOLD && hw512) return ~ndp_crc32c_avx512_raw(~crc, p, len);
+  if (kernel == NDP_CRC_SSE42 && hw) return ~ndp_crc32c_sse42_raw(~crc, p, len);
+  return ~ndp_crc32c_scalar_raw(~crc, p, len);
+}
+
 uint32_t ndp_crc32c_hw(uint32_t crc, const void *buf, size_t len) {
   init();
-  if (!hw) return ndp_crc32c_scalar(crc, buf, len);
-  return ~ndp_crc32c_sse42_raw(~crc, (const uint8_t *)buf, len);
+  return ndp_crc32c_with(hw512 ? NDP_CRC_FOLD : NDP_CRC_SSE42, crc, buf, len);
 }
 
 static int use_hw(void) {
@@ -119,4 +172,6 @@ uint32_t ndp_crc32c(uint32_t crc, const void *buf, size_t len) {
   return use_hw() ? ndp_crc32c_hw(crc, buf, len) : ndp_crc32c_scalar(crc, buf, len);
 }
 
-const char *ndp_crc32c_kernel(void) { return use_hw() ? "sse4.2" : "scalar"; }
+const char *ndp_crc32c_kernel(void) {
+  return !use_hw() ? "scalar" : hw512 ? "avx512-vpclmul" : "sse4.2";
+}

@@ -308,14 +308,20 @@ void ndp_cumsum_u64(uint64_t *x, int64_t outer, int64_t n, int64_t inner, uint64
 /* ---- checksums (csrc/common/checksum.c) ---- */
 /* crc32c (Castagnoli) of len bytes continuing from `crc` (0 to start; pass the
  * previous result to hash a buffer in pieces): crc32c("123456789") = 0xE3069283.
- * ndp_crc32c uses the SSE4.2 kernel when the CPU has it and the filters' ISA is not
- * "scalar"; ndp_crc32c_scalar is the reference, ndp_crc32c_hw the kernel (the
- * reference when the CPU lacks SSE4.2).  All give the same value. */
+ * ndp_crc32c uses the fastest kernel the CPU has (carry-less folding with AVX-512
+ * VPCLMULQDQ, else SSE4.2 crc32 streams) unless the filters' ISA is "scalar";
+ * ndp_crc32c_scalar is the reference, ndp_crc32c_hw the fastest kernel (the reference
+ * when the CPU lacks SSE4.2).  All give the same value. */
 uint32_t ndp_crc32c(uint32_t crc, const void *buf, size_t len);
 uint32_t ndp_crc32c_scalar(uint32_t crc, const void *buf, size_t len);
 uint32_t ndp_crc32c_hw(uint32_t crc, const void *buf, size_t len);
 int ndp_crc32c_hw_available(void);
-const char *ndp_crc32c_kernel(void);  /* "sse4.2" or "scalar": what ndp_crc32c runs */
+/* What ndp_crc32c runs: "avx512-vpclmul" (carry-less folding), "sse4.2" or "scalar". */
+const char *ndp_crc32c_kernel(void);
+/* One kernel by name (tests, benchmarks); the reference when it is not available. */
+enum { NDP_CRC_SCALAR = 0, NDP_CRC_SSE42 = 1, NDP_CRC_FOLD = 2 };
+int ndp_crc32c_has(int kernel);
+uint32_t ndp_crc32c_with(int kernel, uint32_t crc, const void *buf, size_t len);
 
 /* ---- configuration ---- */
 const char *ndp_isa_name(void);      /* "scalar", "sse2", "avx2" */

@@ -1,8 +1,10 @@
 /* crc32c: known answers, pieces, and the SSE4.2 kernel equal to the scalar reference
  * on random ragged sizes and alignments (three-stream rounds, short rounds, tails).
  *
+ * Every kernel the CPU has (SSE4.2 streams, AVX-512 folding) is compared.
+ *
  * `test_checksum --bench [MiB]` also times the candidates of the checksum record
- * (docs/storage.md): our kernel and reference, zlib's crc32 and an xxh32 written from
+ * (docs/storage.md): our kernels and reference, zlib's crc32 and an xxh32 written from
  * its specification here (for the measurement only), one thread, min of 7 runs. */
 #include <stdint.h>
 #include <stdio.h>
@@ -56,18 +58,22 @@ static void ragged(void) {
     switch (t % 4) {                          /* around every boundary of the kernel */
       case 0: len = rng() % 64; break;
       case 1: len = rng() % 2048; break;
-      case 2: len = 3 * 256 * (1 + rng() % 4) + rng() % 24 - 12; break;
+      case 2: len = (t & 8 ? 512 : 3 * 256) * (1 + rng() % 4) + rng() % 24 - 12; break;
       default: len = rng() % cap; break;
     }
     if (len > cap) len = cap;
     uint32_t seed = (t & 1) ? (uint32_t)rng() : 0;
     uint32_t a = ndp_crc32c_scalar(seed, buf + off, len);
-    uint32_t b = ndp_crc32c_hw(seed, buf + off, len);
     size_t cut = len ? rng() % (len + 1) : 0;  /* two pieces give the whole */
-    uint32_t c = ndp_crc32c_hw(ndp_crc32c_hw(seed, buf + off, cut), buf + off + cut, len - cut);
-    bad += (a != b) + (a != c);
-    runs++;
-    if (a != b || a != c) printf("mismatch off %zu len %zu cut %zu\n", off, len, cut);
+    for (int k = NDP_CRC_SSE42; k <= NDP_CRC_FOLD; k++) {
+      if (!ndp_crc32c_has(k)) continue;
+      uint32_t b = ndp_crc32c_with(k, seed, buf + off, len);
+      uint32_t c = ndp_crc32c_with(k, ndp_crc32c_with(k, seed, buf + off, cut), buf + off + cut,
+                                   len - cut);
+      bad += (a != b) + (a != c);
+      runs++;
+      if (a != b || a != c) printf("kernel %d: off %zu len %zu cut %zu\n", k, off, len, cut);
+    }
   }
   CHECK(bad == 0, "%d of %d ragged cases differ", bad, runs);
   /* one flipped bit anywhere changes the value */
@@ -138,17 +144,20 @@ static void bench(size_t mib) {
   memcpy(dst, buf, n);
   printf("xxh32('') = %08x (spec: 02cc5d05)\n", xxh32(buf, 0, 0));
   const char *names[] = {"crc32c sse4.2 (ours, 3 streams)", "crc32c scalar (ours, slice-8)",
-                         "crc32 zlib " ZLIB_VERSION, "xxh32 (from the spec)", "memcpy"};
-  for (int k = 0; k < 5; k++) {
+                         "crc32 zlib " ZLIB_VERSION, "xxh32 (from the spec)", "memcpy",
+                         "crc32c avx512 vpclmul (ours, fold)"};
+  for (int k = 0; k < 6; k++) {
+    if (k == 5 && !ndp_crc32c_has(NDP_CRC_FOLD)) continue;
     double best = 1e9;
     for (int rep = 0; rep < 7; rep++) {
       double t0 = now();
       switch (k) {
-        case 0: sink = ndp_crc32c_hw(0, buf, n); break;
+        case 0: sink = ndp_crc32c_with(NDP_CRC_SSE42, 0, buf, n); break;
+        case 5: sink = ndp_crc32c_with(NDP_CRC_FOLD, 0, buf, n); break;
         case 1: sink = ndp_crc32c_scalar(0, buf, n); break;
         case 2: sink = (uint32_t)crc32(0, buf, (uInt)n); break;
         case 3: sink = xxh32(buf, n, 0); break;
-        default: memcpy(dst, buf, n); sink = dst[n / 2]; break;
+        case 4: memcpy(dst, buf, n); sink = dst[n / 2]; break;
       }
       double dt = now() - t0;
       if (dt < best) best = dt;
@@ -166,6 +175,14 @@ int main(int argc, char **argv) {
   }
   known_answers();
   ragged();
-  printf("crc32c kernel: %s (hw %d)\n", ndp_crc32c_kernel(), ndp_crc32c_hw_available());
+  for (int k = NDP_CRC_SSE42; k <= NDP_CRC_FOLD; k++)
+    if (ndp_crc32c_has(k)) {
+      CHECK(ndp_crc32c_with(k, 0, "123456789", 9) == 0xE3069283u, "kernel %d '123456789'", k);
+      uint8_t big[4096];
+      for (int i = 0; i < 4096; i++) big[i] = (uint8_t)(i * 7 + 3);
+      CHECK(ndp_crc32c_with(k, 0, big, 4096) == ndp_crc32c_scalar(0, big, 4096), "kernel %d", k);
+    }
+  printf("crc32c kernel: %s (hw %d, fold %d)\n", ndp_crc32c_kernel(), ndp_crc32c_hw_available(),
+         ndp_crc32c_has(NDP_CRC_FOLD));
   return check_summary();
 }
