@@ -98,13 +98,14 @@ def show_config(file=None) -> dict:
     >>> import io, ndpack
     >>> cfg = ndpack.show_config(file=io.StringIO())
     >>> sorted(cfg)
-    ['codecs', 'isa', 'nthreads', 'version']
+    ['checksum', 'codecs', 'isa', 'nthreads', 'version']
     """
     import sys
 
     cfg = {
         "version": __version__,
         "isa": _core.isa(),
+        "checksum": _core.crc32c_kernel(),
         "nthreads": _core.get_nthreads(),
         "codecs": {c.name.lower(): _core.library_version(int(c)) for c in compressor_list()
                    if c in Codec.__members__.values()},
@@ -113,6 +114,7 @@ def show_config(file=None) -> dict:
     print(f"ndpack {cfg['version']}", file=out)
     print(f"  filter ISA : {cfg['isa']} (NDPACK_ISA=scalar|sse2|avx2 forces one)", file=out)
     print(f"  nthreads   : {cfg['nthreads']} (NDPACK_NTHREADS, ndpack.set_nthreads)", file=out)
+    print(f"  crc32c     : {cfg['checksum']} (chunk checksums, docs/storage.md)", file=out)
     for name, ver in cfg["codecs"].items():
         print(f"  {name:<10} : {ver}", file=out)
     return cfg
