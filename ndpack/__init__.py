@@ -38,6 +38,8 @@ from ndpack.engine import (LazyExpr, all, any, argmax, argmin, count_nonzero, cu
                            cumulative_sum, evaluate, lazyexpr, max, mean, min, prod, std, sum,
                            var)
 from ndpack.engine.linalg import matmul, outer, tensordot, vecdot
+from ndpack.engine.elementwise import *  # noqa: F403 -- the standard's elementwise functions
+from ndpack.engine import elementwise as _elementwise
 from ndpack.engine.persist import MissingOperandsError, open
 from ndpack.engine.dask_backend import from_dask, to_dask
 from ndpack.engine.udf import LazyUDF, lazyudf
@@ -78,6 +80,7 @@ __all__ = [
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float32", "float64", "complex64", "complex128",
     "can_cast", "finfo", "iinfo", "isdtype", "result_type",
+    *_elementwise.UNARY, *_elementwise.BINARY, "clip",
     "concat", "stack", "permute_dims", "matrix_transpose", "moveaxis", "expand_dims",
     "squeeze", "broadcast_to", "reshape", "flip", "roll", "take", "take_along_axis",
 ]

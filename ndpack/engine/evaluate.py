@@ -30,6 +30,10 @@ __all__ = ["evaluate_region", "region_values", "plan_regions", "run", "Kernel", 
 
 # numexpr computes these dtypes as NumPy does (no silent upcast of its own).
 _NUMEXPR_DTYPES = {np.dtype(t) for t in ("bool", "int32", "int64", "float64", "complex128")}
+# numexpr's own complex kernels (sqrt, exp, log, arcsin, division, ...) differ from
+# NumPy's (arcsin(67108864j) is inf there, 18.71j in NumPy): complex trees use numexpr
+# only for these.
+_COMPLEX_EXACT = frozenset({"add", "subtract", "negative", "equal", "not_equal", "where"})
 _REGION_BYTES = 16 * 2**20      # target bytes of one output region when no grid is given
 
 
@@ -67,6 +71,9 @@ def _numexpr_ok(node: Node) -> bool:
         return node.dtype in _NUMEXPR_DTYPES
     if isinstance(node, Constant):
         return isinstance(node.value, (bool, int, float)) and not isinstance(node.value, complex)
+    if (node.dtype.kind == "c" or any(a.dtype.kind == "c" for a in node.args)) \
+            and node.func.name not in _COMPLEX_EXACT:
+        return False
     return (node.func.numexpr is not None and node.dtype in _NUMEXPR_DTYPES
             and all(_numexpr_ok(a) for a in node.args)
             and all(a.dtype == node.dtype or isinstance(a, Constant) or node.dtype == np.bool_

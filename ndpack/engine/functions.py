@@ -90,6 +90,7 @@ _table = [
     _f("absolute", np.absolute, (1,), "abs({0})"),
     _f("sqrt", np.sqrt, (1,), _unary_ne("sqrt")),
     _f("square", np.square, (1,)),
+    _f("reciprocal", np.reciprocal, (1,)),
     _f("exp", np.exp, (1,), _unary_ne("exp")),
     _f("expm1", np.expm1, (1,), _unary_ne("expm1")),
     _f("exp2", np.exp2, (1,)),

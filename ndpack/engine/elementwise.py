@@ -1,0 +1,123 @@
+"""The array API standard's elementwise functions: each builds a lazy expression.
+
+``ndpack.sin(a) + ndpack.cos(b)`` is the same tree as ``lazyexpr("sin(a) + cos(b)")``:
+nothing is read until it is computed, and it is evaluated in one pass, chunk by chunk.
+Operands may be NDArrays, lazy expressions, NumPy arrays, any array-like with ``shape``,
+``dtype`` and ``__getitem__`` (h5py, zarr), and -- in binary functions, next to an
+array -- Python scalars, which take the array's dtype (no value-based casting).
+
+Examples
+--------
+>>> import numpy as np, ndpack
+>>> a = ndpack.asarray(np.linspace(0, 1, 5))
+>>> e = ndpack.sin(a) ** 2 + ndpack.cos(a) ** 2
+>>> type(e).__name__
+'LazyExpr'
+>>> bool(np.allclose(e[()], 1.0))
+True
+>>> ndpack.add(ndpack.asarray(np.arange(3, dtype=np.int8)), 1).dtype
+dtype('int8')
+"""
+
+from __future__ import annotations
+
+from ndpack.engine.lazyexpr import LazyExpr, _node
+from ndpack.engine.tree import Apply
+
+__all__ = [
+    "clip",
+    # the standard's unary functions
+    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "bitwise_invert", "ceil",
+    "conj", "cos", "cosh", "exp", "expm1", "floor", "imag", "isfinite", "isinf", "isnan",
+    "log", "log1p", "log2", "log10", "logical_not", "negative", "positive", "real",
+    "reciprocal", "round", "sign", "signbit", "sin", "sinh", "sqrt", "square", "tan",
+    "tanh", "trunc",
+    # binary
+    "add", "atan2", "bitwise_and", "bitwise_left_shift", "bitwise_or",
+    "bitwise_right_shift", "bitwise_xor", "copysign", "divide", "equal", "floor_divide",
+    "greater", "greater_equal", "hypot", "less", "less_equal", "logaddexp", "logical_and",
+    "logical_or", "logical_xor", "maximum", "minimum", "multiply", "nextafter",
+    "not_equal", "pow", "remainder", "subtract",
+]
+
+#: The standard's unary elementwise functions (name in the engine's function table).
+UNARY = {
+    "abs": "abs", "acos": "acos", "acosh": "acosh", "asin": "asin", "asinh": "asinh",
+    "atan": "atan", "atanh": "atanh", "bitwise_invert": "bitwise_invert", "ceil": "ceil",
+    "conj": "conj", "cos": "cos", "cosh": "cosh", "exp": "exp", "expm1": "expm1",
+    "floor": "floor", "imag": "imag", "isfinite": "isfinite", "isinf": "isinf",
+    "isnan": "isnan", "log": "log", "log1p": "log1p", "log2": "log2", "log10": "log10",
+    "logical_not": "logical_not", "negative": "negative", "positive": "positive",
+    "real": "real", "reciprocal": "reciprocal", "round": "round", "sign": "sign",
+    "signbit": "signbit", "sin": "sin", "sinh": "sinh", "sqrt": "sqrt",
+    "square": "square", "tan": "tan", "tanh": "tanh", "trunc": "trunc",
+}
+
+#: The standard's binary elementwise functions.
+BINARY = {
+    "add": "add", "atan2": "atan2", "bitwise_and": "bitwise_and",
+    "bitwise_left_shift": "bitwise_left_shift", "bitwise_or": "bitwise_or",
+    "bitwise_right_shift": "bitwise_right_shift", "bitwise_xor": "bitwise_xor",
+    "copysign": "copysign", "divide": "divide", "equal": "equal",
+    "floor_divide": "floor_divide", "greater": "greater", "greater_equal": "greater_equal",
+    "hypot": "hypot", "less": "less", "less_equal": "less_equal", "logaddexp": "logaddexp",
+    "logical_and": "logical_and", "logical_or": "logical_or", "logical_xor": "logical_xor",
+    "maximum": "maximum", "minimum": "minimum", "multiply": "multiply",
+    "nextafter": "nextafter", "not_equal": "not_equal", "pow": "pow",
+    "remainder": "remainder", "subtract": "subtract",
+}
+
+
+def _array_arg(x, name: str):
+    """Scalars alone are not arrays: the standard's unary functions take arrays."""
+    if isinstance(x, (bool, int, float, complex)):
+        raise TypeError(f"{name}() takes an array, not a Python {type(x).__name__}")
+    return _node(x)
+
+
+def _unary(name: str, func: str):
+    def fn(x, /):
+        return LazyExpr(Apply(func, (_array_arg(x, name),)))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"Elementwise ``{name}`` of `x` (array API standard), as a lazy "
+                  f"expression; nothing is computed until it is read.")
+    return fn
+
+
+def _binary(name: str, func: str):
+    def fn(x1, x2, /):
+        scalars = (bool, int, float, complex)
+        if isinstance(x1, scalars) and isinstance(x2, scalars):
+            raise TypeError(f"{name}() needs at least one array argument")
+        return LazyExpr(Apply(func, (_node(x1), _node(x2))))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"Elementwise ``{name}`` of `x1` and `x2` (array API standard; they "
+                  f"broadcast, and one may be a Python scalar), as a lazy expression.")
+    return fn
+
+
+for _name, _func in UNARY.items():
+    globals()[_name] = _unary(_name, _func)
+for _name, _func in BINARY.items():
+    globals()[_name] = _binary(_name, _func)
+del _name, _func
+
+
+def clip(x, /, min=None, max=None):  # noqa: A002 -- the standard's parameter names
+    """`x` with its elements limited to ``[min, max]`` (either bound may be None, an
+    array that broadcasts with `x`, or a scalar); the result keeps `x`'s dtype.
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> ndpack.clip(ndpack.asarray(np.arange(6)), 1, 4)[()].tolist()
+    [1, 1, 2, 3, 4, 4]
+    """
+    node = _array_arg(x, "clip")
+    dtype = LazyExpr(node).dtype
+    if min is not None:
+        node = Apply("maximum", (node, _node(min)))
+    if max is not None:
+        node = Apply("minimum", (node, _node(max)))
+    out = LazyExpr(node)
+    return out if out.dtype == dtype else out.astype(dtype)
