@@ -27,8 +27,9 @@ The "Blosc2 NDim" benchmark (issue 4).
    > 10) -- written to disk with checksums, LZ4 and ZSTD, read whole ``[:]`` with
    ``dparams={"verify": True}`` and ``{"verify": False}`` (interleaved rounds); the
    ratio is the time with verification over the time without (1.05 = 5% cost), in wall
-   time and in CPU time of all threads (steadier on a loaded machine).  The crc32c
-   kernel's speed on the compressed bytes is printed beside it.
+   time and in CPU time of all threads (steadier on a loaded machine), and for a
+   one-thread loop that reads each chunk from the file and decodes it ("1-thr").  The
+   crc32c kernel's speed on the compressed bytes is printed beside it.
 
 Timings are the best of several interleaved rounds (machine noise hits all peers
 alike).  Ratios are peer time / ndpack time: > 1 means ndpack is faster.
@@ -312,6 +313,16 @@ def _wall_and_cpu(fns, reps: int, budget: float = 8.0):
     return wall, cpu
 
 
+def _chunk_loop(arr) -> None:
+    """Every chunk read from the file into one buffer and decoded into another, one
+    thread (the per-chunk work of a full read without the threads' scheduling)."""
+    frame = arr.schunk._frame
+    src = bytearray(arr.schunk.chunksize + 64)
+    dst = bytearray(arr.schunk.chunksize)
+    for i in range(frame.nchunks):
+        ndpack.decompress2(frame.get(i, src), dst=dst, nthreads=1)
+
+
 def run_verify(quick: bool, reps: int) -> list[dict]:
     """Full reads of on-disk arrays with and without checksum verification."""
     from ndpack.chunks import crc32c
@@ -326,7 +337,7 @@ def run_verify(quick: bool, reps: int) -> list[dict]:
           f"crc32c kernel {ndpack._core.crc32c_kernel()}, nthreads {ndpack.DParams().nthreads})")
     hdr = (f"{'data':<10} {'cparams':<8} {'cratio':>7} | {'verify=False s':>14} "
            f"{'verify=True s':>14} {'ratio':>6} | {'CPU off':>8} {'CPU on':>8} {'ratio':>6} | "
-           f"{'crc32c GB/s':>11}")
+           f"{'1-thr':>6} | {'crc32c GB/s':>11}")
     print(hdr)
     print("-" * len(hdr))
     try:
@@ -340,17 +351,20 @@ def run_verify(quick: bool, reps: int) -> list[dict]:
                 assert on.schunk._frame.crcs is not None, "written without checksums"
                 (t_off, t_on), (c_off, c_on) = _wall_and_cpu([lambda: off[:], lambda: on[:]],
                                                              3 * reps + 5)
+                (l_off, l_on), _ = _wall_and_cpu([lambda: _chunk_loop(off), lambda: _chunk_loop(on)],
+                                                 3 * reps + 5)
                 chunks = [on.schunk.get_chunk(i) for i in range(on.schunk.nchunks)]
                 cbytes = sum(len(c) for c in chunks)
                 t_crc = best_times([lambda: [crc32c(c) for c in chunks]], reps + 3)[0]
                 row = {"part": "verify", "data": dname, "cparams": cpname,
                        "cratio": on.cratio, "read_noverify": t_off, "read_verify": t_on,
                        "ratio": t_on / t_off, "cpu_noverify": c_off, "cpu_verify": c_on,
-                       "cpu_ratio": c_on / c_off, "crc_gbs": cbytes / t_crc / 1e9}
+                       "cpu_ratio": c_on / c_off, "loop_noverify": l_off, "loop_verify": l_on,
+                       "loop_ratio": l_on / l_off, "crc_gbs": cbytes / t_crc / 1e9}
                 rows.append(row)
                 print(f"{dname:<10} {cpname:<8} {on.cratio:>7.2f} | {t_off:>14.4f} "
                       f"{t_on:>14.4f} {t_on / t_off:>6.3f} | {c_off:>8.4f} {c_on:>8.4f} "
-                      f"{c_on / c_off:>6.3f} | {row['crc_gbs']:>11.1f}")
+                      f"{c_on / c_off:>6.3f} | {l_on / l_off:>6.3f} | {row['crc_gbs']:>11.1f}")
                 on.schunk.close()
                 off.schunk.close()
                 chunks = None
@@ -372,7 +386,8 @@ def summarize(rows: list[dict]) -> None:
     for r in rows:
         if r["part"] == "verify":
             print(f"verify {r['data']} {r['cparams']}: read with/without checksum "
-                  f"verification {r['ratio']:.3f} (wall), {r['cpu_ratio']:.3f} (CPU)")
+                  f"verification {r['ratio']:.3f} (wall), {r['cpu_ratio']:.3f} (CPU), "
+                  f"{r['loop_ratio']:.3f} (one-thread chunk loop)")
         if r["part"] == "full":
             print(f"full read {r['cparams']}: b2/nd {r['b2_read'] / r['nd_read']:.2f}, "
                   f"fraction of memcpy {r['memcpy'] / r['nd_read']:.2f} (of np.copy "

@@ -46,7 +46,7 @@ import sys
 import numpy as np
 
 from ndpack.chunks import compress2, crc32c
-from ndpack.codecs import Codec
+from ndpack.codecs import Codec, make_cparams
 from ndpack.errors import FormatError, ParameterError
 from ndpack.storage.meta import packb, unpack_vlmeta_value
 
@@ -59,6 +59,7 @@ VERSION = 1
 VERIFY_MODES = (True, False, "full")
 _SPECIAL_TAG = b"ndpack special chunk"
 _DEFAULT = [True]
+_RECORD_CPARAMS: list = []         # built at first use (nothing runs at import)
 
 
 def enabled() -> bool:
@@ -137,13 +138,15 @@ def with_record(vlmeta: dict, crcs, offsets, cbytes: int, nbytes: int) -> dict:
     ``cbytes`` and ``nbytes`` are those given (the trailer's vlmeta)."""
     if not crcs:                          # none, or no chunk yet: no record
         return vlmeta
-    crcs = array.array("I", crcs)
     if sys.byteorder != "little":
+        crcs = array.array("I", crcs)
         crcs.byteswap()
     value = {"alg": ALG, "version": VERSION, "crcs": crcs.tobytes(),
              "frame": [int(nbytes), int(cbytes), _index_crc(offsets)]}
+    if not _RECORD_CPARAMS:
+        _RECORD_CPARAMS.append(make_cparams(codec=Codec.LZ4, clevel=0, typesize=1, nthreads=1))
     out = dict(vlmeta)
-    out[RECORD] = compress2(packb(value), codec=Codec.LZ4, clevel=0, typesize=1, nthreads=1)
+    out[RECORD] = compress2(packb(value), cparams=_RECORD_CPARAMS[0])   # memcpyed
     return out
 
 
