@@ -158,17 +158,18 @@ def test_python_blosc2_reads_schunk_sparse_and_cframe(tmp_path):
     np.testing.assert_array_equal(ndpack.ndarray_from_cframe(frame)[:], x)
 
 
-def test_random_single_byte_mutations_are_caught(tmp_path):
+@pytest.mark.parametrize("codec", [ndpack.Codec.LZ4, ndpack.Codec.ZSTD])
+def test_random_single_byte_mutations_are_caught(tmp_path, codec):
     """A byte changed anywhere in a stored chunk: reading it raises FormatError naming
     that chunk (many random positions and values)."""
     x = _data()
     p = tmp_path / "a.b2nd"
-    _write(p, x)
+    _write(p, x, cparams={"codec": codec, "clevel": 5})
     spans = _chunk_spans(p)
     orig = p.read_bytes()
     rng = np.random.default_rng(7)
     silent = 0
-    for trial in range(300):
+    for trial in range(250):
         i, start, end = spans[int(rng.integers(len(spans)))]
         pos = int(rng.integers(start, end))
         buf = bytearray(orig)
@@ -185,7 +186,8 @@ def test_random_single_byte_mutations_are_caught(tmp_path):
         except (FormatError, ValueError):
             pass
         b.schunk.close()
-    assert silent >= 0          # counted for the docs' claim; the checked reads all raised
+    # the same mutations read without checksums: some decode to other data silently
+    assert silent > 0, "no mutation went unnoticed without checksums: test data too easy"
 
 
 def test_memcpyed_chunk_corruption_only_the_checksum_sees(tmp_path):
