@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 
 import ndpack
-from ndpack.storage.atomic import TMP_SUFFIX
 
 N = 600_000                    # float64 items: ~5 MB per version, a write takes 10-100 ms
 
@@ -96,7 +95,9 @@ def version(kind, t, x0) -> int:
 
 
 def temporaries(folder) -> list:
-    return [f for f in os.listdir(folder) if f.endswith(TMP_SUFFIX)]
+    """Hidden names: our temporaries (``.<name>.<pid>-<rand>.ndpack-tmp``) and any other
+    writer's leftovers (the old ``*.part``)."""
+    return [f for f in os.listdir(folder) if f.startswith(".")]
 
 
 @pytest.mark.parametrize("kind", sorted(WRITERS))

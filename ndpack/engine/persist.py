@@ -299,9 +299,10 @@ def _open_carrier(obj: NDArray, path: str, meta: list, trust_code, roots, chain)
     if "_LazyArray" not in vlmeta_names:
         raise FormatError(f"{path!r}: malformed saved expression (no '_LazyArray' vlmeta)")
     legacy = obj.vlmeta["_LazyArray"]
-    if not isinstance(legacy, dict):
-        raise FormatError(f"{path!r}: malformed saved expression")
-    if obj.schunk.meta["LazyArray"] != _LEGACY_EXPR:
+    kind = obj.schunk.meta["LazyArray"]
+    if not isinstance(legacy, dict) or type(kind) is not int or kind not in (0, 1):
+        raise FormatError(f"{path!r}: malformed saved expression (LazyArray {kind!r})")
+    if kind != _LEGACY_EXPR:
         if not trust_code:
             raise PermissionError(f"{path!r} holds a saved user function; opening it "
                                   "runs its code: pass trust_code=True if you trust it")

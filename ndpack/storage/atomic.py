@@ -235,11 +235,14 @@ class Pending:
     def _move(self) -> None:
         src, dst = self.path, self.target
         if self.exclusive:
-            if _renameat2(src, dst, _RENAME_NOREPLACE):
-                return
-            if os.path.lexists(dst):
+            try:
+                if _renameat2(src, dst, _RENAME_NOREPLACE):
+                    return
+                if os.path.lexists(dst):
+                    raise FileExistsError
+            except FileExistsError:
                 raise FileExistsError(f"{dst!r} was created while it was being written; "
-                                      "use mode='w' to overwrite it")
+                                      "use mode='w' to overwrite it") from None
             os.rename(src, dst)
             return
         if not os.path.lexists(dst) or (os.path.isfile(dst) and os.path.isfile(src)):

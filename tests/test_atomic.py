@@ -1,0 +1,288 @@
+"""Crash-atomic writers (issue 23, item 2): the temporary mechanism, every error path
+of the creating calls, and readers running while a writer replaces or appends."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import ndpack
+from ndpack.errors import FormatError
+from ndpack.storage import atomic
+from ndpack.storage.ndarray import create, fill_from, holding
+
+
+def hidden(folder) -> list:
+    return sorted(f for f in os.listdir(folder) if f.startswith("."))
+
+
+def dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+# ---------------------------------------------------------------------------------------
+# the mechanism
+
+def test_stale_temporaries_of_dead_writers_are_removed(tmp_path):
+    t = tmp_path / "x.b2nd"
+    dead = tmp_path / f".x.b2nd.{dead_pid()}-0123abcd{atomic.TMP_SUFFIX}"
+    live = tmp_path / f".x.b2nd.{os.getppid()}-0123abcd{atomic.TMP_SUFFIX}"
+    other = tmp_path / f".y.b2nd.{dead_pid()}-0123abcd{atomic.TMP_SUFFIX}"
+    os.mkdir(dead)                                        # a sparse frame's directory
+    (dead / "chunks.b2frame").write_bytes(b"x")
+    live.write_bytes(b"x")
+    other.write_bytes(b"x")
+    ndpack.asarray(np.arange(3), urlpath=t, mode="w")    # any write to the target
+    assert hidden(tmp_path) == sorted([live.name, other.name])
+    assert atomic.is_temporary(live) and not atomic.is_temporary(t)
+
+
+def test_abandoned_temporaries_of_this_process_are_stale(tmp_path):
+    p = atomic.Pending(tmp_path / "t")
+    open(p.path, "wb").close()
+    atomic._live.discard(p.path)                          # as after a lost object
+    assert atomic.remove_stale(tmp_path / "t") == [p.path]
+
+
+def test_commit_replaces_files_and_directories_of_any_kind(tmp_path):
+    t = str(tmp_path / "t")
+    for make in ("file", "dir", "file", "dir", "dir"):
+        with atomic.replacing(t) as tmp:
+            if make == "dir":
+                os.mkdir(tmp)
+                open(os.path.join(tmp, "inside"), "w").close()
+            else:
+                with open(tmp, "w") as f:
+                    f.write(make)
+        assert os.path.isdir(t) == (make == "dir")
+        assert os.listdir(tmp_path) == ["t"]
+
+
+def test_exclusive_commit_refuses_a_target_that_appeared(tmp_path):
+    t = tmp_path / "t.b2nd"
+    out = create((10,), np.int64, chunks=(5,), blocks=(5,), urlpath=t, mode="a")
+    ndpack.asarray(np.ones(3), urlpath=t, mode="w")      # someone else, meanwhile
+    with pytest.raises(FileExistsError, match="was created while"):
+        fill_from(out, lambda reg: np.arange(10)[reg])
+    assert ndpack.open(t)[:].tolist() == [1, 1, 1]
+    assert hidden(tmp_path) == []
+
+
+def test_created_files_appear_only_when_complete(tmp_path):
+    t = tmp_path / "t.b2nd"
+    out = create((10,), np.int64, chunks=(5,), blocks=(5,), urlpath=t, mode="w")
+    out.schunk.append_chunk(out._encode(np.arange(5)))
+    assert not t.exists() and len(hidden(tmp_path)) == 1
+    out.schunk.append_chunk(out._encode(np.arange(5, 10)))
+    assert t.exists() and hidden(tmp_path) == []
+    assert ndpack.open(t)[:].tolist() == list(range(10))
+    out[0] = 99                                           # in place from now on
+    assert ndpack.open(t)[0] == 99
+
+
+def test_holding_commits_after_vlmeta(tmp_path):
+    t = tmp_path / "h.b2nd"
+    a = ndpack.asarray(np.arange(4), urlpath=tmp_path / "src.b2nd", mode="w")
+    a.vlmeta["k"] = "v"
+    ndpack.save(a, t)
+    assert ndpack.open(t).vlmeta["k"] == "v"
+    out = create((4,), np.int64, chunks=(2,), blocks=(2,), urlpath=t, mode="w")
+    with pytest.raises(ZeroDivisionError):
+        with holding(out):
+            fill_from(out, lambda reg: np.arange(4)[reg])
+            1 / 0
+    assert ndpack.open(t).vlmeta["k"] == "v" and hidden(tmp_path) == []
+
+
+def test_fsync_can_be_turned_off(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(atomic.os, "fsync", lambda fd: calls.append(fd))
+    ndpack.asarray(np.arange(3), urlpath=tmp_path / "a.b2nd", mode="w")
+    assert len(calls) == 2                                # the file, then its directory
+    monkeypatch.setenv("NDPACK_FSYNC", "0")
+    ndpack.asarray(np.arange(3), urlpath=tmp_path / "a.b2nd", mode="w")
+    assert len(calls) == 2
+
+
+# ---------------------------------------------------------------------------------------
+# every creating call: an error half-way keeps the old target and leaves no temporary
+
+class Failing:
+    """An array-like whose reads fail after `n` of them."""
+
+    def __init__(self, shape, n):
+        self.shape, self.dtype, self.n = shape, np.dtype(np.float64), n
+        self.ndim = len(shape)
+
+    def __getitem__(self, key):
+        self.n -= 1
+        if self.n < 0:
+            raise OSError("the source went away")
+        return np.full(np.empty(self.shape)[key].shape, 7.0)
+
+
+def _old(t):
+    return ndpack.asarray(np.arange(4.0), urlpath=t, mode="w")
+
+
+CREATORS = {
+    "asarray": lambda t: ndpack.asarray(Failing((100,), 3), urlpath=t, mode="w",
+                                        chunks=(10,)),
+    "asarray_sparse": lambda t: ndpack.asarray(Failing((100,), 3), urlpath=t, mode="w",
+                                               chunks=(10,), contiguous=False),
+    "fromiter": lambda t: ndpack.fromiter((1 / (5 - i) for i in range(100)), (100,),
+                                          np.float64, urlpath=t, mode="w", chunks=(2,)),
+    "compute": lambda t: (ndpack.lazyexpr("f + 1", operands={"f": Failing((100,), 3)})
+                          .compute(urlpath=t, mode="w", chunks=(10,))),
+    "from_dask": lambda t: ndpack.from_dask(
+        __import__("dask.array").array.from_array(Failing((100,), 3), chunks=10,
+                                                  asarray=True),
+        urlpath=t, mode="w", chunks=(10,), scheduler="synchronous"),
+    "concatenate": lambda t: ndpack.concat([ndpack.asarray(np.ones(10), chunks=(4,)),
+                                            Failing((100,), 3)], urlpath=t, mode="w"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CREATORS))
+def test_errors_keep_the_old_target(kind, tmp_path):
+    t = tmp_path / "t.b2nd"
+    _old(t)
+    with pytest.raises((OSError, ZeroDivisionError)):
+        CREATORS[kind](t)
+    assert ndpack.open(t)[:].tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert hidden(tmp_path) == []
+
+
+def test_store_discard_and_errors_keep_the_old_store(tmp_path):
+    for name in ("s.b2d", "s.b2z"):
+        t = tmp_path / name
+        with ndpack.DictStore(t, mode="w") as ds:
+            ds["/old"] = np.arange(3)
+        ds = ndpack.DictStore(t, mode="w")
+        ds["/new"] = np.arange(5)
+        ds.discard()
+        with ndpack.DictStore(t, mode="r") as ds:
+            assert list(ds.keys()) == ["/old"]
+        assert hidden(tmp_path) == []
+
+
+def test_save_replaces_only_when_complete(tmp_path, monkeypatch):
+    t = tmp_path / "v.b2nd"
+    ndpack.save(ndpack.asarray(np.arange(4.0)), t)
+    from ndpack.storage import atomic as at
+    real = at.Pending.commit
+
+    def broken(self):
+        raise OSError("disk full")
+    monkeypatch.setattr(at.Pending, "commit", broken)
+    for call in (lambda: ndpack.save(ndpack.asarray(np.ones(50)), t),
+                 lambda: ndpack.save(ndpack.SChunk(data=b"abcd"), t),
+                 lambda: ndpack.save_array(np.ones(50), t)):
+        with pytest.raises(OSError, match="disk full"):
+            call()
+        assert ndpack.open(t)[:].tolist() == [0.0, 1.0, 2.0, 3.0]
+        assert hidden(tmp_path) == []
+    monkeypatch.setattr(at.Pending, "commit", real)
+
+
+# ---------------------------------------------------------------------------------------
+# readers while a writer works
+
+WRITER = textwrap.dedent("""
+    import sys, time, numpy as np, ndpack
+    t, kind = sys.argv[1], sys.argv[2]
+    x = np.random.default_rng(1).random(300_000)
+    if kind == "append":
+        s = ndpack.open(t, mode="a")
+        for k in range(1, 400):
+            s.append_data(np.full(25_000, float(k)))
+    else:
+        for k in range(1, 40):
+            ndpack.asarray(x + k, urlpath=t, mode="w", chunks=(30_000,))
+    print("done", flush=True)
+""")
+
+
+def _writer(t, kind):
+    env = dict(os.environ, NDPACK_FSYNC="0")
+    return subprocess.Popen([sys.executable, "-c", WRITER, str(t), kind], env=env,
+                            stdout=subprocess.PIPE, text=True)
+
+
+def test_readers_see_old_or_new_while_a_writer_replaces(tmp_path):
+    t = tmp_path / "r.b2nd"
+    x = np.random.default_rng(1).random(300_000)
+    ndpack.asarray(x, urlpath=t, mode="w", chunks=(30_000,))
+    held = ndpack.open(t)                          # opened before: keeps the old file
+    w = _writer(t, "replace")
+    seen, deadline = set(), time.monotonic() + 20
+    while w.poll() is None and time.monotonic() < deadline:
+        d = ndpack.open(t)[:] - x                  # never an error, never a mix
+        k = round(float(d[0]))
+        assert np.abs(d - k).max() < 1e-9
+        seen.add(k)
+        np.testing.assert_array_equal(held[:1000], x[:1000])
+    assert w.wait(10) == 0
+    assert hidden(tmp_path) == []
+    assert len(seen) >= 2, seen
+
+
+def test_readers_while_a_writer_appends(tmp_path):
+    """In-place appends keep the old chunks readable through an open handle; a new
+    open sees a consistent prefix or raises FormatError (docs/storage.md), never wrong
+    data."""
+    t = tmp_path / "s.b2frame"
+    ndpack.SChunk(chunksize=200_000, data=np.zeros(25_000), urlpath=t, mode="w").close()
+    held = ndpack.open(t)
+    w = _writer(t, "append")
+    errors = ok = 0
+    deadline = time.monotonic() + 20
+    while w.poll() is None and time.monotonic() < deadline:
+        try:
+            s = ndpack.open(t)
+            n = s.nchunks
+            k = n - 1
+            data = np.frombuffer(s[k * 25_000:], np.float64) if n else np.zeros(0)
+        except FormatError:
+            errors += 1
+            continue
+        assert np.all(data == k), (n, data[:3])
+        ok += 1
+        assert np.frombuffer(held[:], np.float64).tolist() == [0.0] * 25_000
+    assert w.wait(10) == 0
+    assert ok > 0
+    s = ndpack.open(t)
+    assert s.nchunks == 400
+    assert np.frombuffer(s.decompress_chunk(399), np.float64)[0] == 399
+
+
+def test_reader_thread_while_writer_thread_replaces(tmp_path):
+    t = tmp_path / "th.b2nd"
+    ndpack.asarray(np.zeros(50_000), urlpath=t, mode="w", chunks=(5000,))
+    stop, bad = threading.Event(), []
+
+    def reader():
+        while not stop.is_set():
+            try:
+                v = ndpack.open(t)[:]
+                if not (v == v[0]).all():
+                    bad.append("mixed")
+            except Exception as exc:                # noqa: BLE001
+                bad.append(repr(exc))
+    th = threading.Thread(target=reader)
+    th.start()
+    try:
+        for k in range(1, 30):
+            ndpack.asarray(np.full(50_000, float(k)), urlpath=t, mode="w", chunks=(5000,))
+    finally:
+        stop.set()
+        th.join()
+    assert bad == []
+    assert ndpack.open(t)[0] == 29.0
