@@ -11,7 +11,9 @@ time, so > 1 means ndpack is faster.
 The second part saves and loads 400 MB float64 arrays (arange, sin + noise, random
 doubles in [0, 1) -- 1.19x compressible --, and random bytes -- incompressible --)
 with ``ndpack.save_array``/``load_array`` (default cparams), ``np.save``/``np.load`` and
-``blosc2.save_array``/``load_array``, best of 3, files in the page cache.
+``blosc2.save_array``/``load_array``, best of 3, files in the page cache.  The last
+part prices crash-atomic writes: ``asarray(urlpath=)``, ``save`` and ``save_array``
+with fsync (the default) against the same calls with ``NDPACK_FSYNC=0``.
 
     python benchmarks/bench_schunk.py            # 10,000 chunks (10 GB logical), 400 MB arrays
     python benchmarks/bench_schunk.py --quick    # 300 chunks, 40 MB arrays (CI)
@@ -131,6 +133,45 @@ def bench_save_load(tmp: str, nbytes: int) -> None:
                 os.remove(p)
 
 
+def bench_atomic(tmp: str, nbytes: int) -> None:
+    """The cost of crash-atomic writes (ndpack/storage/atomic.py): each creating call
+    writes a temporary, fsyncs it, renames it over the target and fsyncs the directory.
+    Compared with the same call under ``NDPACK_FSYNC=0`` (the temporary and the rename
+    stay: they cost microseconds, measured apart as "rename"), in one process."""
+    print(f"\natomic writes of {nbytes / 1e6:.0f} MB float64 (best of 3, ms; ratio = "
+          "with fsync / without, the price of durability)")
+    print(f"{'call':<22}{'input':<10}{'fsync':>8}{'no fsync':>9}{'ratio':>7}")
+    p = os.path.join(tmp, "t.b2nd")
+    for name, x in list(arrays(nbytes).items())[::2]:          # arange, random
+        calls = {"asarray(urlpath=)": lambda: ndpack.asarray(x, urlpath=p, mode="w"),
+                 "save(NDArray)": lambda a=ndpack.asarray(x): ndpack.save(a, p),
+                 "save_array": lambda: ndpack.save_array(x, p)}
+        for call, fn in calls.items():
+            old = os.environ.get("NDPACK_FSYNC")
+            try:
+                os.environ["NDPACK_FSYNC"] = "0"
+                plain = best(fn)
+                os.environ["NDPACK_FSYNC"] = "1"
+                synced = best(fn)
+            finally:
+                os.environ.pop("NDPACK_FSYNC") if old is None else \
+                    os.environ.__setitem__("NDPACK_FSYNC", old)
+            print(f"{call:<22}{name:<10}{1e3 * synced:>8.1f}{1e3 * plain:>9.1f}"
+                  f"{synced / plain:>7.2f}")
+            ndpack.remove_urlpath(p)
+    from ndpack.storage.atomic import replacing
+    q = os.path.join(tmp, "r.bin")
+
+    def empty_commit():
+        with replacing(q) as t:
+            open(t, "wb").close()
+    os.environ["NDPACK_FSYNC"] = "0"
+    try:
+        print(f"rename + stale scan of one empty file: {1e6 * best(empty_commit):.0f} us")
+    finally:
+        os.environ.pop("NDPACK_FSYNC")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="300 chunks, 500 reads")
@@ -183,6 +224,7 @@ def main(argv=None) -> int:
     tmp = tempfile.mkdtemp(prefix="bench_save_", dir=args.dir)
     try:
         bench_save_load(tmp, 40 * 10**6 if args.quick else 400 * 10**6)
+        bench_atomic(tmp, 40 * 10**6 if args.quick else 400 * 10**6)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
