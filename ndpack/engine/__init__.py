@@ -5,6 +5,7 @@ Array protocol (``shape``, ``dtype``, ``__getitem__``), never the C binding.
 """
 
 from ndpack.engine import operators as _operators  # noqa: F401  (installs the operators)
+from ndpack.engine import arrayobject as _arrayobject  # noqa: F401  (the array API protocol)
 from ndpack.engine.dask_backend import from_dask, to_dask  # installs NDArray.to_dask
 from ndpack.engine.cumulative import cumulative_prod, cumulative_sum
 from ndpack.engine.lazyexpr import LazyExpr, evaluate, lazyexpr

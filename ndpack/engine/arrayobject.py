@@ -1,0 +1,141 @@
+"""The array API standard's array object protocol on ``NDArray`` and ``LazyExpr``.
+
+Libraries that accept any array (through ``x.__array_namespace__()`` or
+array-api-compat) find ndpack's namespace here; the Python conversions of 0-d arrays,
+the device attributes (ndpack computes on the CPU), DLPack export (the array is
+decoded, then shared with the consumer) and the transposes of lazy expressions.  The
+storage layer does not know the engine (imports point down), so the engine installs
+these members when ``ndpack.engine`` is imported, as it installs the operators.
+
+Examples
+--------
+>>> import numpy as np, ndpack
+>>> a = ndpack.asarray(np.arange(6.0).reshape(2, 3))
+>>> a.__array_namespace__() is ndpack
+True
+>>> a.device, float(a[1, 2]), float(ndpack.asarray(np.array(2.5)))
+('cpu', 5.0, 2.5)
+>>> np.from_dlpack(a).tolist()
+[[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from ndpack.engine.lazyexpr import LazyExpr
+from ndpack.storage.ndarray import NDArray
+
+__all__ = ["install", "API_VERSIONS", "DEVICE"]
+
+#: Revisions of the standard a caller may ask for (``__array_namespace__(api_version=)``).
+API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
+DEVICE = "cpu"
+_KDLCPU = 1                      # DLPack's device type of host memory
+
+
+def __array_namespace__(self, /, *, api_version=None):
+    """The ``ndpack`` module: the namespace of the standard's functions."""
+    if api_version is not None and api_version not in API_VERSIONS:
+        raise ValueError(f"api_version must be one of {API_VERSIONS} or None, "
+                         f"not {api_version!r}")
+    return sys.modules[__name__.split(".")[0]]     # the package, imported by now
+
+
+def _device(self) -> str:
+    return DEVICE
+
+
+def to_device(self, device, /, *, stream=None):
+    """The array itself: ndpack arrays live on the CPU (``"cpu"``)."""
+    if device != DEVICE:
+        raise ValueError(f"device must be {DEVICE!r}, not {device!r}")
+    if stream is not None:
+        raise ValueError("stream must be None on the CPU")
+    return self
+
+
+def _scalar(self, convert, what: str):
+    """`convert` of the only element of a 0-d (or one-element, as NumPy allows) array."""
+    if self.size != 1:
+        raise TypeError(f"only arrays of one element can be converted to Python {what}, "
+                        f"not shape {self.shape}")
+    return convert(np.asarray(self[()]).reshape(()).item())
+
+
+def __bool__(self):
+    if self.size != 1:
+        raise ValueError(f"the truth value of an array of shape {self.shape} is ambiguous "
+                         "(use any() or all())")
+    return _scalar(self, bool, "bool")
+
+
+def __int__(self):
+    return _scalar(self, int, "int")
+
+
+def __float__(self):
+    return _scalar(self, float, "float")
+
+
+def __complex__(self):
+    return _scalar(self, complex, "complex")
+
+
+def __index__(self):
+    if self.dtype.kind not in "iu":
+        raise TypeError(f"only integer arrays can be used as an index, not {self.dtype}")
+    if self.ndim:
+        raise TypeError(f"only 0-d integer arrays can be used as an index, not shape "
+                        f"{self.shape}")
+    return int(self[()])
+
+
+def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+    """A DLPack capsule of the decoded array (a copy: compressed chunks cannot be
+    shared; ``copy=False`` is a BufferError)."""
+    if copy is False:
+        raise BufferError("an ndpack array is compressed: it can only be exported as a copy")
+    if dl_device is not None and tuple(dl_device) != (_KDLCPU, 0):
+        raise BufferError(f"ndpack arrays are on the CPU, not device {dl_device}")
+    values = np.ascontiguousarray(self[()])
+    kwargs = {"stream": stream}
+    if max_version is not None:
+        kwargs["max_version"] = max_version
+    return values.__dlpack__(**kwargs)
+
+
+def __dlpack_device__(self, /):
+    return (_KDLCPU, 0)
+
+
+def _transpose(self):
+    if self.ndim != 2:
+        raise ValueError(f"T needs a 2-d array (use permute_dims), not {self.ndim}-d")
+    from ndpack.engine.shape import permute_dims        # shape ops sit above expressions
+    return permute_dims(self, (1, 0))
+
+
+def _matrix_transpose(self):
+    from ndpack.engine.shape import matrix_transpose
+    return matrix_transpose(self)
+
+
+def install(cls, transposes: bool = False) -> None:
+    """Give `cls` the array object protocol (idempotent); `transposes` adds ``T`` and
+    ``mT`` (NDArray has its own)."""
+    cls.__array_namespace__ = __array_namespace__
+    cls.device = property(_device, doc="``'cpu'``: where the array is computed.")
+    cls.to_device = to_device
+    for fn in (__bool__, __int__, __float__, __complex__, __index__, __dlpack__,
+               __dlpack_device__):
+        setattr(cls, fn.__name__, fn)
+    if transposes:
+        cls.T = property(_transpose, doc="The transpose of a 2-d array.")
+        cls.mT = property(_matrix_transpose, doc="The transpose of the last two axes.")
+
+
+install(NDArray)
+install(LazyExpr, transposes=True)

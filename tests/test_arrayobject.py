@@ -1,0 +1,85 @@
+"""The array API array object protocol on NDArray and LazyExpr: the namespace,
+conversions of one-element arrays, devices, DLPack, transposes (NumPy is the oracle)."""
+
+import numpy as np
+import pytest
+
+import ndpack
+
+array_api_compat = pytest.importorskip("array_api_compat")
+
+
+def _arrays(x):
+    nd = ndpack.asarray(x, chunks=tuple(max(1, s // 2) for s in x.shape) or None)
+    return [nd, ndpack.lazyexpr("a", operands={"a": nd})]   # an NDArray and a LazyExpr
+
+
+def test_namespace_is_found():
+    for arr in _arrays(np.arange(12.0).reshape(3, 4)):
+        assert arr.__array_namespace__() is ndpack
+        assert arr.__array_namespace__(api_version="2024.12") is ndpack
+        assert array_api_compat.array_namespace(arr) is ndpack
+        with pytest.raises(ValueError, match="api_version"):
+            arr.__array_namespace__(api_version="2019.01")
+
+
+@pytest.mark.parametrize("value", [0.0, -2.5, 7, True, False, 3 + 4j])
+def test_conversions_of_one_element(value):
+    x = np.array(value)
+    for arr in _arrays(x) + _arrays(x.reshape(1, 1)):
+        assert bool(arr) == bool(x)
+        if x.dtype.kind != "c":
+            assert int(arr) == int(x) and float(arr) == float(x)
+        else:
+            with pytest.raises(TypeError):
+                float(arr)
+        assert complex(arr) == complex(x)
+
+
+def test_conversions_refuse_many_elements():
+    for arr in _arrays(np.arange(6.0).reshape(2, 3)):
+        with pytest.raises(ValueError, match="ambiguous"):
+            bool(arr)
+        with pytest.raises(TypeError, match="one element"):
+            float(arr)
+        with pytest.raises(TypeError, match="integer arrays"):
+            arr.__index__()
+    for arr in _arrays(np.arange(6).reshape(2, 3)):
+        with pytest.raises(TypeError, match="0-d integer"):
+            arr.__index__()
+
+
+def test_index():
+    for arr in _arrays(np.array(3, dtype=np.int16)):
+        assert [10, 11, 12, 13][arr] == 13 and arr.__index__() == 3
+    for arr in _arrays(np.array(3.0)):
+        with pytest.raises(TypeError, match="integer arrays"):
+            [1, 2][arr]
+
+
+def test_device():
+    for arr in _arrays(np.ones((2, 2))):
+        assert arr.device == "cpu" and arr.to_device("cpu") is arr
+        with pytest.raises(ValueError, match="device must be 'cpu'"):
+            arr.to_device("cuda:0")
+
+
+@pytest.mark.parametrize("dtype", ["f8", "f4", "i2", "u8", "c16", "?"])
+def test_dlpack(dtype):
+    x = (np.arange(24) % 3).astype(dtype).reshape(2, 3, 4)
+    for arr in _arrays(x):
+        assert arr.__dlpack_device__() == (1, 0)
+        got = np.from_dlpack(arr)
+        assert got.dtype == x.dtype and np.array_equal(got, x)
+        with pytest.raises(BufferError, match="copy"):
+            arr.__dlpack__(copy=False)
+
+
+def test_transposes_of_expressions():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    e = ndpack.asarray(x) * 2
+    np.testing.assert_array_equal(e.mT[()], np.swapaxes(x * 2, -1, -2))
+    m = ndpack.asarray(x[0]) + 1
+    np.testing.assert_array_equal(m.T[()], (x[0] + 1).T)
+    with pytest.raises(ValueError, match="2-d"):
+        e.T
