@@ -80,7 +80,7 @@ __all__ = [
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float32", "float64", "complex64", "complex128",
     "can_cast", "finfo", "iinfo", "isdtype", "result_type",
-    *_elementwise.UNARY, *_elementwise.BINARY, "clip",
+    *_elementwise.UNARY, *_elementwise.BINARY, "clip", "where", "astype",
     "concat", "stack", "permute_dims", "matrix_transpose", "moveaxis", "expand_dims",
     "squeeze", "broadcast_to", "reshape", "flip", "roll", "take", "take_along_axis",
 ]

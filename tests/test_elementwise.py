@@ -160,3 +160,33 @@ def test_bad_input():
         ndpack.add(1, 2)
     with pytest.raises(ValueError, match="broadcast"):
         ndpack.add(ndpack.asarray(np.ones(3)), np.ones(4))
+
+
+@given(data=st.data())
+def test_where_against_reference(data):
+    shapes = data.draw(xps.mutually_broadcastable_shapes(3, min_dims=0, max_dims=3, max_side=5))
+    cond = data.draw(xps.arrays(dtype=xp.bool, shape=shapes.input_shapes[0]))
+    dt = data.draw(xps.real_dtypes())
+    x1 = data.draw(xps.arrays(dtype=dt, shape=shapes.input_shapes[1]))
+    x2 = data.draw(xps.arrays(dtype=dt, shape=shapes.input_shapes[2]) | st.just(0))
+    want = _strict(xp.where, cond, x1, x2)
+    _check("where", ndpack.where(_nd(cond, True), _nd(x1, True),
+                                 x2 if isinstance(x2, int) else _nd(x2, True)), want)
+
+
+@given(data=st.data())
+def test_astype_against_reference(data):
+    x = data.draw(xps.arrays(dtype=xps.scalar_dtypes(), shape=xps.array_shapes(
+        min_dims=1, max_dims=3, max_side=6)))
+    to = data.draw(xps.scalar_dtypes())
+    assume(not ("complex" in str(x.dtype) and "complex" not in str(to)))  # undefined
+    want = np.asarray(_strict(xp.astype, x, to))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nd = _nd(x, True)
+        for got in (ndpack.astype(nd, want.dtype), nd.astype(want.dtype),
+                    ndpack.astype(ndpack.lazyexpr("a", operands={"a": nd}), want.dtype)):
+            _check("astype", got, want)
+    assert ndpack.astype(nd, nd.dtype, copy=False) is nd
+    with pytest.raises(ValueError, match="device"):
+        ndpack.astype(nd, want.dtype, device="gpu")

@@ -25,6 +25,7 @@ import sys
 
 import numpy as np
 
+from ndpack.engine.elementwise import astype
 from ndpack.engine.lazyexpr import LazyExpr
 from ndpack.storage.ndarray import NDArray
 
@@ -123,6 +124,10 @@ def _matrix_transpose(self):
     return matrix_transpose(self)
 
 
+def _astype(self, dtype, /, *, copy=True, device=None):
+    return astype(self, dtype, copy=copy, device=device)
+
+
 def install(cls, transposes: bool = False) -> None:
     """Give `cls` the array object protocol (idempotent); `transposes` adds ``T`` and
     ``mT`` (NDArray has its own)."""
@@ -132,6 +137,8 @@ def install(cls, transposes: bool = False) -> None:
     for fn in (__bool__, __int__, __float__, __complex__, __index__, __dlpack__,
                __dlpack_device__):
         setattr(cls, fn.__name__, fn)
+    if not hasattr(cls, "astype"):       # LazyExpr has its own (a lazy cast)
+        cls.astype = _astype
     if transposes:
         cls.T = property(_transpose, doc="The transpose of a 2-d array.")
         cls.mT = property(_matrix_transpose, doc="The transpose of the last two axes.")

@@ -21,11 +21,15 @@ dtype('int8')
 
 from __future__ import annotations
 
+import numpy as np
+
 from ndpack.engine.lazyexpr import LazyExpr, _node
 from ndpack.engine.tree import Apply
+from ndpack.inspection import check_device
+from ndpack.storage.ndarray import NDArray
 
 __all__ = [
-    "clip",
+    "clip", "where", "astype",
     # the standard's unary functions
     "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "bitwise_invert", "ceil",
     "conj", "cos", "cosh", "exp", "expm1", "floor", "imag", "isfinite", "isinf", "isnan",
@@ -121,3 +125,40 @@ def clip(x, /, min=None, max=None):  # noqa: A002 -- the standard's parameter na
         node = Apply("minimum", (node, _node(max)))
     out = LazyExpr(node)
     return out if out.dtype == dtype else out.astype(dtype)
+
+
+def where(condition, x1, x2, /):
+    """Elements of `x1` where `condition` is true, else of `x2` (they broadcast; `x1`
+    and `x2` may be Python scalars), as a lazy expression.
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> a = ndpack.asarray(np.arange(5.0))
+    >>> ndpack.where(a > 2, a, 0.0)[()].tolist()
+    [0.0, 0.0, 0.0, 3.0, 4.0]
+    """
+    return LazyExpr(Apply("where", (_array_arg(condition, "where"), _node(x1), _node(x2))))
+
+
+def astype(x, dtype, /, *, copy=True, device=None):
+    """`x` cast to `dtype`: lazy for expressions, computed (an NDArray with the same
+    chunks) for NDArrays, as python-blosc2's ``NDArray.astype`` does.
+
+    ``copy=False`` returns `x` itself when it already has `dtype`.
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> a = ndpack.asarray(np.arange(4.0))
+    >>> ndpack.astype(a, ndpack.int32)[()].tolist()
+    [0, 1, 2, 3]
+    """
+    check_device(device)
+    dtype = np.dtype(dtype)
+    if not copy and getattr(x, "dtype", None) == dtype:
+        return x
+    if isinstance(x, NDArray):
+        cast = LazyExpr(_node(x)).astype(dtype)
+        return cast.compute(chunks=x.chunks, blocks=x.blocks)
+    return LazyExpr(_array_arg(x, "astype")).astype(dtype)
