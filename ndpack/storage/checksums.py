@@ -4,10 +4,15 @@ A frame may carry a crc32c (Castagnoli) of every chunk it stores, in the vlmeta 
 ``ndpack.checksums`` (FORMAT.md §4.5: a vlmeta value is a chunk whose content is
 msgpack).  Its value is the msgpack map::
 
-    {"alg": "crc32c", "version": 1, "crcs": <bin: one little-endian uint32 per chunk>}
+    {"alg": "crc32c", "version": 1, "crcs": <bin: one little-endian uint32 per chunk>,
+     "frame": [nbytes, cbytes, crc32c of the offsets index (LE int64 values)]}
 
 stored as a memcpyed chunk (checksums do not compress).  Readers that do not know it
-(python-blosc2, C-Blosc2) see one more vlmeta entry and read the data as before.
+(python-blosc2, C-Blosc2) see one more vlmeta entry and read the data as before.  The
+trailer's 16 fingerprint bytes (zeros in every C-Blosc2 frame) hold ``b"ndpk"`` and the
+record chunk's crc32c (:func:`mark`): C-Blosc2 zeroes them whenever it rewrites the
+trailer, so a record whose mark is gone, or whose ``frame`` sizes are not the frame's,
+was left behind by another writer and is dropped at open (:func:`take_record`).
 
 What a checksum covers: the chunk's bytes as the frame stores them (the compressed
 chunk, header included), so a reader checks them before decoding anything.  Special
@@ -34,6 +39,15 @@ Chunks of frames built in this process in memory are not checked (they never lef
 it).  New frames carry a record when :func:`enabled` (``NDPACK_CHECKSUMS=0`` or
 ``1``, :func:`set_default`); see docs/storage.md for the measured cost that chose
 the default.
+
+Examples
+--------
+>>> import numpy as np, ndpack
+>>> from ndpack.storage.checksums import chunk_crc
+>>> a = ndpack.asarray(np.arange(10), chunks=(4,), blocks=(2,))
+>>> frame = a.schunk._frame
+>>> [c == chunk_crc(frame.get(i)) for i, c in enumerate(frame.crcs)]
+[True, True, True]
 """
 
 from __future__ import annotations
@@ -56,7 +70,6 @@ __all__ = ["RECORD", "enabled", "set_default", "new_record", "chunk_crc", "on_wr
 RECORD = "ndpack.checksums"
 ALG = "crc32c"
 VERSION = 1
-VERIFY_MODES = (True, False, "full")
 _SPECIAL_TAG = b"ndpack special chunk"
 _DEFAULT = [True]
 _RECORD_CPARAMS: list = []         # built at first use (nothing runs at import)
