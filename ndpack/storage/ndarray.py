@@ -162,7 +162,11 @@ def fill_from(arr: NDArray, producer=None, special=None, value=None) -> NDArray:
     With `special` (a :class:`SpecialValue`) no data is stored.
     """
     try:
-        return _fill(arr, producer, special, value)
+        _fill(arr, producer, special, value)
+        frame = arr.schunk._frame
+        if frame.pending is not None:      # in place once complete (a bulk writer that
+            frame._maybe_commit()          # bypasses frame._mutate is covered too)
+        return arr
     except BaseException:
         arr.schunk._frame.abort()          # a new file that will not be complete
         raise
