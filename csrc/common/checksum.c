@@ -47,9 +47,14 @@ static void build_shift(ndp_crc_shift *s, size_t n) {
 uint32_t ndp_crc32c_sse42_raw(uint32_t r, const uint8_t *p, size_t n) {
   return ndp_crc32c_scalar_raw(r, p, n);
 }
+#endif
+#if !(defined(__x86_64__) || defined(_M_X64)) || defined(NDP_NO_CRC_FOLD)
+#define HAVE_FOLD 0                  /* no checksum_avx512.c in this build */
 uint32_t ndp_crc32c_avx512_raw(uint32_t r, const uint8_t *p, size_t n) {
-  return ndp_crc32c_scalar_raw(r, p, n);
+  return ndp_crc32c_sse42_raw(r, p, n);
 }
+#else
+#define HAVE_FOLD 1
 #endif
 
 /* x^n mod P in the reflected order (bit j is the coefficient of x^(31-j)). */
@@ -74,7 +79,7 @@ const ndp_crc_fold *ndp_crc32c_fold(void) {
 }
 
 static int cpu_fold(void) {
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+#if HAVE_FOLD && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq") &&
          __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.2");
