@@ -173,6 +173,22 @@ def test_store_discard_and_errors_keep_the_old_store(tmp_path):
         assert hidden(tmp_path) == []
 
 
+def test_an_error_in_a_with_block_discards_a_new_store(tmp_path):
+    for name in ("w.b2d", "w.b2z"):
+        t = tmp_path / name
+        with ndpack.TreeStore(t, mode="w") as ts:
+            ts["/old"] = np.arange(3)
+        with pytest.raises(KeyError), ndpack.TreeStore(t, mode="w") as ts:
+            ts["/new"] = np.arange(5)
+            raise KeyError("interrupted")
+        with ndpack.TreeStore(t, mode="r") as ts:
+            assert list(ts.keys()) == ["/old"]
+        with pytest.raises(KeyError), ndpack.TreeStore(tmp_path / ("n" + name), mode="w"):
+            raise KeyError("interrupted")
+        assert not (tmp_path / ("n" + name)).exists()
+    assert hidden(tmp_path) == []
+
+
 def test_save_replaces_only_when_complete(tmp_path, monkeypatch):
     t = tmp_path / "v.b2nd"
     ndpack.save(ndpack.asarray(np.arange(4.0)), t)

@@ -116,8 +116,9 @@ class DictStore(StoreMapping):
     -----
     A new store (mode 'w', or 'a' on a missing path) is built under a temporary name
     beside `localpath` and moved into place by :meth:`close` (an old store stays
-    until then; see :mod:`ndpack.storage.atomic`); in mode 'a' an existing ``.b2d`` is
-    changed in place, one leaf file replaced atomically at a time.
+    until then; see :mod:`ndpack.storage.atomic`); an exception leaving a ``with`` block
+    discards it.  In mode 'a' an existing ``.b2d`` is changed in place, one leaf file
+    replaced atomically at a time.
     The leaves of a ``.b2z`` are read in place and are read-only, also in mode 'a':
     assign a new value (``store[key] = new``) to change one.  Changes to a ``.b2z`` are
     written when the store is closed (or :meth:`to_b2z` is called).
@@ -162,6 +163,7 @@ class DictStore(StoreMapping):
         self._keycache: dict = {}          # sorted keys, tree structure; shared with views
         self._closed = False
         self._modified = mode == "w" or not os.path.exists(path)   # a new store is written
+        self._creating = self._modified          # (an error in a `with` block discards it)
         self._pending = None
         if _is_zip(path):
             self._files = ZipFiles(path, mode, tmpdir)
@@ -419,7 +421,10 @@ class DictStore(StoreMapping):
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        self.close()
+        if exc_type is not None and self._creating and getattr(self, "_root", self) is self:
+            self.discard()          # an interrupted new store never replaces the old one
+        else:
+            self.close()
 
     def __del__(self):
         try:
