@@ -302,3 +302,27 @@ def test_reader_thread_while_writer_thread_replaces(tmp_path):
         th.join()
     assert bad == []
     assert ndpack.open(t)[0] == 29.0
+
+
+def test_big_trees_are_flushed_with_one_syncfs(tmp_path, monkeypatch):
+    calls = {"fsync": 0, "syncfs": 0}
+    real = atomic._syncfs
+    monkeypatch.setattr(atomic.os, "fsync", lambda fd: calls.__setitem__(
+        "fsync", calls["fsync"] + 1))
+
+    def syncfs(path):
+        calls["syncfs"] += 1
+        return real(path)
+    monkeypatch.setattr(atomic, "_syncfs", syncfs)
+    ndpack.asarray(np.arange(1000.0), urlpath=tmp_path / "sp.b2nd", chunks=(10,),
+                   contiguous=False)
+    assert calls == {"fsync": 1, "syncfs": 1}           # the tree, then its directory
+    ndpack.asarray(np.arange(1000.0), urlpath=tmp_path / "few.b2nd", chunks=(500,),
+                   contiguous=False)
+    assert calls == {"fsync": 1 + 5, "syncfs": 1}   # 2 chunks, index, dir, parent
+    with ndpack.DictStore(tmp_path / "s.b2d", mode="w") as ds:
+        n = calls["fsync"]
+        for i in range(3):
+            ds[f"/k{i}"] = np.arange(3)
+        assert calls["fsync"] == n                       # leaves of a new store: not yet
+    assert calls["syncfs"] == 1 and calls["fsync"] == n + 4 + 1 + 1   # 4 files, dir, parent

@@ -51,8 +51,9 @@ class DirFiles:
 
     kind = "b2d"
 
-    def __init__(self, path: str, mode: str):
+    def __init__(self, path: str, mode: str, atomic: bool = True):
         self.path = path
+        self.atomic = atomic        # False inside a new store's temporary directory
         if mode == "w" and os.path.exists(path):
             self.check_replaceable(path)
             shutil.rmtree(path)
@@ -96,8 +97,12 @@ class DirFiles:
         name = rel + suffix_for(value)
         full = os.path.join(self.path, *name.split("/"))
         os.makedirs(os.path.dirname(full), exist_ok=True)
-        with replacing(full) as tmp, open(tmp, "wb") as f:
-            f.writelines(pieces)
+        if self.atomic:
+            with replacing(full) as tmp, open(tmp, "wb") as f:
+                f.writelines(pieces)
+        else:                       # nobody sees it before the whole store is committed
+            with open(full, "wb") as f:
+                f.writelines(pieces)
         old = self.leaves.get(rel)
         self.leaves[rel] = name
         if old is not None and old != name:          # same key, other suffix

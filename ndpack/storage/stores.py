@@ -171,7 +171,7 @@ class DictStore(StoreMapping):
             DirFiles.check_replaceable(path)     # temporary name and moved into place by
             self._pending = Pending(path, collect=False)     # close(), as a .b2z is
             os.mkdir(self._pending.path)
-            self._files = DirFiles(self._pending.path, "a")
+            self._files = DirFiles(self._pending.path, "a", atomic=False)
         else:
             self._files = DirFiles(path, "r" if mode == "r" else "a")
         self._estore = self._open_estore()
@@ -405,6 +405,7 @@ class DictStore(StoreMapping):
                 if self._pending is not None:      # a new directory: now in place
                     self._pending.commit()
                     self._files.path, self._pending = self.localpath, None
+                    self._files.atomic = True
         finally:
             self._closed = True
             self._cache.clear()
