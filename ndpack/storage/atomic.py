@@ -206,6 +206,9 @@ class Pending:
         The name to create or replace.
     exclusive : bool
         Refuse (``FileExistsError`` at commit) when `target` exists by then (mode 'a').
+    sync : bool
+        Flush the data and the directory at the commit (False: the caller flushes a
+        larger whole later, e.g. a new store's directory).
     collect : bool
         Remove the temporary when this object is garbage collected uncommitted (or at
         exit).  Owners that decide themselves when they are collected (a store that
@@ -223,7 +226,8 @@ class Pending:
     expected = None      # frames: number of chunks that completes the object (see framefile)
     held = 0             # frames: > 0 while a creator keeps the commit for itself
 
-    def __init__(self, target, exclusive: bool = False, collect: bool = True):
+    def __init__(self, target, exclusive: bool = False, collect: bool = True,
+                 sync: bool = True):
         self.target = os.path.abspath(os.fspath(target))
         head, tail = os.path.split(self.target)
         if not tail:
@@ -231,7 +235,7 @@ class Pending:
         remove_stale(self.target)
         self.path = os.path.join(head, f".{tail}.{os.getpid()}-{os.urandom(4).hex()}"
                                        f"{TMP_SUFFIX}")
-        self.exclusive = exclusive
+        self.exclusive, self.sync = exclusive, sync
         self.done = False
         with _lock:
             _live.add(self.path)
@@ -241,14 +245,16 @@ class Pending:
         """Flush the temporary and move it over the target (then flush the directory)."""
         if self.done:
             return
-        fsync_path(self.path, tree=True)
+        if self.sync:
+            fsync_path(self.path, tree=True)
         self._move()
         self.done = True
         if self._finalizer is not None:
             self._finalizer.detach()
         with _lock:
             _live.discard(self.path)
-        fsync_path(os.path.dirname(self.target))
+        if self.sync:
+            fsync_path(os.path.dirname(self.target))
 
     def _move(self) -> None:
         src, dst = self.path, self.target
@@ -295,10 +301,10 @@ def _discard(path: str) -> None:
 
 
 @contextlib.contextmanager
-def replacing(target, exclusive: bool = False):
+def replacing(target, exclusive: bool = False, sync: bool = True):
     """Context manager: yields a temporary path beside `target`, which becomes `target`
     when the block ends without an exception and is removed otherwise."""
-    pending = Pending(target, exclusive=exclusive)
+    pending = Pending(target, exclusive=exclusive, sync=sync)
     try:
         yield pending.path
     except BaseException:

@@ -97,12 +97,10 @@ class DirFiles:
         name = rel + suffix_for(value)
         full = os.path.join(self.path, *name.split("/"))
         os.makedirs(os.path.dirname(full), exist_ok=True)
-        if self.atomic:
-            with replacing(full) as tmp, open(tmp, "wb") as f:
-                f.writelines(pieces)
-        else:                       # nobody sees it before the whole store is committed
-            with open(full, "wb") as f:
-                f.writelines(pieces)
+        # (in a new store's temporary directory no flush: the store is flushed whole at
+        # its commit; the rename still matters: `pieces` may come from the old file)
+        with replacing(full, sync=self.atomic) as tmp, open(tmp, "wb") as f:
+            f.writelines(pieces)
         old = self.leaves.get(rel)
         self.leaves[rel] = name
         if old is not None and old != name:          # same key, other suffix
