@@ -32,16 +32,22 @@ def dead_pid() -> int:
 
 def test_stale_temporaries_of_dead_writers_are_removed(tmp_path):
     t = tmp_path / "x.b2nd"
-    dead = tmp_path / f".x.b2nd.{dead_pid()}-0123abcd{atomic.TMP_SUFFIX}"
-    live = tmp_path / f".x.b2nd.{os.getppid()}-0123abcd{atomic.TMP_SUFFIX}"
-    other = tmp_path / f".y.b2nd.{dead_pid()}-0123abcd{atomic.TMP_SUFFIX}"
+    host, sfx = atomic._HOST, atomic.TMP_SUFFIX
+    dead = tmp_path / f".x.b2nd.{host}-{dead_pid()}-0123abcd{sfx}"
+    live = tmp_path / f".x.b2nd.{host}-{os.getppid()}-0123abcd{sfx}"
+    other = tmp_path / f".y.b2nd.{host}-{dead_pid()}-0123abcd{sfx}"
+    remote = tmp_path / f".x.b2nd.{host}x-{dead_pid()}-0123abcd{sfx}"     # another host
+    old_remote = tmp_path / f".x.b2nd.{host}x-{dead_pid()}-0123abce{sfx}"
     os.mkdir(dead)                                        # a sparse frame's directory
     (dead / "chunks.b2frame").write_bytes(b"x")
-    live.write_bytes(b"x")
-    other.write_bytes(b"x")
+    for p in (live, other, remote, old_remote):
+        p.write_bytes(b"x")
+    os.utime(old_remote, (time.time() - 2 * 86400,) * 2)
     ndpack.asarray(np.arange(3), urlpath=t, mode="w")    # any write to the target
-    assert hidden(tmp_path) == sorted([live.name, other.name])
+    assert hidden(tmp_path) == sorted([live.name, other.name, remote.name])
     assert atomic.is_temporary(live) and not atomic.is_temporary(t)
+    assert all(f.endswith(sfx) and f.startswith(f".a.b2nd.{host}-{os.getpid()}-")
+               for f in [os.path.basename(atomic.Pending(tmp_path / "a.b2nd").path)])
 
 
 def test_abandoned_temporaries_of_this_process_are_stale(tmp_path):

@@ -4,8 +4,9 @@ Every writer that creates something under a name (array files, saved frames, sto
 computed results, the CLI's outputs) builds it as a *temporary* beside the target and
 moves it into place once it is complete:
 
-1. the temporary is named ``.<target name>.<pid>-<random>.ndpack-tmp`` in the target's
-   directory (one pattern, so that people and tools can recognise it);
+1. the temporary is named ``.<target name>.<host>-<pid>-<random>.ndpack-tmp`` in the
+   target's directory (one pattern, so that people and tools can recognise it; the
+   host, letters and digits of its name, tells whose process ids these are);
 2. on success its data is flushed (``fsync`` of the file, or of every file and
    directory of a tree), it is renamed over the target (``renameat2`` with
    ``RENAME_EXCHANGE`` when a directory or a different kind of file is replaced, so the
@@ -13,7 +14,8 @@ moves it into place once it is complete:
 3. on any error (or when the object that owns an uncommitted temporary is garbage
    collected, or the interpreter exits) the temporary is removed;
 4. every new temporary for a target first removes the stale temporaries of that target
-   left by processes that no longer run (a writer killed with SIGKILL cannot clean up).
+   left by processes of this host that no longer run (a writer killed with SIGKILL
+   cannot clean up), and those of other hosts (shared file systems) after a day.
 
 So a reader that opens the target sees the old object or the complete new one, never a
 prefix, and ``mode="w"`` never removes the old target before its replacement is
@@ -48,7 +50,9 @@ import errno
 import os
 import re
 import shutil
+import socket
 import threading
+import time
 import weakref
 
 __all__ = ["TMP_SUFFIX", "Pending", "replacing", "is_temporary", "remove_stale", "fsync_path"]
@@ -64,9 +68,19 @@ def _sync_enabled() -> bool:
     return os.environ.get("NDPACK_FSYNC", "1") not in ("0", "no", "false", "off")
 
 
+_FOREIGN_STALE = 86400.0      # seconds after which another host's temporary is stale
+_HOST = re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:16]
+
+
 def _pattern(tail: str):
-    return re.compile(r"\." + re.escape(tail) + r"\.(\d+)-[0-9a-f]{8}" + re.escape(TMP_SUFFIX)
-                      + r"\Z")
+    return re.compile(r"\." + re.escape(tail) + r"\.([A-Za-z0-9]{0,16})-(\d+)-[0-9a-f]{8}"
+                      + re.escape(TMP_SUFFIX) + r"\Z")
+
+
+def _new_name(target: str) -> str:
+    head, tail = os.path.split(target)
+    return os.path.join(head, f".{tail}.{_HOST}-{os.getpid()}-{os.urandom(4).hex()}"
+                              f"{TMP_SUFFIX}")
 
 
 def is_temporary(name) -> bool:
@@ -74,11 +88,12 @@ def is_temporary(name) -> bool:
 
     Examples
     --------
-    >>> is_temporary(".a.b2nd.12-0123abcd.ndpack-tmp"), is_temporary("a.b2nd")
+    >>> is_temporary(".a.b2nd.node1-12-0123abcd.ndpack-tmp"), is_temporary("a.b2nd")
     (True, False)
     """
     base = os.path.basename(os.fspath(name))
-    return re.match(r"\..+\.\d+-[0-9a-f]{8}" + re.escape(TMP_SUFFIX) + r"\Z", base) is not None
+    return re.match(r"\..+\.[A-Za-z0-9]{0,16}-\d+-[0-9a-f]{8}" + re.escape(TMP_SUFFIX)
+                    + r"\Z", base) is not None
 
 
 def _alive(pid: int) -> bool:
@@ -93,6 +108,15 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _stale(path: str, host: str, pid: int) -> bool:
+    if host != _HOST:                  # its pids are not ours: wait for a day
+        try:
+            return time.time() - os.lstat(path).st_mtime > _FOREIGN_STALE
+        except OSError:
+            return False
+    return pid == os.getpid() or not _alive(pid)     # ours: abandoned (not in _live)
+
+
 def _remove(path: str) -> None:
     try:
         if os.path.isdir(path) and not os.path.islink(path):
@@ -105,15 +129,18 @@ def _remove(path: str) -> None:
 
 def remove_stale(target) -> list:
     """Remove the temporaries of `target` whose writer process is gone (or that this
-    process abandoned); returns their paths.
+    process abandoned, or that another host left more than a day ago); returns their
+    paths.
 
     Examples
     --------
     >>> import os, tempfile
     >>> d = tempfile.mkdtemp(); t = os.path.join(d, "y.b2nd")
-    >>> open(os.path.join(d, ".y.b2nd.999999999-0123abcd.ndpack-tmp"), "w").close()
-    >>> [os.path.basename(p) for p in remove_stale(t)], os.listdir(d)
-    (['.y.b2nd.999999999-0123abcd.ndpack-tmp'], [])
+    >>> dead = f".y.b2nd.{_HOST}-999999999-0123abcd.ndpack-tmp"
+    >>> open(os.path.join(d, dead), "w").close()
+    >>> open(os.path.join(d, ".y.b2nd.elsewhere-1-0123abcd.ndpack-tmp"), "w").close()
+    >>> [os.path.basename(p) for p in remove_stale(t)] == [dead], os.listdir(d)
+    (True, ['.y.b2nd.elsewhere-1-0123abcd.ndpack-tmp'])
     """
     head, tail = os.path.split(os.path.abspath(os.fspath(target)))
     pat = _pattern(tail)
@@ -129,7 +156,7 @@ def remove_stale(target) -> list:
         path = os.path.join(head, name)
         with _lock:
             live = path in _live
-        if live or (int(m.group(1)) != os.getpid() and _alive(int(m.group(1)))):
+        if live or not _stale(path, m.group(1), int(m.group(2))):
             continue
         _remove(path)
         gone.append(path)
@@ -229,12 +256,10 @@ class Pending:
     def __init__(self, target, exclusive: bool = False, collect: bool = True,
                  sync: bool = True):
         self.target = os.path.abspath(os.fspath(target))
-        head, tail = os.path.split(self.target)
-        if not tail:
+        if not os.path.basename(self.target):
             raise ValueError(f"{target!r} does not name a file")
         remove_stale(self.target)
-        self.path = os.path.join(head, f".{tail}.{os.getpid()}-{os.urandom(4).hex()}"
-                                       f"{TMP_SUFFIX}")
+        self.path = _new_name(self.target)
         self.exclusive, self.sync = exclusive, sync
         self.done = False
         with _lock:
@@ -275,8 +300,7 @@ class Pending:
         if _renameat2(src, dst, _RENAME_EXCHANGE):
             _remove(src)                       # the old target, now under our name
             return
-        head, tail = os.path.split(dst)       # no exchange: a short window without target
-        old = os.path.join(head, f".{tail}.{os.getpid()}-{os.urandom(4).hex()}{TMP_SUFFIX}")
+        old = _new_name(dst)                   # no exchange: a short window without target
         os.rename(dst, old)
         os.rename(src, dst)
         _remove(old)

@@ -7,7 +7,7 @@ Both backends name a leaf by its relative path without suffix (``"g1/b"`` for ke
 
 A zip member is opened in place: the frame starts at the member's data offset and is
 read with positioned reads (or a memory map), never extracted.  Writes to a ``.b2z``
-go to a new zip next to it (``.<name>.<pid>-<random>.ndpack-tmp``, see
+go to a new zip next to it (``.<name>.<host>-<pid>-<random>.ndpack-tmp``, see
 :mod:`ndpack.storage.atomic`): new leaves are appended to it as they
 are set, and :meth:`ZipFiles.commit` copies the surviving members of the old file
 (raw bytes, no decoding), adds ``embed.b2e`` and the central directory and moves the
