@@ -3,6 +3,7 @@ integrity record of frames (see docs/storage.md, "Chunk checksums")."""
 
 from __future__ import annotations
 
+import platform
 import zlib
 
 import numpy as np
@@ -53,14 +54,23 @@ def test_kernel_equals_reference_on_ragged_sizes():
     assert crc32c(small) == _bitwise_crc32c(small)
 
 
-def test_scalar_isa_uses_the_reference():
+def test_isa_levels_choose_the_kernel():
+    """NDPACK_ISA/set_isa lowers the kernel: scalar -> the reference, sse2 -> the SSE4.2
+    streams; every level gives the reference's values."""
     before = _core.isa()
+    buf = np.random.default_rng(2).integers(0, 256, 70_001, dtype=np.uint8)
+    want = [crc32c(buf[i:], reference=True) for i in (0, 3, 517, 69_000)]
     try:
-        _core.set_isa("scalar")
-        assert _core.crc32c_kernel() == "scalar"
-        assert crc32c(b"123456789") == 0xE3069283
+        for isa, kernel in (("scalar", "scalar"), ("sse2", "sse4.2")):
+            if isa == "sse2" and platform.machine().lower() not in ("x86_64", "amd64"):
+                continue
+            _core.set_isa(isa)
+            assert _core.crc32c_kernel() == kernel
+            assert crc32c(b"123456789") == 0xE3069283
+            assert [crc32c(buf[i:]) for i in (0, 3, 517, 69_000)] == want
     finally:
         _core.set_isa(before)
+    assert _core.crc32c_kernel() in ("avx512-vpclmul", "sse4.2", "scalar")
 
 
 def test_accepts_arrays_and_refuses_str():

@@ -6,9 +6,10 @@
  * it runs at ~2 GB/s.  The SSE4.2 kernel (checksum_sse42.c) uses the crc32
  * instruction on three interleaved streams, ~8 bytes per cycle; the folding kernel
  * (checksum_avx512.c) carry-less multiplications on AVX-512 registers.  The fastest
- * kernel the CPU has is used unless the filters' ISA is forced to "scalar"
- * (NDPACK_ISA=scalar, ndpack.codecs.set_isa): all give the same value on every input
- * (csrc/tests/test_checksum.c checks ragged sizes and alignments).
+ * kernel the CPU has is used unless the filters' ISA is lowered (NDPACK_ISA,
+ * ndpack.codecs.set_isa: "scalar" gives the reference, "sse2" the SSE4.2 streams): all
+ * give the same value on every input (csrc/tests/test_checksum.c checks ragged sizes
+ * and alignments).
  */
 #include <pthread.h>
 #include <string.h>
@@ -168,15 +169,20 @@ uint32_t ndp_crc32c_hw(uint32_t crc, const void *buf, size_t len) {
   return ndp_crc32c_with(hw512 ? NDP_CRC_FOLD : NDP_CRC_SSE42, crc, buf, len);
 }
 
-static int use_hw(void) {
+/* The kernel for the filters' ISA: scalar -> the reference, sse2 -> the SSE4.2
+ * streams, avx2 (the top level) -> the best the CPU has. */
+static int current(void) {
   init();
-  return hw && ndp_filters_isa() != NDP_ISA_SCALAR;
+  int isa = ndp_filters_isa();
+  if (isa == NDP_ISA_SCALAR || !hw) return NDP_CRC_SCALAR;
+  return (isa == NDP_ISA_AVX2 && hw512) ? NDP_CRC_FOLD : NDP_CRC_SSE42;
 }
 
 uint32_t ndp_crc32c(uint32_t crc, const void *buf, size_t len) {
-  return use_hw() ? ndp_crc32c_hw(crc, buf, len) : ndp_crc32c_scalar(crc, buf, len);
+  return ndp_crc32c_with(current(), crc, buf, len);
 }
 
 const char *ndp_crc32c_kernel(void) {
-  return !use_hw() ? "scalar" : hw512 ? "avx512-vpclmul" : "sse4.2";
+  static const char *const names[] = {"scalar", "sse4.2", "avx512-vpclmul"};
+  return names[current()];
 }

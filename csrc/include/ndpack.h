@@ -309,7 +309,8 @@ void ndp_cumsum_u64(uint64_t *x, int64_t outer, int64_t n, int64_t inner, uint64
 /* crc32c (Castagnoli) of len bytes continuing from `crc` (0 to start; pass the
  * previous result to hash a buffer in pieces): crc32c("123456789") = 0xE3069283.
  * ndp_crc32c uses the fastest kernel the CPU has (carry-less folding with AVX-512
- * VPCLMULQDQ, else SSE4.2 crc32 streams) unless the filters' ISA is "scalar";
+ * VPCLMULQDQ, else SSE4.2 crc32 streams) unless the filters' ISA is lowered ("sse2":
+ * the SSE4.2 streams, "scalar": the reference);
  * ndp_crc32c_scalar is the reference, ndp_crc32c_hw the fastest kernel (the reference
  * when the CPU lacks SSE4.2).  All give the same value. */
 uint32_t ndp_crc32c(uint32_t crc, const void *buf, size_t len);
