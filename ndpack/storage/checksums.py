@@ -205,10 +205,12 @@ def take_record(frame, offsets, cbytes: int, fingerprint: bytes | None):
     A record written for another state of the frame is stale: the trailer's
     `fingerprint` bytes lack its mark (:func:`mark`: another writer rewrote the
     trailer), or ``nbytes`` or ``cbytes`` differ.  It is dropped
-    (``frame.crc_stale``), the frame reads unchecked, and its next write removes it.  A record that cannot be decoded, or whose frame state matches
-    but whose offsets index does not (the index changed after it was written), is
-    kept in ``frame.crc_problem`` and raised by :func:`configure` unless verification
-    is off."""
+    (``frame.crc_stale``), the frame reads unchecked, and its next write removes it.
+
+    A record that cannot be decoded, or whose frame state matches but whose offsets
+    index does not (the index changed after it was written), is kept in
+    ``frame.crc_problem`` and raised by :func:`configure` unless verification is off.
+    """
     frame.crc_problem, frame.crc_stale, frame.crcs = None, False, None
     raw = frame.vlmeta.pop(RECORD, None)
     if raw is None:                       # an empty frame starts one, if enabled
