@@ -65,7 +65,7 @@ from ndpack.errors import FormatError, ParameterError
 from ndpack.storage.meta import packb, unpack_vlmeta_value
 
 __all__ = ["RECORD", "enabled", "set_default", "new_record", "chunk_crc", "on_write", "on_delete",
-           "checked", "with_record", "take_record", "configure", "verify_mode"]
+           "expected", "checked", "with_record", "take_record", "configure", "verify_mode"]
 
 RECORD = "ndpack.checksums"
 ALG = "crc32c"
@@ -132,16 +132,27 @@ def on_delete(frame, i: int):
         del frame.crcs[i]
 
 
-def checked(frame, i: int, data):
-    """`data` (chunk `i` read whole) after checking it against the record when the
-    frame carries one and verifies; :class:`FormatError` naming the chunk otherwise."""
+def expected(frame, i: int):
+    """The recorded checksum of chunk `i` when reads of `frame` are checked, else None
+    (take it under the frame's lock, with the chunk's bytes)."""
     crcs = frame.crcs
     if crcs is None or not frame.verify or frame.trusted:
+        return None
+    return crcs[i]
+
+
+def checked(frame, i: int, data, want=-1):
+    """`data` (chunk `i` read whole) after checking it against `want` (default: the
+    record's value, :func:`expected`; None: no check); :class:`FormatError` naming the
+    chunk on a mismatch."""
+    if want == -1:
+        want = expected(frame, i)
+    if want is None:
         return data
     got = chunk_crc(data)
-    if got != crcs[i]:
+    if got != want:
         raise FormatError(f"chunk {i}: checksum mismatch (crc32c {got:08x}, the frame's "
-                          f"record says {crcs[i]:08x}): its {len(data)} stored bytes changed "
+                          f"record says {want:08x}): its {len(data)} stored bytes changed "
                           "after they were written")
     return data
 

@@ -252,9 +252,12 @@ class _FileFrame(FrameBase):
         with (contextlib.nullcontext() if self.readonly else self.lock):
             i = self._check_index(i)
             v = self.offsets[i]
+            want = checksums.expected(self, i)      # checked after the lock is released
             if v < 0:
-                return checksums.checked(self, i, self._synth(offset_code(v, self.header_len), i))
-            return checksums.checked(self, i, self._raw_chunk(i, v, buf))
+                data = self._synth(offset_code(v, self.header_len), i)
+            else:
+                data = self._raw_chunk(i, v, buf)
+        return checksums.checked(self, i, data, want)
 
     def _materialize_specials(self):
         """Store special-offset chunks physically (needed once chunk sizes vary)."""
