@@ -677,12 +677,25 @@ def mean(ndarr, axis=None, dtype=None, keepdims=False, where=None, **kwargs):
     return _reduce("mean", ndarr, axis, keepdims, dtype, where=where, **kwargs)
 
 
-def std(ndarr, axis=None, dtype=None, ddof=0, keepdims=False, where=None, **kwargs):
-    return _reduce("std", ndarr, axis, keepdims, dtype, ddof, where=where, **kwargs)
+def _ddof(ddof, correction):
+    """NumPy's `ddof` or the array API's `correction` (the same number; not both)."""
+    if correction is None:
+        return ddof
+    if ddof not in (0, correction):
+        raise TypeError(f"ddof={ddof!r} and correction={correction!r} disagree: give one")
+    return correction
 
 
-def var(ndarr, axis=None, dtype=None, ddof=0, keepdims=False, where=None, **kwargs):
-    return _reduce("var", ndarr, axis, keepdims, dtype, ddof, where=where, **kwargs)
+def std(ndarr, axis=None, dtype=None, ddof=0, keepdims=False, where=None, *,
+        correction=None, **kwargs):
+    return _reduce("std", ndarr, axis, keepdims, dtype, _ddof(ddof, correction),
+                   where=where, **kwargs)
+
+
+def var(ndarr, axis=None, dtype=None, ddof=0, keepdims=False, where=None, *,
+        correction=None, **kwargs):
+    return _reduce("var", ndarr, axis, keepdims, dtype, _ddof(ddof, correction),
+                   where=where, **kwargs)
 
 
 def min(ndarr, axis=None, keepdims=False, where=None, initial=None, **kwargs):
@@ -714,7 +727,8 @@ def count_nonzero(ndarr, axis=None, keepdims=False, **kwargs):
 
 
 _DTYPE = "    dtype : dtype, optional\n        Accumulator and result dtype.\n"
-_DDOF = "    ddof : int\n        Delta degrees of freedom (divisor ``N - ddof``).\n"
+_DDOF = ("    ddof, correction : int or float\n        Delta degrees of freedom (divisor "
+         "``N - ddof``); ``correction`` is the array API's name for it.\n")
 _WHERE = "    where : bool array or expression, optional\n        Elements to include.\n"
 _INITIAL = "    initial : scalar, optional\n        Needed with ``where``.\n"
 for _f, _extra in [(sum, _DTYPE + _WHERE), (prod, _DTYPE + _WHERE), (mean, _DTYPE + _WHERE),
