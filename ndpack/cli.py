@@ -10,7 +10,9 @@
 ``compress`` reads ``.npy`` files (streamed through a memory map, chunk by chunk) or
 any other file as raw bytes; ``decompress`` writes ``.npy`` for arrays.  Errors go to
 stderr with exit status 1 (2 for bad usage, as argparse does); Ctrl-C exits with 130
-and leaves no partial output under the target name.
+and leaves no partial output under the target name.  Every error is one line
+(``ndpack COMMAND: message``); ``ndpack --debug COMMAND ...`` shows the traceback.
+Progress of ``eval`` uses tqdm when it is installed, else one plain line on a terminal.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import numpy as np
 from ndpack.codecs import Codec, Filter
 from ndpack.engine.lazyexpr import LazyExpr, lazyexpr
 from ndpack.engine.persist import open as nd_open
-from ndpack.errors import NdpackError
+from ndpack.errors import NdpackError, ParameterError
 from ndpack.storage.constructors import asarray
 from ndpack.storage.atomic import replacing
 from ndpack.storage.ndarray import NDArray, holding
@@ -132,7 +134,7 @@ def cmd_eval(args) -> int:
     for item in args.operands:
         name, sep, path = item.partition("=")
         if not sep or not name.isidentifier():
-            raise SystemExit(f"ndpack eval: operand {item!r} is not NAME=PATH")
+            raise ParameterError(f"operand {item!r} is not NAME=PATH")
         operands[name] = nd_open(path, mode="r")
     expr = lazyexpr(args.expression, operands=operands)
     kwargs = {"cparams": _cparams(args)} if args.codec else {}
@@ -144,7 +146,8 @@ def cmd_bench(args) -> int:
     root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         "benchmarks")
     if not os.path.isdir(root):
-        raise SystemExit("ndpack bench: the benchmarks/ folder of a source checkout is needed")
+        raise FileNotFoundError("the benchmarks/ folder of a source checkout is needed "
+                                "(it is not installed with the package)")
     status = 0
     for name in sorted(os.listdir(root)):
         if name.startswith("bench_") and name.endswith(".py"):
@@ -167,13 +170,18 @@ def cmd_verify(args) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ndpack", description=__doc__.splitlines()[0])
+    p.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     sub = p.add_subparsers(dest="command", required=True)
-    q = sub.add_parser("info", help="describe a .b2nd/.b2frame/sparse frame/saved expression")
+    debug = argparse.ArgumentParser(add_help=False)       # --debug after the command too
+    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show tracebacks of errors")
+    q = sub.add_parser("info", parents=[debug],
+                       help="describe a .b2nd/.b2frame/sparse frame/saved expression")
     q.add_argument("path")
     q.add_argument("--json", action="store_true")
     q.set_defaults(run=cmd_info)
     for name, run in (("compress", cmd_compress), ("decompress", cmd_decompress)):
-        q = sub.add_parser(name, help=f"{name} a file")
+        q = sub.add_parser(name, parents=[debug], help=f"{name} a file")
         q.add_argument("input")
         q.add_argument("output")
         if name == "compress":
@@ -183,7 +191,8 @@ def _parser() -> argparse.ArgumentParser:
             q.add_argument("--chunksize", type=int, default=8 * 2**20,
                            help="bytes per chunk for raw files (default 8 MiB)")
         q.set_defaults(run=run)
-    q = sub.add_parser("eval", help="evaluate an expression over files into a .b2nd file")
+    q = sub.add_parser("eval", parents=[debug],
+                       help="evaluate an expression over files into a .b2nd file")
     q.add_argument("expression")
     q.add_argument("operands", nargs="+", metavar="NAME=PATH")
     q.add_argument("-o", "--output", required=True)
@@ -192,28 +201,43 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--filter", choices=[f.name.lower() for f in Filter])
     q.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     q.set_defaults(run=cmd_eval)
-    q = sub.add_parser("verify",
+    q = sub.add_parser("verify", parents=[debug],
                        help="read every chunk of files or stores, checking the checksums "
                             "they carry; exit status 1 if anything is wrong")
     q.add_argument("paths", nargs="+", metavar="PATH")
     q.add_argument("-q", "--quiet", action="store_true", help="print only problems")
     q.set_defaults(run=cmd_verify)
-    q = sub.add_parser("bench", help="run the quick benchmark suite")
+    q = sub.add_parser("bench", parents=[debug], help="run the quick benchmark suite")
     q.set_defaults(run=cmd_bench)
     return p
 
 
 def main(argv=None) -> int:
-    """Entry point of the ``ndpack`` command; returns the exit status."""
+    """Entry point of the ``ndpack`` command; returns the exit status.
+
+    Errors are one line on stderr (``ndpack COMMAND: message``) with status 1; ``--debug``
+    shows the traceback instead.
+    """
     args = _parser().parse_args(argv)
     try:
         return args.run(args)
     except KeyboardInterrupt:
         print("ndpack: interrupted", file=sys.stderr)
         return 130
-    except (NdpackError, OSError, ValueError, TypeError) as exc:
-        print(f"ndpack {args.command}: {exc}", file=sys.stderr)
+    except Exception as exc:        # noqa: BLE001 -- a command never shows a traceback
+        if args.debug:
+            raise
+        print(f"ndpack {args.command}: {_one_line(exc)}", file=sys.stderr)
         return 1
+
+
+def _one_line(exc: BaseException) -> str:
+    """The exception as one line; its type is named unless it is one of ours or a plain
+    file error, whose messages say what went wrong on their own."""
+    text = " ".join(str(exc).split()) or "(no message)"
+    if isinstance(exc, (NdpackError, OSError)):
+        return text
+    return f"{type(exc).__name__}: {text}"
 
 
 if __name__ == "__main__":
