@@ -4,6 +4,7 @@ integrity record of frames (see docs/storage.md, "Chunk checksums")."""
 from __future__ import annotations
 
 import platform
+import sys
 import zlib
 
 import numpy as np
@@ -453,3 +454,42 @@ def test_cli_verify_file_store_and_corruption(tmp_path, capsys, monkeypatch):
     assert main(["verify", str(q)]) == 0
     assert "no checksums; decoded" in capsys.readouterr().out
     assert main(["verify", str(tmp_path / "missing.b2nd")]) == 1
+
+
+def test_readers_during_updates_see_no_false_mismatch(tmp_path):
+    """Chunks read while another thread replaces them are checked against the value
+    recorded with the bytes that were read (no spurious FormatError)."""
+    import threading
+
+    p = tmp_path / "s.b2frame"
+    s = ndpack.SChunk(chunksize=8_000, urlpath=str(p), cparams={"typesize": 8, "nthreads": 1},
+                      dparams={"nthreads": 1})
+    versions = [np.arange(1_000, dtype=np.int64) * k for k in range(1, 4)]
+    for v in versions:
+        s.append_data(v)
+    stop, errors = threading.Event(), []
+
+    def read():
+        while not stop.is_set():
+            try:
+                got = np.frombuffer(s.decompress_chunk(1), np.int64)
+                assert any(np.array_equal(got, v) for v in versions)
+            except Exception as exc:          # noqa: BLE001 -- collected for the assert
+                errors.append(exc)
+                return
+
+    threads = [threading.Thread(target=read) for _ in range(3)]
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)                  # interleave the threads densely
+    try:
+        for t in threads:
+            t.start()
+        for k in range(4_000):
+            s.update_data(1, versions[k % 3])
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+        sys.setswitchinterval(old)
+    assert not errors, errors[:3]
+    assert list(s._frame.crcs) == _stored_crcs(s._frame)
