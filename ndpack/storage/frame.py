@@ -436,8 +436,12 @@ class MemoryFrame(FrameBase):
         return self._cbytes
 
     def get(self, i: int, buf=None):
-        i = self._check_index(i)
-        return checksums.checked(self, i, self.chunks[i])
+        if self.trusted or self.crcs is None:
+            return self.chunks[self._check_index(i)]
+        with self.lock:                 # the chunk and its recorded value together
+            i = self._check_index(i)
+            data, want = self.chunks[i], checksums.expected(self, i)
+        return checksums.checked(self, i, data, want)
 
     def append(self, chunk):
         self.insert(self.nchunks, chunk, op="append")
