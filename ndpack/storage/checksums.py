@@ -128,6 +128,7 @@ def on_write(frame, i: int, chunk, op: str):
 
 
 def on_delete(frame, i: int):
+    """Forget the checksum of chunk `i`, deleted."""
     if frame.crcs is not None:
         del frame.crcs[i]
 
