@@ -1,0 +1,175 @@
+"""Sorting, searching and set functions of the array API standard.
+
+``sort``, ``argsort``, ``searchsorted``, ``nonzero`` and the ``unique_*`` functions
+follow the standard's semantics (stable sorts, NaNs last when ascending and first when
+descending, every NaN its own unique value, int64 indices) and return NDArrays.  They
+compute in memory for now: the input is decoded whole (the sort of arrays larger than
+memory, by chunks and an external merge, is the next step); the results are
+compressed like any other array.
+
+Examples
+--------
+>>> import numpy as np, ndpack
+>>> a = ndpack.asarray(np.array([3.0, 1.0, np.nan, 2.0, 1.0]))
+>>> ndpack.sort(a)[()].tolist()
+[1.0, 1.0, 2.0, 3.0, nan]
+>>> ndpack.argsort(a, descending=True)[()].tolist()
+[2, 0, 3, 1, 4]
+>>> ndpack.unique_counts(a).counts[()].tolist()
+[2, 1, 1, 1]
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import NamedTuple
+
+import numpy as np
+
+from ndpack.storage.constructors import asarray
+from ndpack.storage.ndarray import NDArray
+
+__all__ = ["sort", "argsort", "searchsorted", "nonzero", "unique_all", "unique_counts",
+           "unique_inverse", "unique_values", "UniqueAllResult", "UniqueCountsResult",
+           "UniqueInverseResult"]
+
+
+def _values(x, name: str) -> np.ndarray:
+    """The whole input as NumPy (NDArray, LazyExpr, any array-like)."""
+    if isinstance(x, (bool, int, float, complex)):
+        raise TypeError(f"{name}() takes an array, not a Python {type(x).__name__}")
+    if isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "__getitem__"):
+        return np.asarray(x[...])
+    return np.asarray(x)
+
+
+def _result(values: np.ndarray, like=None) -> NDArray:
+    """An NDArray of `values`, stored with `like`'s chunks when shapes agree."""
+    if isinstance(like, NDArray) and like.shape == values.shape and values.ndim:
+        return asarray(values, chunks=like.chunks, blocks=like.blocks)
+    return asarray(values)
+
+
+def _axis(axis, ndim: int) -> int:
+    a = operator.index(axis)
+    if not -ndim <= a < ndim:
+        raise np.exceptions.AxisError(a, ndim)
+    return a % ndim
+
+
+def _argsort(v: np.ndarray, axis: int, descending: bool, stable: bool) -> np.ndarray:
+    kind = "stable" if stable else None
+    if not descending:
+        return np.argsort(v, axis=axis, kind=kind)
+    # stable descending: sort the reversed array ascending, reverse back, and map the
+    # positions -- equal elements keep their order, NaNs (last ascending) come first
+    n = v.shape[axis]
+    idx = np.argsort(np.flip(v, axis), axis=axis, kind=kind)
+    return n - 1 - np.flip(idx, axis)
+
+
+def sort(x, /, *, axis=-1, descending=False, stable=True) -> NDArray:
+    """`x` sorted along `axis` (stable by default; NaNs last, first when descending)."""
+    v = _values(x, "sort")
+    if v.ndim == 0:
+        raise ValueError("sort needs an array of at least one dimension")
+    ax = _axis(axis, v.ndim)
+    idx = _argsort(v, ax, descending, stable)
+    return _result(np.take_along_axis(v, idx, axis=ax), x)
+
+
+def argsort(x, /, *, axis=-1, descending=False, stable=True) -> NDArray:
+    """Positions (int64) that sort `x` along `axis`, as :func:`sort` orders it."""
+    v = _values(x, "argsort")
+    if v.ndim == 0:
+        raise ValueError("argsort needs an array of at least one dimension")
+    return _result(_argsort(v, _axis(axis, v.ndim), descending, stable).astype(np.int64), x)
+
+
+def searchsorted(x1, x2, /, *, side="left", sorter=None) -> NDArray:
+    """Positions (int64) where the values of `x2` would be inserted into the sorted
+    1-d `x1` (`sorter`: positions that sort `x1`) to keep it sorted."""
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right', not {side!r}")
+    a = _values(x1, "searchsorted")
+    if a.ndim != 1:
+        raise ValueError(f"searchsorted needs a 1-d x1, not {a.ndim}-d")
+    v = np.asarray(x2) if isinstance(x2, (int, float, bool)) else _values(x2, "searchsorted")
+    s = None if sorter is None else _values(sorter, "searchsorted")
+    out = np.searchsorted(a, v, side=side, sorter=s).astype(np.int64)
+    return _result(np.asarray(out))
+
+
+def nonzero(x, /) -> tuple:
+    """One int64 NDArray per dimension: the coordinates of the nonzero elements of `x`
+    (in C order)."""
+    v = _values(x, "nonzero")
+    if v.ndim == 0:
+        raise ValueError("nonzero needs an array of at least one dimension")
+    return tuple(_result(i.astype(np.int64)) for i in np.nonzero(v))
+
+
+class UniqueAllResult(NamedTuple):
+    values: NDArray
+    indices: NDArray
+    inverse_indices: NDArray
+    counts: NDArray
+
+
+class UniqueCountsResult(NamedTuple):
+    values: NDArray
+    counts: NDArray
+
+
+class UniqueInverseResult(NamedTuple):
+    values: NDArray
+    inverse_indices: NDArray
+
+
+def _unique(x, name: str):
+    """Sorted unique values of the flattened input, every NaN distinct (the standard's
+    rule), with first indices, inverse indices (the input's shape) and counts."""
+    v = _values(x, name)
+    flat = v.reshape(-1)
+    order = np.argsort(flat, kind="stable")
+    s = flat[order]
+    new = np.ones(s.size, dtype=bool)
+    if s.size > 1:
+        same = s[1:] == s[:-1]                 # NaN != NaN: each NaN starts a group
+        new[1:] = ~same
+    starts = np.flatnonzero(new)
+    values = s[starts]
+    counts = np.diff(np.append(starts, s.size))
+    group = np.cumsum(new) - 1
+    inverse = np.empty(flat.size, dtype=np.int64)
+    inverse[order] = group
+    return (values, order[starts].astype(np.int64), inverse.reshape(v.shape),
+            counts.astype(np.int64))
+
+
+def unique_values(x, /) -> NDArray:
+    """The distinct values of `x`, sorted (a 1-d NDArray; each NaN is its own value)."""
+    return _result(_unique(x, "unique_values")[0])
+
+
+def unique_counts(x, /) -> UniqueCountsResult:
+    """``(values, counts)``: the distinct values of `x` and how often each occurs."""
+    values, _, _, counts = _unique(x, "unique_counts")
+    return UniqueCountsResult(_result(values), _result(counts))
+
+
+def unique_inverse(x, /) -> UniqueInverseResult:
+    """``(values, inverse_indices)``: the distinct values and, for every element of `x`
+    (same shape), the position of its value among them."""
+    values, _, inverse, _ = _unique(x, "unique_inverse")
+    return UniqueInverseResult(_result(values), _result(inverse))
+
+
+def unique_all(x, /) -> UniqueAllResult:
+    """``(values, indices, inverse_indices, counts)``: the distinct values, the first
+    position of each in the flattened `x`, the inverse indices and the counts."""
+    values, first, inverse, counts = _unique(x, "unique_all")
+    return UniqueAllResult(_result(values), _result(first), _result(inverse),
+                           _result(counts))
