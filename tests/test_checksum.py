@@ -240,6 +240,18 @@ def test_partial_reads_and_verify_full(tmp_path):
         f[200_000:200_010]
     with pytest.raises(ndpack.ParameterError):
         ndpack.open(str(p), dparams={"verify": "sometimes"})
+    # memory-mapped: a partial read decodes part of a mapped chunk, checked only with
+    # "full"; reading chunk 2 whole is checked either way
+    m = ndpack.open(str(p), mmap_mode="r")
+    np.testing.assert_array_equal(m[200_000:200_010], x[200_000:200_010])
+    with pytest.raises(FormatError, match=r"chunk 2\b"):
+        m[200_000:300_000]
+    mf = ndpack.open(str(p), mmap_mode="r", dparams={"verify": "full"})
+    with pytest.raises(FormatError, match=r"chunk 2\b"):
+        mf[200_000:200_010]
+    with pytest.raises(FormatError, match=r"chunk 2\b"):
+        mf[[200_001, 200_005]]
+    np.testing.assert_array_equal(mf[[0, 5]], x[[0, 5]])
 
 
 def test_writes_keep_the_record(tmp_path):

@@ -228,9 +228,9 @@ def _count_gets(a):
     frame = a.schunk._frame
     orig = frame.get
 
-    def get(n):
+    def get(n, *args, **kwargs):
         calls[n] += 1
-        return orig(n)
+        return orig(n, *args, **kwargs)
 
     frame.get = get
     return calls

@@ -28,11 +28,12 @@ a whole chunk is read, :func:`with_record` when the trailer is written and
 :func:`take_record` when a frame is opened.  Verification follows
 ``DParams(verify=...)`` (:func:`configure`):
 
-* ``True`` (default): every whole chunk read from a file or a parsed buffer is
-  checked.  Reads of a few blocks of a file chunk (``ndpack.storage.ndread``, the C
-  core reads only those blocks' bytes) cannot be checked and are not.
-* ``"full"``: as True, and partial reads of file chunks read the whole chunk, so
-  every read is checked.
+* ``True`` (default): a chunk is checked whenever it is decoded whole or its bytes
+  are read whole from a file.  Reads of a few blocks of a file chunk
+  (``ndpack.storage.ndread``: the C core reads only those blocks' bytes) cannot be
+  checked, and partial decodes of memory-mapped or in-memory chunks are not (hashing
+  the whole chunk would touch all its pages).
+* ``"full"``: every chunk a read touches is checked (file chunks are read whole).
 * ``False``: nothing is checked (the record is still kept up to date on writes).
 
 Chunks of frames built in this process in memory are not checked (they never left
@@ -133,11 +134,14 @@ def on_delete(frame, i: int):
         del frame.crcs[i]
 
 
-def expected(frame, i: int):
-    """The recorded checksum of chunk `i` when reads of `frame` are checked, else None
-    (take it under the frame's lock, with the chunk's bytes)."""
+def expected(frame, i: int, partial: bool = False):
+    """The recorded checksum of chunk `i` when this read of `frame` is checked, else
+    None (take it under the frame's lock, with the chunk's bytes).  `partial`: the
+    caller decodes only part of a chunk whose bytes it did not read (a memory map, a
+    buffer), which is checked only with ``verify="full"``: hashing the whole chunk
+    would touch every page of it."""
     crcs = frame.crcs
-    if crcs is None or not frame.verify or frame.trusted:
+    if crcs is None or not frame.verify or frame.trusted or (partial and frame.verify != "full"):
         return None
     return crcs[i]
 

@@ -245,14 +245,18 @@ class _FileFrame(FrameBase):
     def cbytes(self) -> int:
         return self._cbytes
 
-    def get(self, i: int, buf: bytearray | None = None):
+    def get(self, i: int, buf: bytearray | None = None, partial: bool = False):
         """Chunk `i` (bytes, or a view of `buf` when given and big enough: contiguous
-        file frames read into it instead of allocating)."""
+        file frames read into it instead of allocating), checked against the checksum
+        record (:mod:`ndpack.storage.checksums`); `partial`: the caller decodes only
+        part of it (then chunks of memory-mapped frames are checked only with
+        ``verify="full"``)."""
         # an update may be compacting the section; a file opened read-only never is
         with (contextlib.nullcontext() if self.readonly else self.lock):
             i = self._check_index(i)
             v = self.offsets[i]
-            want = checksums.expected(self, i)      # checked after the lock is released
+            mapped = getattr(getattr(self, "reader", None), "view", None) is not None
+            want = checksums.expected(self, i, partial and mapped)   # checked after the lock
             if v < 0:
                 data = self._synth(offset_code(v, self.header_len), i)
             else:

@@ -189,7 +189,7 @@ class NDReader:
                 if self._blocks_into(chunk, locs, bids, out[dst], nthreads):
                     return
             else:
-                chunk = self._whole_chunk(n, lazy)
+                chunk = self._whole_chunk(n, lazy, partial=True)
         fill = self._special_fill(chunk)
         if fill is not None:
             out[dst] = fill
@@ -210,12 +210,13 @@ class NDReader:
                     for loc, b, ids in zip(locs, self._blocks, bids))
         out[dst] = region[_as_index(idx)]
 
-    def _whole_chunk(self, n: int, lazy: bool):
+    def _whole_chunk(self, n: int, lazy: bool, partial: bool = False):
         """Chunk `n` whole; from files (`lazy`) read into this thread's buffer, valid
-        until its next read (fresh pages for every chunk would cost page faults)."""
+        until its next read (fresh pages for every chunk would cost page faults).
+        `partial`: only part of it will be decoded (see the frames' ``get``)."""
         frame = self._schunk._frame
-        return frame.get(n, _scratch(self._chunk_nbytes + 64, "src")) if lazy \
-            else frame.get(n)
+        return frame.get(n, _scratch(self._chunk_nbytes + 64, "src"), partial=partial) \
+            if lazy else frame.get(n, partial=partial)
 
     def _blocks_into(self, chunk, locs, bids, target, nthreads) -> bool:
         """Decode the blocks `bids` of a regular chunk and copy the positions `locs`
@@ -436,7 +437,7 @@ class NDReader:
         out = np.empty((), self._dtype)
         fill = None
         if chunk is None:
-            chunk = self._schunk._frame.get(n)
+            chunk = self._schunk._frame.get(n, partial=True)
             fill = self._special_fill(chunk)
         if fill is not None:
             out[()] = fill
