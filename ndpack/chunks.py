@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _core
-from ndpack.codecs import (Codec, CParams, Filter, SpecialValue, SplitMode, codec_name,
-                           make_cparams, make_dparams)
+from ndpack.codecs import (MAX_TYPESIZE, Codec, CParams, Filter, SpecialValue, SplitMode,
+                           check_int_range, codec_name, make_cparams, make_dparams)
 from ndpack.errors import ParameterError
 
 __all__ = [
@@ -59,6 +59,9 @@ def _as_buffer(src, name="src"):
 
 
 def _compress_with(src, cp: CParams, header_if_raw: bool = False) -> bytes:
+    # CParams checks these when built; its fields stay assignable, so check again
+    if not (1 <= cp.nthreads and 1 <= cp.typesize <= MAX_TYPESIZE and 0 <= cp.clevel <= 9):
+        make_cparams(cp)                      # raises ParameterError naming the field
     filters, meta = cp.pipeline()
     return _core.compress(src, int(cp.codec), int(cp.codec_meta), int(cp.clevel),
                           bool(cp.use_dict), int(cp.typesize), int(cp.nthreads),
@@ -147,6 +150,7 @@ def compress2(src, **kwargs) -> bytes:
 
 
 def _decode(src, dst, nthreads, as_bytearray):
+    check_int_range("nthreads", nthreads, 1)
     if dst is not None:
         _core.decompress(_as_buffer(src), dst, nthreads)
         return None
@@ -241,7 +245,7 @@ def decompress_blocks(src, blocks, nthreads: int | None = None, dst=None, needs=
     >>> np.frombuffer(out, np.float64)[:3].tolist(), float(np.frombuffer(out, np.float64)[-1])
     ([10000.0, 10001.0, 10002.0], 9999.0)
     """
-    n = _core.get_nthreads() if nthreads is None else int(nthreads)
+    n = _core.get_nthreads() if nthreads is None else check_int_range("nthreads", nthreads, 1)
     return _core.decompress_blocks(_as_buffer(src), list(blocks), n, dst,
                                    None if needs is None else list(needs))
 

@@ -19,6 +19,8 @@ import dataclasses
 import enum
 from collections.abc import Callable, Mapping
 
+import numpy as np
+
 from . import _core
 from ndpack.errors import CodecError, FilterError, ParameterError
 
@@ -127,6 +129,31 @@ def _default_nthreads() -> int:
     return _core.get_nthreads()
 
 
+MAX_TYPESIZE = 255          # a chunk header keeps the typesize in one byte
+
+
+def check_int_range(name: str, value, lo: int, hi: int | None = None) -> int:
+    """`value` as an int within ``lo..hi`` (no upper bound when `hi` is None), else a
+    :class:`ParameterError` naming the argument (a bool or a non-integer is refused).
+
+    Examples
+    --------
+    >>> check_int_range("clevel", 5, 0, 9)
+    5
+    >>> check_int_range("nthreads", 0, 1)
+    Traceback (most recent call last):
+    ...
+    ndpack.errors.ParameterError: nthreads must be >= 1, got 0
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ParameterError(f"{name} must be an integer, not {value!r}")
+    value = int(value)
+    if value < lo or (hi is not None and value > hi):
+        bound = f">= {lo}" if hi is None else f"{lo}..{hi}"
+        raise ParameterError(f"{name} must be {bound}, got {value}")
+    return value
+
+
 def _default_filters() -> list:
     return [Filter.NOFILTER] * 5 + [Filter.SHUFFLE]
 
@@ -179,6 +206,9 @@ class CParams:
     tuner: Tuner = Tuner.STUNE
 
     def __post_init__(self):
+        check_int_range("clevel", self.clevel, 0, 9)
+        check_int_range("typesize", self.typesize, 1, MAX_TYPESIZE)
+        check_int_range("nthreads", self.nthreads, 1)
         self.codec = _as_enum(Codec, self.codec)
         self.splitmode = _as_enum(SplitMode, self.splitmode)
         self.tuner = _as_enum(Tuner, self.tuner)
@@ -226,6 +256,9 @@ class DParams:
 
     nthreads: int = dataclasses.field(default_factory=_default_nthreads)
     verify: bool | str = True
+
+    def __post_init__(self):
+        check_int_range("nthreads", self.nthreads, 1)
 
 
 def _fields(cls) -> set[str]:

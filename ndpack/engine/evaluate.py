@@ -47,22 +47,50 @@ def operand_key(shape: tuple, region: tuple, out_ndim: int) -> tuple:
     return tuple(key)
 
 
-def _numexpr_string(node: Node, names: dict) -> str | None:
+_NOT_CONSTANT = object()
+_INT64 = np.iinfo(np.int64)
+
+
+def _numexpr_literal(v) -> str | None:
+    """numexpr's text for a scalar: booleans, int64-range integers and finite floats
+    only (anything else leaves the tree to NumPy)."""
+    if isinstance(v, (bool, np.bool_)):
+        return "True" if v else "False"
+    if isinstance(v, (int, np.integer)):
+        return repr(int(v)) if _INT64.min <= v <= _INT64.max else None
+    if isinstance(v, (float, np.floating)) and np.isfinite(v):
+        return repr(float(v))
+    return None
+
+
+def _numexpr_parts(node: Node, names: dict) -> tuple:
+    """``(text, value)`` of a subtree: `value` is the folded NumPy scalar of a subtree
+    of constants only (else ``_NOT_CONSTANT``), `text` numexpr's spelling or None.
+
+    numexpr compiles its text with Python's ``eval``, which would compute constant
+    subexpressions as Python integers (``2**2**40`` never returns): such subtrees are
+    folded here with NumPy -- fixed-width arithmetic, the tree's own semantics -- and
+    numexpr sees one literal.
+    """
     if isinstance(node, Operand):
-        return names[id(node.array)]
+        return names[id(node.array)], _NOT_CONSTANT
     if isinstance(node, Constant):
-        v = node.value
-        if isinstance(v, (bool, np.bool_)):
-            return "True" if v else "False"
-        if isinstance(v, (int, float, np.integer, np.floating)):
-            return repr(float(v)) if isinstance(v, (float, np.floating)) else repr(int(v))
-        return None
+        return _numexpr_literal(node.value), node.value
     if node.func.numexpr is None or node.kwargs:
-        return None
-    parts = [_numexpr_string(a, names) for a in node.args]
-    if any(p is None for p in parts):
-        return None
-    return node.func.numexpr.format(*parts)
+        return None, _NOT_CONSTANT
+    parts = [_numexpr_parts(a, names) for a in node.args]
+    if all(v is not _NOT_CONSTANT for _, v in parts):
+        with np.errstate(all="ignore"):
+            value = node.func.numpy(*[v for _, v in parts])
+        return (_numexpr_literal(value) if np.ndim(value) == 0 else None), value
+    texts = [t for t, _ in parts]
+    if any(t is None for t in texts):
+        return None, _NOT_CONSTANT
+    return node.func.numexpr.format(*texts), _NOT_CONSTANT
+
+
+def _numexpr_string(node: Node, names: dict) -> str | None:
+    return _numexpr_parts(node, names)[0]
 
 
 def _numexpr_ok(node: Node) -> bool:

@@ -299,12 +299,28 @@ def _numpy_call(red: Reduce, data, where) -> np.ndarray:
         return np.asarray(_NUMPY_REDUCTIONS[red.op](data, **kw))
 
 
+def _check_big_ints(node: Apply, values: list) -> None:
+    """A Python int beyond int64/uint64 meets NumPy's rules when an array or a float
+    is there to convert it; among integer constants only, NumPy would compute on
+    Python objects (``abs``, ``square``: unbounded work): an OverflowError instead."""
+    if any(isinstance(v, np.ndarray) for v in values) or (
+            len(values) > 1 and any(isinstance(v, (float, complex, np.inexact))
+                                    for v in values)):
+        return
+    for v in values:
+        if type(v) is int and not -2**63 <= v < 2**64:
+            raise OverflowError(f"a Python integer of {v.bit_length()} bits is out of "
+                                f"bounds for int64 in {node.func.name}() of constants")
+
+
 def probe(node: Node):
     """Run the tree on one-element stand-ins: the result has the tree's dtype."""
     if isinstance(node, Constant):
         return node.value
     if isinstance(node, Apply):
-        return node.func.numpy(*[probe(a) for a in node.args], **node.kwargs)
+        values = [probe(a) for a in node.args]
+        _check_big_ints(node, values)
+        return node.func.numpy(*values, **node.kwargs)
     return np.ones((), dtype=node.dtype)      # operands and reductions: known dtype
 
 

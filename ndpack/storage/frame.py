@@ -158,6 +158,8 @@ def parse_header(buf, base: int = 0) -> tuple[dict, FrameInfo, dict]:
     if nbytes < 0 or cbytes < 0 or chunksize < -1 or typesize < 1:
         raise FormatError(f"frame byte {base + 29}: negative nbytes/cbytes/chunksize or "
                           f"typesize < 1 ({nbytes}, {cbytes}, {chunksize}, {typesize})")
+    if cflags >> 4 > 9:
+        raise FormatError(f"frame byte {base + 27}: clevel {cflags >> 4} is outside 0..9")
     codec = cflags & 0x0F
     if codec == 6:
         codec = buf[77]
@@ -246,6 +248,8 @@ def offset_code(v: int, pos: int) -> int:
 class FrameBase:
     """State shared by the stores: info, per-chunk nbytes, meta, vlmeta, chunksize rules."""
 
+    fresh = False        # created by this process, not parsed (see storage/validate.py)
+
     readonly = False
     verify = True                 # DParams.verify (checksums.configure)
     trusted = False               # chunks never left this process: not verified
@@ -310,6 +314,34 @@ class FrameBase:
     def _synth(self, code: int, i: int) -> bytes:
         """The chunk a special index entry stands for."""
         return special_chunk(SpecialValue(code), self.cnb[i], min(self.info.typesize, 255))
+
+    def append_repeated(self, chunk, count: int) -> None:
+        """Append `count` copies of `chunk` (the special chunks of ``zeros``, ``full``,
+        ``empty``): the first two through :meth:`append` (they settle the chunksize),
+        the rest at once -- list and array repetition, one index write -- so a million
+        chunks cost no Python work per chunk."""
+        chunk = bytes(chunk)
+        chunk_len(chunk)
+        head = min(count, 2)
+        for _ in range(head):
+            self.append(chunk)
+        rest = count - head
+        if rest <= 0:
+            return
+        with self.lock:
+            self._check_write()
+            nb = chunk_nbytes_of(chunk)
+            self.cnb.extend([nb] * rest)
+            self.nbytes += nb * rest
+            crcs = getattr(self, "crcs", None)      # a checksum record (storage/checksums)
+            if crcs is not None:
+                from ndpack.storage.checksums import chunk_crc
+                crcs.extend(array.array(crcs.typecode, [chunk_crc(chunk)]) * rest)
+                self.crc_chunk = None
+            self._extend_same(chunk, rest)
+
+    def _extend_same(self, chunk: bytes, count: int) -> None:
+        raise NotImplementedError
 
     # --- vlmeta ------------------------------------------------------------------------
     def set_vlmeta(self, name: str, chunk: bytes):
@@ -428,6 +460,7 @@ class MemoryFrame(FrameBase):
 
     def __init__(self, info: FrameInfo, meta: dict | None = None):
         super().__init__(info, meta)
+        self.fresh = True                 # parse_cframe clears it
         self.chunks: list = []
         self._cbytes = 0
 
@@ -469,6 +502,10 @@ class MemoryFrame(FrameBase):
             checksums.on_write(self, i, chunk, "update")
             self._cbytes += len(chunk) - len(self.chunks[i])
             self.chunks[i] = chunk
+
+    def _extend_same(self, chunk: bytes, count: int) -> None:
+        self.chunks.extend([chunk] * count)
+        self._cbytes += len(chunk) * count
 
     def delete(self, i: int):
         with self.lock:

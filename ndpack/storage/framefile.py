@@ -299,6 +299,19 @@ class _FileFrame(FrameBase):
     def append(self, chunk):
         self._mutate(self.nchunks, chunk, "append")
 
+    def _extend_same(self, chunk: bytes, count: int) -> None:
+        """`count` more copies of `chunk` after the first two (see append_repeated):
+        index-only specials are index entries, others are stored by _store_copies."""
+        code = index_special(chunk, self.info)
+        if code:
+            self.offsets.extend(array.array("q", [special_offset(code)]) * count)
+        else:
+            self._store_copies(chunk, count)
+        self._flush()
+        commit = getattr(self, "_maybe_commit", None)     # a new frame, once complete
+        if commit is not None:
+            commit()
+
     def insert(self, i: int, chunk):
         self._mutate(i, chunk, "insert")
 
@@ -345,6 +358,7 @@ class ContiguousFrame(_FileFrame):
         if create is not None:
             info, meta = create
             FrameBase.__init__(self, info, meta)
+            self.fresh = True
             info.sparse = False
             self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o666)
             self.reader = _Reader(fd=self.fd)
@@ -383,6 +397,20 @@ class ContiguousFrame(_FileFrame):
             os.pwrite(self.fd, chunk, pos)
         self._cbytes += len(chunk)
         return v
+
+    def _store_copies(self, chunk: bytes, count: int) -> None:
+        """`count` copies of `chunk` at the end of the chunks section, written ~64 MiB
+        at a time."""
+        first, per = self._cbytes, max(1, (64 << 20) // len(chunk))
+        for k in range(0, count, per):
+            piece = chunk * min(per, count - k)
+            pos = self.base + self.header_len + self._cbytes
+            done = 0
+            while done < len(piece):
+                done += os.pwrite(self.fd, memoryview(piece)[done:], pos + done)
+            self._cbytes += len(piece)
+        offs = first + np.arange(count, dtype=np.int64) * len(chunk)
+        self.offsets.extend(array.array("q", offs.tobytes()))
 
     def _replace(self, i: int, chunk, code: int):
         old = self.offsets[i]
@@ -449,6 +477,7 @@ class SparseFrame(_FileFrame):
         if create is not None:
             info, meta = create
             FrameBase.__init__(self, info, meta)
+            self.fresh = True
             info.sparse = True
             os.makedirs(self.path, exist_ok=True)
             self.header_len = len(build_header(info, self.meta, 0, 0, 0, False))
@@ -495,6 +524,13 @@ class SparseFrame(_FileFrame):
         v = 1 + max((o for o in self.offsets if o >= 0), default=-1)
         self._write_file(v, chunk)
         return v
+
+    def _store_copies(self, chunk: bytes, count: int) -> None:
+        """One chunk file per copy (a sparse frame has no other way)."""
+        v = 1 + max((o for o in self.offsets if o >= 0), default=-1)
+        for k in range(count):
+            self._write_file(v + k, chunk)
+        self.offsets.extend(array.array("q", range(v, v + count)))
 
     def _replace(self, i: int, chunk, code: int):
         old = self.offsets[i]
@@ -553,6 +589,7 @@ def parse_cframe(buf, copy: bool = False) -> MemoryFrame:
     st = _parse_frame(reader, 0, False)
     src = _BufferFrame(reader, st)
     out = MemoryFrame(src.info, src.meta)
+    out.fresh = False
     out.vlmeta = dict(src.vlmeta)
     out.crcs, out.crc_stale, out.crc_problem = src.crcs, src.crc_stale, src.crc_problem
     out.trusted = False

@@ -36,6 +36,7 @@ __all__ = [
     "MAX_DIM",
     "cache_sizes",
     "check_layout",
+    "check_sizes",
     "chunk_cap",
     "compute_chunks_blocks",
     "decode_b2nd",
@@ -50,6 +51,9 @@ __all__ = [
 MAX_DIM = 16
 KIB, MIB = 1024, 1024 * 1024
 MAX_CHUNK_BYTES = 2 ** 31 - 33
+MAX_INT64 = 2 ** 63 - 1
+# the offsets index of a frame is one chunk of int64 entries
+MAX_NCHUNKS = MAX_CHUNK_BYTES // 8
 # ndpack's default cap on the bytes of a default chunk (benchmarks/bench_defaults.py)
 DEFAULT_CHUNK_CAP = 16 * MIB
 
@@ -225,6 +229,37 @@ def check_layout(shape, chunks, blocks) -> None:
         if b > c:
             raise ParameterError(f"blocks {blocks} are larger than chunks {chunks} "
                                  f"in dimension {d} ({b} > {c})")
+    if prod(shape) > MAX_INT64:
+        raise ParameterError(f"shape {shape} has {prod(shape)} elements, more than a frame "
+                             f"can index (2**63 - 1)")
+    nchunks = prod(-(-s // c) if c else 0 for s, c in zip(shape, chunks))
+    if nchunks > MAX_NCHUNKS:
+        raise ParameterError(f"shape {shape} in chunks {chunks} makes {nchunks} chunks, more "
+                             f"than a frame's index holds ({MAX_NCHUNKS})")
+
+
+def check_sizes(shape, chunks, blocks, itemsize: int) -> None:
+    """Bytes of a layout the format can hold: a chunk (padded to whole blocks) of at
+    most ``MAX_CHUNK_BYTES``, a frame of at most 2**63 - 1 bytes; else ParameterError.
+
+    Examples
+    --------
+    >>> check_sizes((10, 10), (5, 5), (5, 5), 8)
+    >>> check_sizes((2**40,), (2**31,), (2**20,), 8)
+    Traceback (most recent call last):
+    ...
+    ndpack.errors.ParameterError: chunks (2147483648,) padded to blocks (1048576,) hold 17179869184 bytes of 8-byte items, a chunk holds at most 2147483615
+    """
+    check_layout(shape, chunks, blocks)
+    nbytes = prod(ext_shape(chunks, blocks)) * itemsize
+    if nbytes > MAX_CHUNK_BYTES:
+        raise ParameterError(f"chunks {chunks} padded to blocks {blocks} hold {nbytes} bytes "
+                             f"of {itemsize}-byte items, a chunk holds at most "
+                             f"{MAX_CHUNK_BYTES}")
+    nchunks = prod(-(-s // c) if c else 0 for s, c in zip(shape, chunks))
+    if nchunks * nbytes > MAX_INT64:
+        raise ParameterError(f"shape {shape} in chunks {chunks} of {nbytes} bytes makes "
+                             f"{nchunks * nbytes} bytes, more than a frame holds (2**63 - 1)")
 
 
 # ---------------------------------------------------------------------------------------

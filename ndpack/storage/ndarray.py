@@ -40,7 +40,7 @@ from ndpack.storage.fancy import OIndex, VIndex, fancy_get, fancy_set, is_fancy
 from ndpack.storage.frame import MemoryFrame, chunk_nbytes_of, special_code
 from ndpack.storage.grid import (
     as_range,
-    check_layout,
+    check_sizes,
     compute_chunks_blocks,
     decode_b2nd,
     dim_parts,
@@ -52,6 +52,7 @@ from ndpack.storage.grid import (
 from ndpack.storage.meta import check_name, packb
 from ndpack.storage.ndstored import NDStored
 from ndpack.storage.ndread import NDReader, _from_blocked, _scratch, _to_blocked
+from ndpack.storage.validate import check_array_frame
 from ndpack.storage.schunk import SChunk, _info_from, new_file_frame
 
 __all__ = ["NDArray", "NDChunkInfo", "create", "fill_from", "holding"]
@@ -67,7 +68,10 @@ NDChunkInfo = collections.namedtuple(
 def _layout_cparams(cparams, dtype: np.dtype, blocks) -> CParams:
     """python-blosc2's rule: typesize = itemsize, blocksize = one block."""
     base = make_cparams(cparams) if cparams is not None else make_cparams()
-    return make_cparams(base, typesize=dtype.itemsize or 1,
+    # C-Blosc2 stores items wider than 255 bytes with typesize 1 (a chunk header keeps it
+    # in one byte); python-blosc2 writes the itemsize in the frame header, we write 1
+    typesize = dtype.itemsize if 1 <= dtype.itemsize <= 255 else 1
+    return make_cparams(base, typesize=typesize,
                         blocksize=prod(blocks) * dtype.itemsize)
 
 
@@ -85,7 +89,7 @@ def create(shape, dtype=np.float64, chunks=None, blocks=None, cparams=None, dpar
         shape = (int(shape),)
     chunks, blocks = compute_chunks_blocks(shape, chunks, blocks, dtype=dtype)
     shape = tuple(int(s) for s in shape)
-    check_layout(shape, chunks, blocks)
+    check_sizes(shape, chunks, blocks, dtype.itemsize)      # what the format can index
     cp = _layout_cparams(cparams, dtype, blocks)
     dp = make_dparams(dparams)
     raw_meta = {"b2nd": encode_b2nd(shape, chunks, blocks, dtype)}
@@ -178,8 +182,8 @@ def _fill(arr: NDArray, producer, special, value) -> NDArray:
         raw = None if value is None else np.asarray(value, dtype=arr.dtype).tobytes()
         chunk = special_chunk(special, arr._chunk_nbytes, arr._typesize, arr._blocksize,
                               value=raw)
-        for _ in range(arr._nchunks):
-            s.append_chunk(chunk)
+        s._check_writable()
+        s._frame.append_repeated(chunk, arr._nchunks)     # no Python work per chunk
         return arr
     s._check_writable()
     frame, ext = s._frame, arr._ext_chunks
@@ -249,15 +253,8 @@ class NDArray(NDReader, NDStored):
     def _check_layout(self):
         """The b2nd metalayer must agree with the super-chunk (a corrupt file could
         claim any shape: better a FormatError now than absurd reads later)."""
-        have, cs = self._schunk.nchunks, self._schunk.chunksize
-        if have and have > self._nchunks:
-            raise FormatError(f"the b2nd metalayer (shape {self._shape}, chunks "
-                              f"{self._chunks}) makes {self._nchunks} chunks, the "
-                              f"super-chunk holds {have}")
-        if have and cs > 0 and cs != self._chunk_nbytes:
-            raise FormatError(f"the b2nd metalayer (chunks {self._chunks}, blocks "
-                              f"{self._blocks}, {self._dtype}) makes chunks of "
-                              f"{self._chunk_nbytes} bytes, the super-chunk's are {cs}")
+        check_array_frame(self._schunk._frame, self._shape, self._chunks, self._blocks,
+                          self._dtype)
 
     # --- properties ----------------------------------------------------------------------
     @property

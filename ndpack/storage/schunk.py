@@ -34,6 +34,7 @@ from ndpack.errors import ParameterError
 from ndpack.storage.atomic import Pending
 from ndpack.storage import checksums
 from ndpack.storage.frame import FrameInfo, MemoryFrame
+from ndpack.storage.grid import MAX_NCHUNKS
 from ndpack.storage.framefile import ContiguousFrame, SparseFrame, open_frame, parse_cframe
 from ndpack.storage.meta import Meta, check_name, packb, vlmeta
 
@@ -58,7 +59,8 @@ def _info_from(cp: CParams, dp: DParams, chunksize: int) -> FrameInfo:
 
 def _cparams_from(info: FrameInfo) -> CParams:
     filters = [int(f) for f in info.filters]
-    return make_cparams(codec=info.codec, clevel=info.clevel, typesize=info.typesize,
+    typesize = info.typesize if info.typesize <= 255 else 1     # python-blosc2 writes >255
+    return make_cparams(codec=info.codec, clevel=info.clevel, typesize=typesize,
                         splitmode=info.splitmode, blocksize=info.blocksize,
                         filters=filters, filters_meta=list(info.filters_meta),
                         codec_meta=info.codec_meta, use_dict=info.use_dict,
@@ -73,6 +75,8 @@ def _initial_cparams(cparams, data) -> CParams:
     if "typesize" not in d:
         d["typesize"] = getattr(data, "itemsize", None) or (
             getattr(getattr(data, "dtype", None), "itemsize", None) or 1)
+        if d["typesize"] > 255:               # as C-Blosc2: one-byte typesize field
+            d["typesize"] = 1
     return make_cparams(d)
 
 
@@ -403,9 +407,13 @@ class SChunk:
             if len(raw) != ts:
                 raise ParameterError(f"value is {len(raw)} bytes, the typesize is {ts}")
         total = nitems * ts
-        for pos in range(0, total, cs):
-            nb = min(cs, total - pos)
-            self._frame.append(special_chunk(special_value, nb, ts, value=raw))
+        if total // cs > MAX_NCHUNKS:
+            raise ParameterError(f"{nitems} items in chunks of {cs} bytes make more chunks "
+                                 f"than a frame's index holds ({MAX_NCHUNKS})")
+        self._frame.append_repeated(special_chunk(special_value, cs, ts, value=raw),
+                                    total // cs)
+        if total % cs:
+            self._frame.append(special_chunk(special_value, total % cs, ts, value=raw))
         return self.nchunks
 
     # --- item level ----------------------------------------------------------------------
