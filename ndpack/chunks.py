@@ -400,6 +400,7 @@ def special_chunk(special: SpecialValue, nbytes: int, typesize: int, blocksize: 
     v = None if value is None else _as_buffer(value, "value")
     return _core.special_chunk(int(special), int(nbytes), int(typesize), int(blocksize), v)
 
+
 def crc32c(data, value: int = 0, reference: bool = False) -> int:
     """The crc32c (Castagnoli) checksum of the bytes of `data`, in the C core.
 

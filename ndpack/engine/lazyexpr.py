@@ -402,18 +402,8 @@ def evaluate(expression, local_dict=None, global_dict=None, out=None, scheduler=
     if isinstance(out, np.ndarray) and not out.flags.writeable:
         raise ValueError("out is a read-only NumPy array; pass a writable one")
     _check_out_cast(expr.dtype, out)
-    _check_out_cast(expr.dtype, out)
     with writing(out):            # an operand that is `out` is not read directly
         return _evaluate_into(expr, out)
-
-
-def _check_out_cast(dtype: np.dtype, out) -> None:
-    """NumPy's rule for ``out=`` of a ufunc: the result casts to `out` by 'same_kind'
-    (float64 into int8 is refused instead of truncated), else a TypeError."""
-    want = getattr(out, "dtype", None)
-    if want is not None and not np.can_cast(dtype, np.dtype(want), "same_kind"):
-        raise TypeError(f"out= has dtype {np.dtype(want)}, the expression's result "
-                        f"{dtype} cannot be cast to it with casting rule 'same_kind'")
 
 
 def _check_out_cast(dtype: np.dtype, out) -> None:
