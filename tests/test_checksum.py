@@ -446,6 +446,8 @@ def test_cli_verify_file_store_and_corruption(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert f"{p}: ok (10 chunks, crc32c verified)" in out
     assert f"{t}:/g/a: ok" in out and f"{d}: ok (10 chunks, crc32c verified)" in out
+    assert main(["info", "--json", str(p)]) == 0
+    assert '"checksums": "crc32c"' in capsys.readouterr().out
 
     i, start, end = _chunk_spans(p)[7]
     buf = bytearray(p.read_bytes())
@@ -466,6 +468,9 @@ def test_cli_verify_file_store_and_corruption(tmp_path, capsys, monkeypatch):
     assert main(["verify", str(q)]) == 0
     assert "no checksums; decoded" in capsys.readouterr().out
     assert main(["verify", str(tmp_path / "missing.b2nd")]) == 1
+    capsys.readouterr()
+    assert main(["info", "--json", str(q)]) == 0
+    assert '"checksums": "none"' in capsys.readouterr().out
 
 
 def test_readers_during_updates_see_no_false_mismatch(tmp_path):
