@@ -40,6 +40,8 @@ from ndpack.engine import (LazyExpr, all, any, argmax, argmin, count_nonzero, cu
 from ndpack.engine.linalg import matmul, outer, tensordot, vecdot
 from ndpack.engine.elementwise import *  # noqa: F403 -- the standard's elementwise functions
 from ndpack.engine import elementwise as _elementwise
+from ndpack.engine.manipulation import (broadcast_arrays, diff, meshgrid, repeat, tile, tril,
+                                        triu, unstack)
 from ndpack.engine.sorting import (argsort, nonzero, searchsorted, sort, unique_all,
                                    unique_counts, unique_inverse, unique_values)
 from ndpack.engine.persist import MissingOperandsError, open
@@ -84,7 +86,8 @@ __all__ = [
     "can_cast", "finfo", "iinfo", "isdtype", "result_type",
     *_elementwise.UNARY, *_elementwise.BINARY, "clip", "where", "astype",
     "sort", "argsort", "searchsorted", "nonzero", "unique_all", "unique_counts",
-    "unique_inverse", "unique_values",
+    "unique_inverse", "unique_values", "broadcast_arrays", "meshgrid", "tile", "repeat",
+    "unstack", "tril", "triu", "diff",
     "concat", "stack", "permute_dims", "matrix_transpose", "moveaxis", "expand_dims",
     "squeeze", "broadcast_to", "reshape", "flip", "roll", "take", "take_along_axis",
 ]

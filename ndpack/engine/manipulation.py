@@ -1,0 +1,229 @@
+"""More manipulation functions of the array API standard, written chunk by chunk.
+
+``broadcast_arrays``, ``meshgrid``, ``tile``, ``repeat``, ``unstack``, ``tril``,
+``triu`` and ``diff`` build NDArrays one output chunk at a time: each chunk reads only
+the part of the input it needs (for ``tile`` and ``repeat``, the source positions of
+its region, read as a few contiguous boxes), so memory stays at a few chunks whatever
+the sizes.  Inputs are NDArrays, lazy expressions or any array-like; the results keep
+an NDArray input's compression parameters and take ``chunks=``, ``urlpath=`` and the
+other storage keywords of the constructors.
+
+Examples
+--------
+>>> import numpy as np, ndpack
+>>> a = ndpack.asarray(np.arange(6).reshape(2, 3))
+>>> ndpack.tile(a, (1, 2))[()].tolist()
+[[0, 1, 2, 0, 1, 2], [3, 4, 5, 3, 4, 5]]
+>>> ndpack.repeat(a, 2, axis=0)[()].tolist()
+[[0, 1, 2], [0, 1, 2], [3, 4, 5], [3, 4, 5]]
+>>> ndpack.triu(a, k=1)[()].tolist()
+[[0, 1, 2], [0, 0, 5]]
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+
+import numpy as np
+
+from ndpack.engine.shape import (_array, _axis, _fill, _layout, _read, broadcast_to, concat,
+                                 reshape)
+from ndpack.storage.ndarray import NDArray, create
+
+__all__ = ["broadcast_arrays", "meshgrid", "tile", "repeat", "unstack", "tril", "triu",
+           "diff"]
+
+
+def _new(shape, x, kwargs) -> NDArray:
+    """An empty NDArray of `shape` for results of `x` (its cparams unless given)."""
+    return create(tuple(int(s) for s in shape), x.dtype, **_layout(x, kwargs))
+
+
+def _runs(sorted_unique: np.ndarray) -> list:
+    """``(src_start, src_stop, dst_start)`` of the runs of consecutive values."""
+    if sorted_unique.size == 0:
+        return []
+    cuts = np.flatnonzero(np.diff(sorted_unique) != 1) + 1
+    starts = np.concatenate(([0], cuts))
+    stops = np.concatenate((cuts, [sorted_unique.size]))
+    return [(int(sorted_unique[a]), int(sorted_unique[b - 1]) + 1, int(a))
+            for a, b in zip(starts, stops)]
+
+
+def _gather(x, maps) -> np.ndarray:
+    """``x[np.ix_(*maps)]`` reading only the distinct source positions, as boxes of
+    consecutive positions (one or two per dimension for tile and repeat)."""
+    uniq = [np.unique(m) for m in maps]
+    buf = np.empty(tuple(u.size for u in uniq), dtype=x.dtype)
+    for combo in itertools.product(*[_runs(u) for u in uniq]):
+        src = tuple(slice(a, b) for a, b, _ in combo)
+        dst = tuple(slice(d, d + b - a) for a, b, d in combo)
+        buf[dst] = _read(x, src)
+    pos = [np.searchsorted(u, m) for u, m in zip(uniq, maps)]
+    return buf[np.ix_(*pos)]
+
+
+def broadcast_arrays(*arrays) -> list:
+    """The arrays broadcast against each other (NumPy's rules), as NDArrays."""
+    arrays = [_array(a) for a in arrays]
+    shape = np.broadcast_shapes(*[tuple(a.shape) for a in arrays])
+    return [broadcast_to(a, shape) for a in arrays]
+
+
+def meshgrid(*arrays, indexing="xy", **kwargs) -> list:
+    """Coordinate grids from 1-d arrays (``indexing="xy"``: Cartesian, the first two
+    axes swapped; ``"ij"``: matrix), each an NDArray of the grid's shape."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"indexing must be 'xy' or 'ij', not {indexing!r}")
+    arrays = [_array(a) for a in arrays]
+    for a in arrays:
+        if len(a.shape) != 1:
+            raise ValueError(f"meshgrid takes 1-d arrays, not shape {tuple(a.shape)}")
+    if len({np.dtype(a.dtype) for a in arrays}) > 1:
+        raise TypeError("meshgrid's arrays must share one dtype")
+    n = len(arrays)
+    shape = [a.shape[0] for a in arrays]
+    axis = list(range(n))
+    if indexing == "xy" and n > 1:
+        shape[0], shape[1] = shape[1], shape[0]
+        axis[0], axis[1] = 1, 0
+    out = []
+    for i, a in enumerate(arrays):
+        grid = _new(shape, a, kwargs)
+
+        def producer(reg, a=a, d=axis[i]):
+            vals = np.asarray(_read(a, reg[d]))
+            view = [1] * n
+            view[d] = vals.size
+            return np.broadcast_to(vals.reshape(view), tuple(r.stop - r.start for r in reg))
+        out.append(_fill(grid, producer))
+    return out
+
+
+def tile(x, repetitions, /, **kwargs) -> NDArray:
+    """`x` repeated `repetitions[d]` times along each dimension (NumPy's ``tile``;
+    shorter tuples apply to the last dimensions, longer ones add leading ones)."""
+    x = _array(x)
+    reps = tuple(operator.index(r) for r in repetitions)
+    if any(r < 0 for r in reps):
+        raise ValueError(f"repetitions must be non-negative, not {reps}")
+    nd = max(len(reps), len(x.shape))
+    src = (1,) * (nd - len(x.shape)) + tuple(x.shape)
+    reps = (1,) * (nd - len(reps)) + reps
+    shape = tuple(s * r for s, r in zip(src, reps))
+    out = _new(shape, x, kwargs)
+    lead = nd - len(x.shape)
+
+    def producer(reg):
+        maps = [np.arange(r.start, r.stop) % src[d] for d, r in enumerate(reg)]
+        part = _gather(x, maps[lead:])          # leading dimensions of size 1: broadcast
+        return np.broadcast_to(part.reshape((1,) * lead + part.shape),
+                               tuple(m.size for m in maps))
+
+    return _fill(out, producer)
+
+
+def repeat(x, repeats, /, *, axis=None, **kwargs) -> NDArray:
+    """Each element of `x` repeated `repeats` times (an int, or one count per element
+    along `axis`); ``axis=None`` repeats the flattened array."""
+    x = _array(x)
+    if axis is None:                                          # the flattened input
+        x = reshape(x, (-1,)) if len(x.shape) != 1 else x
+        axis = 0
+    ax = _axis(axis, len(x.shape))
+    n = x.shape[ax]
+    counts = np.asarray(repeats[...] if hasattr(repeats, "__array_namespace__") else repeats)
+    if counts.dtype.kind not in "iu":
+        raise TypeError(f"repeats must be integers, not {counts.dtype}")
+    counts = np.broadcast_to(counts, (n,)) if counts.ndim == 0 else counts
+    if counts.shape != (n,):
+        raise ValueError(f"repeats has {counts.size} counts for an axis of length {n}")
+    if (counts < 0).any():
+        raise ValueError("repeats must be non-negative")
+    ends = np.cumsum(counts, dtype=np.int64)
+    shape = tuple(int(ends[-1]) if d == ax and n else (0 if d == ax else s)
+                  for d, s in enumerate(x.shape))
+    out = _new(shape, x, kwargs)
+
+    def producer(reg):
+        maps = [np.arange(r.start, r.stop) for r in reg]
+        maps[ax] = np.searchsorted(ends, maps[ax], side="right")
+        return _gather(x, maps)
+
+    return _fill(out, producer)
+
+
+def unstack(x, /, *, axis=0, **kwargs) -> tuple:
+    """The slices of `x` along `axis`, as a tuple of NDArrays."""
+    x = _array(x)
+    if not len(x.shape):
+        raise ValueError("unstack needs an array of at least one dimension")
+    ax = _axis(axis, len(x.shape))
+    shape = tuple(s for d, s in enumerate(x.shape) if d != ax)
+    parts = []
+    for i in range(x.shape[ax]):
+        part = _new(shape, x, kwargs)
+
+        def producer(reg, i=i):
+            key = list(reg)
+            key.insert(ax, i)
+            return _read(x, tuple(key))
+        parts.append(_fill(part, producer))
+    return tuple(parts)
+
+
+def _triangle(x, k, lower: bool, kwargs) -> NDArray:
+    x = _array(x)
+    if len(x.shape) < 2:
+        raise ValueError(f"{'tril' if lower else 'triu'} needs at least 2 dimensions")
+    k = operator.index(k)
+    out = _new(x.shape, x, kwargs)
+
+    def producer(reg):
+        vals = np.asarray(_read(x, reg))
+        rows = np.arange(reg[-2].start, reg[-2].stop)[:, None]
+        cols = np.arange(reg[-1].start, reg[-1].stop)[None, :]
+        keep = (cols - rows <= k) if lower else (cols - rows >= k)
+        return np.where(keep, vals, np.zeros((), vals.dtype))
+
+    return _fill(out, producer)
+
+
+def tril(x, /, *, k=0, **kwargs) -> NDArray:
+    """`x` with the elements above the `k`-th diagonal (of the last two dimensions)
+    set to zero."""
+    return _triangle(x, k, True, kwargs)
+
+
+def triu(x, /, *, k=0, **kwargs) -> NDArray:
+    """`x` with the elements below the `k`-th diagonal set to zero."""
+    return _triangle(x, k, False, kwargs)
+
+
+def diff(x, /, *, axis=-1, n=1, prepend=None, append=None, **kwargs) -> NDArray:
+    """The `n`-th discrete difference along `axis` (``out[i] = x[i+1] - x[i]``,
+    applied `n` times), after `prepend`/`append` are joined to `x` along it."""
+    x = _array(x)
+    if not len(x.shape):
+        raise ValueError("diff needs an array of at least one dimension")
+    ax = _axis(axis, len(x.shape))
+    n = operator.index(n)
+    if n < 0:
+        raise ValueError(f"n must be non-negative, not {n}")
+    if n == 0:                            # NumPy's rule: x itself, prepend/append unused
+        return x if isinstance(x, NDArray) else concat([x], axis=ax)
+    if prepend is not None or append is not None:
+        parts = [p for p in (prepend, x, append) if p is not None]
+        x = concat([_array(p) for p in parts], axis=ax)
+    length = max(x.shape[ax] - n, 0)
+    shape = tuple(length if d == ax else s for d, s in enumerate(x.shape))
+    dtype = np.diff(np.zeros((2,) * len(x.shape), x.dtype), axis=ax).dtype
+    out = create(shape, dtype, **_layout(x, kwargs))
+
+    def producer(reg):
+        key = list(reg)
+        key[ax] = slice(reg[ax].start, reg[ax].stop + n)
+        return np.diff(_read(x, tuple(key)), n=n, axis=ax)
+
+    return _fill(out, producer)

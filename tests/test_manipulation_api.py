@@ -1,0 +1,135 @@
+"""Manipulation functions of the namespace (broadcast_arrays, meshgrid, tile, repeat,
+unstack, tril, triu, diff) against array_api_strict (revision 2024.12), over inputs of
+several chunks and every kind; results are NDArrays written chunk by chunk."""
+
+import numpy as np
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+import ndpack
+
+xp = pytest.importorskip("array_api_strict")
+xp.set_array_api_strict_flags(api_version="2024.12")
+from hypothesis.extra.array_api import make_strategies_namespace  # noqa: E402
+
+xps = make_strategies_namespace(xp, api_version="2024.12")
+KINDS = st.sampled_from(["ndarray", "lazyexpr", "numpy"])
+
+
+def _arrays(min_dims=1, max_dims=3, max_side=6, dtypes=None):
+    if dtypes is None:
+        dtypes = xps.real_dtypes() | xps.boolean_dtypes()
+    return xps.arrays(dtype=dtypes,
+                      shape=xps.array_shapes(min_dims=min_dims, max_dims=max_dims,
+                                             min_side=0, max_side=max_side))
+
+
+def _nd(x, kind):
+    a = np.asarray(x)
+    if kind == "numpy" or a.ndim == 0:
+        return a
+    nd = ndpack.asarray(a, chunks=tuple(max(1, (s + 1) // 2) for s in a.shape))
+    return nd if kind == "ndarray" else ndpack.lazyexpr("a", operands={"a": nd})
+
+
+def _same(got, want):
+    assert isinstance(got, ndpack.NDArray), type(got)
+    g, w = np.asarray(got[()]), np.asarray(want)
+    assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
+    np.testing.assert_array_equal(g, w)
+
+
+@given(x=_arrays(max_side=5), kind=KINDS, data=st.data())
+def test_tile(x, kind, data):
+    reps = tuple(data.draw(st.lists(st.integers(0, 3), min_size=0, max_size=4)))
+    assume(np.prod([max(s, 1) for s in x.shape]) * np.prod(reps or [1]) < 5000)
+    _same(ndpack.tile(_nd(x, kind), reps, chunks=None), xp.tile(x, reps))
+
+
+@given(x=_arrays(max_side=5), kind=KINDS, data=st.data())
+def test_repeat(x, kind, data):
+    axis = data.draw(st.none() | st.integers(-x.ndim, x.ndim - 1))
+    n = x.size if axis is None else x.shape[axis]
+    repeats = data.draw(st.integers(0, 3) | st.lists(st.integers(0, 3), min_size=n,
+                                                     max_size=n).map(lambda v: np.array(v, dtype=np.int64)))
+    want = xp.repeat(x, xp.asarray(repeats) if isinstance(repeats, np.ndarray) else repeats,
+                     axis=axis)
+    _same(ndpack.repeat(_nd(x, kind), repeats, axis=axis), want)
+
+
+@given(x=_arrays(min_dims=2), kind=KINDS, k=st.integers(-4, 4))
+def test_tril_triu(x, kind, k):
+    _same(ndpack.tril(_nd(x, kind), k=k), xp.tril(x, k=k))
+    _same(ndpack.triu(_nd(x, kind), k=k), xp.triu(x, k=k))
+
+
+@given(x=_arrays(dtypes=xps.real_dtypes()), kind=KINDS, data=st.data())
+def test_diff(x, kind, data):
+    axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
+    n = data.draw(st.integers(0, 3))
+    extra = {}
+    if data.draw(st.booleans()):
+        shape = list(x.shape)
+        shape[axis] = data.draw(st.integers(1, 2))
+        extra["prepend"] = data.draw(xps.arrays(dtype=x.dtype, shape=tuple(shape)))
+    want = xp.diff(x, axis=axis, n=n, **extra)
+    extra = {k: np.asarray(v) for k, v in extra.items()}
+    _same(ndpack.diff(_nd(x, kind), axis=axis, n=n, **extra), want)
+
+
+@given(x=_arrays(min_dims=1), kind=KINDS, data=st.data())
+def test_unstack(x, kind, data):
+    axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
+    got, want = ndpack.unstack(_nd(x, kind), axis=axis), xp.unstack(x, axis=axis)
+    assert isinstance(got, tuple) and len(got) == len(want)
+    for g, w in zip(got, want):
+        _same(g, w)
+
+
+@given(data=st.data(), indexing=st.sampled_from(["xy", "ij"]), kind=KINDS)
+def test_meshgrid(data, indexing, kind):
+    dtype = data.draw(xps.real_dtypes())
+    arrays = data.draw(st.lists(_arrays(min_dims=1, max_dims=1, dtypes=st.just(dtype)),
+                                min_size=1, max_size=3))
+    got = ndpack.meshgrid(*[_nd(a, kind) for a in arrays], indexing=indexing)
+    want = xp.meshgrid(*arrays, indexing=indexing)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        _same(g, w)
+
+
+@given(data=st.data(), kind=KINDS)
+def test_broadcast_arrays(data, kind):
+    shapes = data.draw(xps.mutually_broadcastable_shapes(3, min_dims=0, max_dims=3,
+                                                          max_side=4))
+    arrays = [data.draw(xps.arrays(dtype=xps.real_dtypes(), shape=s))
+              for s in shapes.input_shapes]
+    got = ndpack.broadcast_arrays(*[_nd(a, kind) for a in arrays])
+    for g, w in zip(got, xp.broadcast_arrays(*arrays)):
+        _same(g, w)
+
+
+def test_results_keep_storage_keywords(tmp_path):
+    a = ndpack.asarray(np.arange(20.0).reshape(4, 5), chunks=(2, 5),
+                       cparams={"codec": ndpack.Codec.ZSTD, "clevel": 3})
+    t = ndpack.tile(a, (3, 1), urlpath=tmp_path / "t.b2nd", mode="w", chunks=(5, 5))
+    assert t.cparams.codec == ndpack.Codec.ZSTD and t.chunks == (5, 5)
+    np.testing.assert_array_equal(ndpack.open(tmp_path / "t.b2nd")[()],
+                                  np.tile(np.arange(20.0).reshape(4, 5), (3, 1)))
+
+
+def test_bad_input():
+    a = ndpack.asarray(np.arange(6))
+    with pytest.raises(ValueError, match="non-negative"):
+        ndpack.tile(a, (-1,))
+    with pytest.raises(ValueError, match="counts for an axis"):
+        ndpack.repeat(a, np.array([1, 2]))
+    with pytest.raises(TypeError, match="integers"):
+        ndpack.repeat(a, 1.5)
+    with pytest.raises(ValueError, match="2 dimensions"):
+        ndpack.tril(a)
+    with pytest.raises(ValueError, match="indexing"):
+        ndpack.meshgrid(a, indexing="yx")
+    with pytest.raises(ValueError, match="non-negative"):
+        ndpack.diff(a, n=-1)
