@@ -28,8 +28,8 @@ from ndpack.inspection import __array_namespace_info__
 from ndpack.errors import (CallbackError, CodecError, FilterError, FormatError, NdpackError,
                            ParameterError)
 from ndpack.storage import (NDArray, SChunk, arange, array, asarray, compute_chunks_blocks,
-                            copy, empty, empty_like, eye, frombuffer, fromiter, full, full_like,
-                            linspace, load, load_array, load_tensor, nans, ndarray_from_cframe,
+                            copy, empty, empty_like, eye, from_dlpack, frombuffer, fromiter,
+                            full, full_like, linspace, load, load_array, load_tensor, nans, ndarray_from_cframe,
                             ones, ones_like, pack, pack_array2, pack_tensor, remove_urlpath,
                             save, save_array, save_tensor, schunk_from_cframe, uninit, unpack,
                             unpack_array2, unpack_tensor, zeros, zeros_like)
@@ -74,7 +74,8 @@ __all__ = [
     "pack", "unpack",
     "NDArray", "compute_chunks_blocks", "empty", "zeros", "ones", "full", "nans", "uninit",
     "arange", "linspace", "asarray", "array", "frombuffer", "copy", "empty_like", "zeros_like",
-    "ones_like", "full_like", "ndarray_from_cframe", "eye", "fromiter", "save", "load",
+    "ones_like", "full_like", "ndarray_from_cframe", "eye", "fromiter", "from_dlpack", "save",
+    "load",
     "DictStore", "TreeStore", "EmbedStore",
     "LazyExpr", "lazyexpr", "evaluate",
     "to_dask", "from_dask",

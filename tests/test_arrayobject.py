@@ -83,3 +83,42 @@ def test_transposes_of_expressions():
     np.testing.assert_array_equal(m.T[()], (x[0] + 1).T)
     with pytest.raises(ValueError, match="2-d"):
         e.T
+
+
+CREATION = {
+    "asarray": lambda **kw: ndpack.asarray(np.arange(4.0), **kw),
+    "arange": lambda **kw: ndpack.arange(5, **kw),
+    "linspace": lambda **kw: ndpack.linspace(0, 1, 5, **kw),
+    "empty": lambda **kw: ndpack.empty((2, 3), **kw),
+    "zeros": lambda **kw: ndpack.zeros((2, 3), **kw),
+    "ones": lambda **kw: ndpack.ones((2, 3), **kw),
+    "full": lambda **kw: ndpack.full((2, 3), 1.5, **kw),
+    "eye": lambda **kw: ndpack.eye(3, **kw),
+    "empty_like": lambda **kw: ndpack.empty_like(ndpack.zeros(3), **kw),
+    "zeros_like": lambda **kw: ndpack.zeros_like(ndpack.zeros(3), **kw),
+    "ones_like": lambda **kw: ndpack.ones_like(ndpack.zeros(3), **kw),
+    "full_like": lambda **kw: ndpack.full_like(ndpack.zeros(3), 2, **kw),
+    "from_dlpack": lambda **kw: ndpack.from_dlpack(np.arange(3.0), **kw),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CREATION))
+def test_creation_takes_device(name):
+    import inspect
+    param = inspect.signature(getattr(ndpack, name)).parameters["device"]
+    assert param.kind is inspect.Parameter.KEYWORD_ONLY and param.default is None
+    a, b = CREATION[name](), CREATION[name](device="cpu")
+    assert isinstance(b, ndpack.NDArray) and b.device == "cpu"
+    if name != "empty" and name != "empty_like":
+        np.testing.assert_array_equal(a[()], b[()])
+    with pytest.raises(ValueError, match="device must be 'cpu'"):
+        CREATION[name](device="cuda")
+
+
+def test_from_dlpack():
+    x = np.arange(12, dtype=np.int16).reshape(3, 4)
+    a = ndpack.from_dlpack(x, chunks=(2, 2))
+    assert a.chunks == (2, 2) and np.array_equal(a[()], x)
+    np.testing.assert_array_equal(ndpack.from_dlpack(ndpack.asarray(x))[()], x)
+    with pytest.raises(ValueError, match="always copies"):
+        ndpack.from_dlpack(x, copy=False)

@@ -5,9 +5,9 @@ Imports point down only: storage uses the binding (``ndpack._core``, ``ndpack.ch
 """
 
 from ndpack.storage.constructors import (arange, array, asarray, copy, empty, empty_like, eye,
-                                         frombuffer, fromiter, full, full_like, linspace, load,
-                                         nans, ndarray_from_cframe, ones, ones_like, save,
-                                         uninit, zeros, zeros_like)
+                                         from_dlpack, frombuffer, fromiter, full, full_like,
+                                         linspace, load, nans, ndarray_from_cframe, ones,
+                                         ones_like, save, uninit, zeros, zeros_like)
 from ndpack.storage.embedstore import EmbedStore
 from ndpack.storage.grid import compute_chunks_blocks
 from ndpack.storage.ndarray import NDArray
@@ -25,5 +25,5 @@ __all__: list[str] = ["SChunk", "open", "schunk_from_cframe", "remove_urlpath",
                       "NDArray", "compute_chunks_blocks", "empty", "zeros", "ones", "full",
                       "nans", "uninit", "arange", "linspace", "asarray", "array", "frombuffer",
                       "copy", "empty_like", "zeros_like", "ones_like", "full_like",
-                      "ndarray_from_cframe", "eye", "fromiter", "save", "load",
+                      "ndarray_from_cframe", "eye", "fromiter", "from_dlpack", "save", "load",
                       "DictStore", "TreeStore", "EmbedStore"]

@@ -45,6 +45,7 @@ __all__ = [
     "empty",
     "empty_like",
     "eye",
+    "from_dlpack",
     "frombuffer",
     "fromiter",
     "full",
@@ -68,12 +69,12 @@ def _shape(shape) -> tuple:
     return tuple(shape)
 
 
-def empty(shape, dtype=np.float64, **kwargs) -> NDArray:
+def empty(shape, dtype=np.float64, *, device=None, **kwargs) -> NDArray:
     """An array whose content is zeros (python-blosc2's ``empty`` stores zero chunks)."""
-    return zeros(shape, dtype, **kwargs)
+    return zeros(shape, dtype, device=device, **kwargs)
 
 
-def zeros(shape, dtype=np.float64, **kwargs) -> NDArray:
+def zeros(shape, dtype=np.float64, *, device=None, **kwargs) -> NDArray:
     """An array of zeros; every chunk is a special zeros chunk (no data stored).
 
     Examples
@@ -82,7 +83,8 @@ def zeros(shape, dtype=np.float64, **kwargs) -> NDArray:
     >>> a.schunk.nchunks, a[:].tolist()
     (3, [0, 0, 0, 0, 0])
     """
-    return fill_from(create(_shape(shape), dtype, **kwargs), special=SpecialValue.ZERO)
+    return fill_from(create(_shape(shape), dtype, device=device, **kwargs),
+                     special=SpecialValue.ZERO)
 
 
 def uninit(shape, dtype=np.float64, **kwargs) -> NDArray:
@@ -107,7 +109,7 @@ def nans(shape, dtype=np.float64, **kwargs) -> NDArray:
     return fill_from(arr, special=SpecialValue.VALUE, value=np.nan)
 
 
-def full(shape, fill_value, dtype=None, **kwargs) -> NDArray:
+def full(shape, fill_value, dtype=None, *, device=None, **kwargs) -> NDArray:
     """An array filled with `fill_value`; repeated-value special chunks, no data stored.
 
     The dtype defaults to NumPy's for `fill_value`.
@@ -121,15 +123,15 @@ def full(shape, fill_value, dtype=None, **kwargs) -> NDArray:
     value = np.asarray(fill_value, dtype=dt)
     if value.shape:
         raise ValueError(f"fill_value must be a scalar, got an array of shape {value.shape}")
-    arr = create(_shape(shape), dt, **kwargs)
+    arr = create(_shape(shape), dt, device=device, **kwargs)
     if not value.tobytes().strip(b"\x00"):
         return fill_from(arr, special=SpecialValue.ZERO)
     return fill_from(arr, special=SpecialValue.VALUE, value=value)
 
 
-def ones(shape, dtype=np.float64, **kwargs) -> NDArray:
+def ones(shape, dtype=np.float64, *, device=None, **kwargs) -> NDArray:
     """An array of ones (repeated-value special chunks)."""
-    return full(shape, 1, dtype=dtype, **kwargs)
+    return full(shape, 1, dtype=dtype, device=device, **kwargs)
 
 
 def _layout_kwargs(x, kwargs: dict) -> dict:
@@ -140,22 +142,22 @@ def _layout_kwargs(x, kwargs: dict) -> dict:
     return kwargs
 
 
-def empty_like(x, dtype=None, **kwargs) -> NDArray:
+def empty_like(x, dtype=None, *, device=None, **kwargs) -> NDArray:
     """:func:`empty` with the shape (and chunks/blocks) of `x`."""
-    return empty(x.shape, dtype or x.dtype, **_layout_kwargs(x, kwargs))
+    return empty(x.shape, dtype or x.dtype, device=device, **_layout_kwargs(x, kwargs))
 
 
-def zeros_like(x, dtype=None, **kwargs) -> NDArray:
+def zeros_like(x, dtype=None, *, device=None, **kwargs) -> NDArray:
     """:func:`zeros` with the shape (and chunks/blocks) of `x`."""
-    return zeros(x.shape, dtype or x.dtype, **_layout_kwargs(x, kwargs))
+    return zeros(x.shape, dtype or x.dtype, device=device, **_layout_kwargs(x, kwargs))
 
 
-def ones_like(x, dtype=None, **kwargs) -> NDArray:
+def ones_like(x, dtype=None, *, device=None, **kwargs) -> NDArray:
     """:func:`ones` with the shape (and chunks/blocks) of `x`."""
-    return ones(x.shape, dtype or x.dtype, **_layout_kwargs(x, kwargs))
+    return ones(x.shape, dtype or x.dtype, device=device, **_layout_kwargs(x, kwargs))
 
 
-def full_like(x, fill_value, dtype=None, **kwargs) -> NDArray:
+def full_like(x, fill_value, dtype=None, *, device=None, **kwargs) -> NDArray:
     """:func:`full` with the shape (and chunks/blocks) of `x`.
 
     Examples
@@ -165,10 +167,11 @@ def full_like(x, fill_value, dtype=None, **kwargs) -> NDArray:
     >>> b.chunks, float(b[3, 3])
     ((2, 2), 3.0)
     """
-    return full(x.shape, fill_value, dtype or x.dtype, **_layout_kwargs(x, kwargs))
+    return full(x.shape, fill_value, dtype or x.dtype, device=device,
+                **_layout_kwargs(x, kwargs))
 
 
-def asarray(array, copy=None, **kwargs) -> NDArray:
+def asarray(array, copy=None, *, device=None, **kwargs) -> NDArray:
     """An NDArray from a NumPy array or any object with shape, dtype and ``__getitem__``.
 
     The source is read one chunk-sized region at a time.  An NDArray without storage
@@ -197,10 +200,26 @@ def asarray(array, copy=None, **kwargs) -> NDArray:
             and hasattr(array, "__getitem__")):
         array = np.asarray(array)
     dt = np.dtype(array.dtype if dtype is None else dtype)
-    out = create(tuple(array.shape), dt, **kwargs)
+    out = create(tuple(array.shape), dt, device=device, **kwargs)
     if isinstance(array, np.ndarray) and array.ndim == 0:
         return fill_from(out, lambda reg: array)
     return fill_from(out, lambda reg: array[reg])
+
+
+def from_dlpack(x, /, *, device=None, copy=None, **kwargs) -> NDArray:
+    """An NDArray of the values of any DLPack exporter on the CPU (NumPy, PyTorch,
+    JAX, ...).  The values are compressed: this is always a copy (``copy=False`` is a
+    ValueError).
+
+    Examples
+    --------
+    >>> from_dlpack(np.arange(4.0))[:].tolist()
+    [0.0, 1.0, 2.0, 3.0]
+    """
+    if copy is False:
+        raise ValueError("from_dlpack(copy=False): an NDArray stores its values "
+                         "compressed, so it always copies")
+    return asarray(np.from_dlpack(x), device=device, **kwargs)
 
 
 def array(obj, dtype=None, copy=True, **kwargs) -> NDArray:
@@ -246,8 +265,8 @@ def _grid_values(shape, producer):
     return region_values
 
 
-def arange(start, stop=None, step=1, dtype=None, shape=None, c_order=True,
-           **kwargs) -> NDArray:
+def arange(start, stop=None, step=1, dtype=None, shape=None, c_order=True, *,
+           device=None, **kwargs) -> NDArray:
     """Evenly spaced values in ``[start, stop)``, generated chunk by chunk.
 
     Examples
@@ -267,7 +286,7 @@ def arange(start, stop=None, step=1, dtype=None, shape=None, c_order=True,
     shape = (num,) if shape is None else _shape(shape)
     if prod(shape) != num:
         raise ValueError(f"shape {shape} holds {prod(shape)} items, arange has {num}")
-    out = create(shape, dt, **kwargs)
+    out = create(shape, dt, device=device, **kwargs)
     if dt.kind in "iub":
         gen = _grid_values(shape, lambda i: (start + i * step).astype(dt))
     else:
@@ -276,7 +295,7 @@ def arange(start, stop=None, step=1, dtype=None, shape=None, c_order=True,
 
 
 def linspace(start, stop, num=None, dtype=None, endpoint=True, shape=None, c_order=True,
-             **kwargs) -> NDArray:
+             *, device=None, **kwargs) -> NDArray:
     """`num` evenly spaced values from `start` to `stop`, generated chunk by chunk.
 
     Examples
@@ -312,7 +331,7 @@ def linspace(start, stop, num=None, dtype=None, endpoint=True, shape=None, c_ord
             y = np.where(i == num - 1, stop, y)
         return np.asarray(y).astype(dt)
 
-    return fill_from(create(shape, dt, **kwargs), _grid_values(shape, values))
+    return fill_from(create(shape, dt, device=device, **kwargs), _grid_values(shape, values))
 
 
 def ndarray_from_cframe(cframe, copy: bool = False) -> NDArray:
@@ -330,7 +349,7 @@ def ndarray_from_cframe(cframe, copy: bool = False) -> NDArray:
     return NDArray(schunk)
 
 
-def eye(N, M=None, k=0, dtype=np.float64, **kwargs) -> NDArray:
+def eye(N, M=None, k=0, dtype=np.float64, *, device=None, **kwargs) -> NDArray:
     """A 2-D array with ones on diagonal `k` and zeros elsewhere (chunks off the
     diagonal are stored as zero special chunks).
 
@@ -340,7 +359,7 @@ def eye(N, M=None, k=0, dtype=np.float64, **kwargs) -> NDArray:
     [[0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
     """
     M = N if M is None else M
-    out = create((int(N), int(M)), dtype, **kwargs)
+    out = create((int(N), int(M)), dtype, device=device, **kwargs)
 
     def region(reg):
         rows = np.arange(reg[0].start, reg[0].stop)[:, None]

@@ -76,10 +76,14 @@ def _layout_cparams(cparams, dtype: np.dtype, blocks) -> CParams:
 
 
 def create(shape, dtype=np.float64, chunks=None, blocks=None, cparams=None, dparams=None,
-           urlpath=None, contiguous=None, mode="a", meta=None, **kwargs) -> NDArray:
-    """An NDArray with no chunks yet (callers append them with :func:`fill_from`)."""
+           urlpath=None, contiguous=None, mode="a", meta=None, device=None,
+           **kwargs) -> NDArray:
+    """An NDArray with no chunks yet (callers append them with :func:`fill_from`);
+    `device` is the array API's (``None`` or ``"cpu"``)."""
     if kwargs:
         raise ParameterError(f"unknown argument(s) {sorted(kwargs)}")
+    if device is not None and device != "cpu":
+        raise ValueError(f"device must be 'cpu' or None, not {device!r}")
     if mode not in ("a", "w"):
         raise ParameterError(f"mode must be 'a' or 'w' to create an array, not {mode!r}")
     dtype = np.dtype(dtype)
