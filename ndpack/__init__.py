@@ -20,7 +20,9 @@ from . import _core
 from ndpack.chunks import (chunk_info, compress, compress2, decompress, decompress2,
                            get_cbuffer_sizes, get_clib)
 from ndpack.codecs import (Codec, CParams, DParams, Filter, SpecialValue, SplitMode, Tuner,
-                           compressor_list, register_codec, register_filter, set_nthreads)
+                           compressor_list, cparams_dflts, dparams_dflts, register_codec,
+                           register_filter, set_nthreads)
+from ndpack.about import IS_WASM, __version__, print_versions, set_releasegil
 from ndpack.dtypes import (bool, can_cast, complex64, complex128, finfo, float32, float64,
                            iinfo, int8, int16, int32, int64, isdtype, result_type, uint8,
                            uint16, uint32, uint64)
@@ -34,6 +36,7 @@ from ndpack.storage import (NDArray, SChunk, arange, array, asarray, compute_chu
                             save, save_array, save_tensor, schunk_from_cframe, uninit, unpack,
                             unpack_array2, unpack_tensor, zeros, zeros_like)
 from ndpack.storage import DictStore, EmbedStore, TreeStore
+from ndpack.storage.params import Storage, storage_dflts
 from ndpack.engine import (LazyExpr, all, any, argmax, argmin, count_nonzero, cumulative_prod,
                            cumulative_sum, evaluate, lazyexpr, max, mean, min, prod, std, sum,
                            var)
@@ -51,7 +54,6 @@ from ndpack.engine.shape import (broadcast_to, concat, expand_dims, flip, matrix
                                  moveaxis, permute_dims, reshape, roll, squeeze, stack, take,
                                  take_along_axis)
 
-__version__ = "0.1.0"
 
 # the array API standard's constants
 e = _math.e
@@ -61,7 +63,8 @@ pi = _math.pi
 newaxis = None
 
 __all__ = [
-    "__version__",
+    "__version__", "print_versions", "IS_WASM", "set_releasegil", "cparams_dflts",
+    "dparams_dflts", "storage_dflts", "Storage",
     "Codec", "Filter", "SplitMode", "SpecialValue", "Tuner", "CParams", "DParams",
     "compress", "decompress", "compress2", "decompress2", "get_cbuffer_sizes", "get_clib",
     "chunk_info", "compressor_list", "register_codec", "register_filter",

@@ -32,6 +32,8 @@ __all__ = [
     "Tuner",
     "CParams",
     "DParams",
+    "cparams_dflts",
+    "dparams_dflts",
     "compressor_list",
     "register_codec",
     "register_filter",
@@ -373,3 +375,9 @@ def register_filter(id: int, forward: Callable | None = None,
     if forward is None and backward is None:
         raise ParameterError("register_filter needs a forward function, a backward one or both")
     _core.register_filter(id, forward, backward)
+
+
+#: python-blosc2's default compression and decompression parameters, as dicts (the
+#: thread count as it was when ndpack was imported).
+cparams_dflts = dataclasses.asdict(CParams())
+dparams_dflts = {"nthreads": DParams().nthreads}

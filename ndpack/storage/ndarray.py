@@ -52,6 +52,7 @@ from ndpack.storage.grid import (
 from ndpack.storage.meta import check_name, packb
 from ndpack.storage.ndstored import NDStored
 from ndpack.storage.ndread import NDReader, _from_blocked, _scratch, _to_blocked
+from ndpack.storage.params import storage_keywords
 from ndpack.storage.validate import check_array_frame
 from ndpack.storage.schunk import SChunk, _info_from, new_file_frame
 
@@ -76,10 +77,19 @@ def _layout_cparams(cparams, dtype: np.dtype, blocks) -> CParams:
 
 
 def create(shape, dtype=np.float64, chunks=None, blocks=None, cparams=None, dparams=None,
-           urlpath=None, contiguous=None, mode="a", meta=None, device=None,
+           urlpath=None, contiguous=None, mode="a", meta=None, device=None, storage=None,
            **kwargs) -> NDArray:
     """An NDArray with no chunks yet (callers append them with :func:`fill_from`);
-    `device` is the array API's (``None`` or ``"cpu"``)."""
+    `device` is the array API's (``None`` or ``"cpu"``), `storage` python-blosc2's
+    record (:class:`ndpack.storage.params.Storage`) of urlpath/contiguous/mode/meta."""
+    if storage is not None:
+        given = {k: v for k, v in (("urlpath", urlpath), ("contiguous", contiguous),
+                                   ("meta", meta)) if v is not None}
+        if mode != "a":
+            given["mode"] = mode
+        merged = storage_keywords(storage, given)
+        urlpath, contiguous = merged.get("urlpath"), merged.get("contiguous")
+        mode, meta = merged.get("mode", "a"), merged.get("meta")
     if kwargs:
         raise ParameterError(f"unknown argument(s) {sorted(kwargs)}")
     if device is not None and device != "cpu":

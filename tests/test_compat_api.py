@@ -1,0 +1,72 @@
+"""python-blosc2's public names for arrays, compression and storage (the compatibility
+promise: code switches by changing one import) against python-blosc2 itself."""
+
+import dataclasses
+import io
+
+import numpy as np
+import pytest
+
+import ndpack
+
+blosc2 = pytest.importorskip("blosc2")
+
+
+def test_print_versions_and_flags():
+    out = io.StringIO()
+    ndpack.print_versions(file=out)
+    text = out.getvalue()
+    for word in ("ndpack version: " + ndpack.__version__, "LZ4: ", "ZSTD: ", "NumPy version",
+                 "numexpr version", "Number of threads to use by default"):
+        assert word in text
+    assert ndpack.IS_WASM is False
+    old = ndpack.set_releasegil(False)
+    assert ndpack.set_releasegil(old) is False
+
+
+def test_default_parameter_dicts_match_python_blosc2():
+    assert set(ndpack.cparams_dflts) == set(blosc2.cparams_dflts)
+    for key in ("codec", "codec_meta", "clevel", "use_dict", "typesize", "blocksize",
+                "splitmode", "filters", "filters_meta", "tuner"):
+        ours, theirs = ndpack.cparams_dflts[key], blosc2.cparams_dflts[key]
+        num = lambda v: int(getattr(v, "value", v))        # noqa: E731
+        if isinstance(theirs, list):
+            assert [num(v) for v in ours] == [num(v) for v in theirs], key
+        else:
+            assert num(ours) == num(theirs), key
+    assert set(ndpack.dparams_dflts) == set(blosc2.dparams_dflts)
+    assert set(ndpack.storage_dflts) == set(blosc2.storage_dflts)
+    assert [f.name for f in dataclasses.fields(ndpack.Storage)] == \
+        [f.name for f in dataclasses.fields(blosc2.Storage)]
+
+
+@pytest.mark.parametrize("make", [
+    lambda **kw: ndpack.zeros((3, 4), **kw),
+    lambda **kw: ndpack.full((3, 4), 2.5, **kw),
+    lambda **kw: ndpack.asarray(np.arange(12.0).reshape(3, 4), **kw),
+    lambda **kw: ndpack.arange(12, shape=(3, 4), **kw),
+    lambda **kw: ndpack.ones_like(ndpack.zeros((3, 4)), **kw),
+])
+@pytest.mark.parametrize("as_dict", [False, True])
+def test_storage_on_constructors(tmp_path, make, as_dict):
+    path = str(tmp_path / "a.b2nd")
+    fields = {"urlpath": path, "mode": "w", "meta": {"units": "m"}}
+    storage = fields if as_dict else ndpack.Storage(**fields)
+    a = make(storage=storage)
+    assert a.urlpath == path and a.schunk.meta["units"] == "m"
+    again = blosc2.open(path)                      # python-blosc2 opens it
+    np.testing.assert_array_equal(again[()], a[()])
+    # explicit keywords win over the record's fields
+    other = str(tmp_path / "b.b2nd")
+    b = make(storage=ndpack.Storage(urlpath=path, mode="w"), urlpath=other)
+    assert b.urlpath == other
+
+
+def test_storage_bad_input(tmp_path):
+    with pytest.raises(ndpack.ParameterError, match="unknown field"):
+        ndpack.zeros(3, storage={"urlpth": "x.b2nd"})
+    with pytest.raises(ndpack.ParameterError, match="mmap_mode"):
+        ndpack.zeros(3, storage=ndpack.Storage(urlpath=str(tmp_path / "m.b2nd"),
+                                               mmap_mode="w+"))
+    with pytest.raises(TypeError, match="Storage or a dict"):
+        ndpack.zeros(3, storage="x.b2nd")
