@@ -70,3 +70,21 @@ def test_storage_bad_input(tmp_path):
                                                mmap_mode="w+"))
     with pytest.raises(TypeError, match="Storage or a dict"):
         ndpack.zeros(3, storage="x.b2nd")
+
+
+def test_parameter_records_wherever_dicts_are_taken(tmp_path):
+    x = np.arange(1000, dtype=np.int32)
+    cp = ndpack.CParams(codec=ndpack.Codec.LZ4, clevel=3)
+    dp = ndpack.DParams(nthreads=1)
+    path = str(tmp_path / "x.b2nd")
+    ndpack.save_array(x, path, cparams=cp, mode="w")
+    assert np.array_equal(ndpack.load_array(path), x)
+    stored = ndpack.open(path)
+    assert stored.cparams.codec == ndpack.Codec.LZ4 and stored.cparams.typesize == 4
+    assert np.array_equal(ndpack.unpack_tensor(ndpack.pack_tensor(x, cparams=cp)), x)
+    a = ndpack.asarray(x, cparams=cp, dparams=dp)
+    assert a.cparams.clevel == 3 and a.dparams.nthreads == 1
+    s = ndpack.SChunk(chunksize=400, data=x.tobytes(), cparams=cp, dparams=dp)
+    assert bytes(s[:]) == x.tobytes()
+    r = ndpack.lazyexpr("a + 1", operands={"a": a}).compute(cparams=cp, dparams=dp)
+    assert r.cparams.codec == ndpack.Codec.LZ4 and np.array_equal(r[()], x + 1)

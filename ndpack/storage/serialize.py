@@ -20,13 +20,14 @@ Examples
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import os
 import pickle
 
 import numpy as np
 
 from ndpack.chunks import compress2, compress_or_header, decompress, is_raw_header
-from ndpack.codecs import Codec, Filter
+from ndpack.codecs import Codec, CParams, Filter
 from ndpack.errors import FormatError, ParameterError
 from ndpack.storage.frame import RawChunk
 from ndpack.storage.schunk import SChunk, open as open_schunk, schunk_from_cframe
@@ -75,8 +76,13 @@ def _schunk_for(tensor, chunksize, kwargs) -> tuple[SChunk, int]:
     arr = arr if arr.flags.c_contiguous else np.ascontiguousarray(arr)   # keeps 0-d
     if arr.dtype.hasobject:
         raise TypeError("arrays of Python objects cannot be packed; use ndpack.pack()")
-    cparams = dict(kwargs.pop("cparams", None) or {})
-    cparams.setdefault("typesize", arr.itemsize if arr.itemsize <= 255 else 1)
+    given = kwargs.pop("cparams", None)
+    itemsize = arr.itemsize if arr.itemsize <= 255 else 1
+    if isinstance(given, CParams):     # a record always holds a typesize: the array's wins
+        cparams = dataclasses.asdict(given) | {"typesize": itemsize}
+    else:
+        cparams = dict(given or {})
+        cparams.setdefault("typesize", itemsize)
     if chunksize is None:
         chunksize = _default_chunksize(arr)
     schunk = SChunk(chunksize=chunksize, cparams=cparams, _commit=False, **kwargs)
