@@ -190,3 +190,14 @@ def test_astype_against_reference(data):
     assert ndpack.astype(nd, nd.dtype, copy=False) is nd
     with pytest.raises(ValueError, match="device"):
         ndpack.astype(nd, want.dtype, device="gpu")
+
+
+def test_numpy_names():
+    x = np.linspace(-0.9, 0.9, 7)
+    a = ndpack.asarray(x, chunks=(3,))
+    for ours, np_name in [("arcsin", "arcsin"), ("arccos", "arccos"), ("arctan", "arctan"),
+                          ("arcsinh", "arcsinh"), ("arctanh", "arctanh")]:
+        np.testing.assert_allclose(getattr(ndpack, ours)(a)[()], getattr(np, np_name)(x),
+                                   rtol=1e-15)
+    np.testing.assert_allclose(ndpack.arccosh(a + 2)[()], np.arccosh(x + 2), rtol=1e-15)
+    np.testing.assert_allclose(ndpack.arctan2(a, 0.5)[()], np.arctan2(x, 0.5), rtol=1e-15)

@@ -42,6 +42,8 @@ __all__ = [
     "greater", "greater_equal", "hypot", "less", "less_equal", "logaddexp", "logical_and",
     "logical_or", "logical_xor", "maximum", "minimum", "multiply", "nextafter",
     "not_equal", "pow", "remainder", "subtract",
+    # NumPy's names
+    "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "arctan2",
 ]
 
 #: The standard's unary elementwise functions (name in the engine's function table).
@@ -100,10 +102,16 @@ def _binary(name: str, func: str):
     return fn
 
 
+#: NumPy's (and python-blosc2's) names of some of them.
+ALIASES = {"arccos": "acos", "arccosh": "acosh", "arcsin": "asin", "arcsinh": "asinh",
+           "arctan": "atan", "arctanh": "atanh", "arctan2": "atan2"}
+
 for _name, _func in UNARY.items():
     globals()[_name] = _unary(_name, _func)
 for _name, _func in BINARY.items():
     globals()[_name] = _binary(_name, _func)
+for _name, _func in ALIASES.items():
+    globals()[_name] = (_binary if _func in BINARY else _unary)(_name, _func)
 del _name, _func
 
 
