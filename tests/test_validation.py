@@ -290,3 +290,53 @@ def test_schunk_fill_special_in_bulk():
     t = ndpack.SChunk(chunksize=8, cparams={"typesize": 8})
     with pytest.raises(ndpack.ParameterError, match="index holds"):
         t.fill_special(2**40, ndpack.SpecialValue.ZERO)
+
+
+# --- offsets index sizes checked before the work they would cause ------------------------
+
+def _frame_with_index(index_chunk, variable=False):
+    from ndpack.storage.frame import FrameInfo, serialize
+    sizes = (10, 5) if variable else (10, 10, 10)
+    chunks = [ndpack.compress2(np.arange(float(n)), typesize=8) for n in sizes]
+    buf = serialize(FrameInfo(typesize=8, chunksize=0 if variable else 80), {}, {}, chunks,
+                    8 * sum(sizes))
+    hlen = struct.unpack_from(">i", buf, 11)[0]
+    ipos = hlen + struct.unpack_from(">q", buf, 39)[0]
+    ilen = struct.unpack_from("<i", buf, ipos + 12)[0]
+    out = bytearray(buf[:ipos] + index_chunk + buf[ipos + ilen:])
+    struct.pack_into(">Q", out, 16, len(out))
+    return bytes(out)
+
+
+def test_index_chunk_size_checked_before_decoding(tmp_path):
+    """An index chunk claiming 2 GB (a 32-byte special chunk) for a 3-chunk frame: a
+    FormatError before anything is decoded (it was a MemoryError under a 1 GiB limit)."""
+    from ndpack.chunks import special_chunk
+    big = special_chunk(ndpack.SpecialValue.ZERO, 8 * (2**28 - 8), 8, 1 << 20)
+    (tmp_path / "f.b2frame").write_bytes(_frame_with_index(big))
+    code = f"""
+import resource
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+import ndpack
+try:
+    ndpack.open({str(tmp_path / 'f.b2frame')!r})
+except ndpack.FormatError as exc:
+    print("FormatError", exc)
+"""
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    assert r.stdout.startswith("FormatError") and "offsets index holds" in r.stdout, \
+        (r.stdout, r.stderr[-500:])
+
+
+def test_variable_frame_index_bounded_by_its_chunks():
+    """16M index entries (all 0) over two stored chunks: refused without reading 16M
+    chunk headers."""
+    from ndpack.chunks import special_chunk
+    many = special_chunk(ndpack.SpecialValue.ZERO, 8 * 2**24, 8, 1 << 16)
+    t = time.perf_counter()
+    with pytest.raises(ndpack.FormatError, match="index entries in a variable-size frame"):
+        ndpack.schunk_from_cframe(_frame_with_index(many, variable=True))
+    assert time.perf_counter() - t < 3

@@ -198,6 +198,10 @@ def encode_index(offsets) -> bytes:
 
 def decode_index(chunk, nchunks: int | None, pos: int) -> np.ndarray:
     """Decode an offsets index chunk found at frame position `pos`."""
+    if nchunks is not None and len(chunk) >= 16 and chunk_nbytes_of(chunk) != 8 * nchunks:
+        raise FormatError(f"frame byte {pos}: offsets index holds "    # before decoding
+                          f"{chunk_nbytes_of(chunk)} bytes, expected {8 * nchunks} "
+                          f"(nbytes and chunksize make {nchunks} chunks)")
     try:
         raw = decompress(chunk)
     except FormatError as exc:

@@ -230,6 +230,9 @@ class _FileFrame(FrameBase):
                                   f"{self.nbytes} disagree with {n} index entries")
         else:
             self.cnb = []
+            if n > max(self._cbytes, 0) // 16:      # every chunk has a 16-byte header at least
+                raise FormatError(f"frame byte {base + 39}: {n} index entries in a "
+                                  f"variable-size frame of {self._cbytes} chunk bytes")
             for i, v in enumerate(self.offsets):
                 if v < 0:
                     raise FormatError(f"frame byte {base + st['idx_pos']}: special offset "
