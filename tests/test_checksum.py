@@ -381,9 +381,10 @@ def test_stale_record_from_another_writer(tmp_path, edit):
     assert checksums.RECORD not in blosc2.open(str(p)).vlmeta
 
 
-def test_changed_index_is_reported(tmp_path):
-    """Our own frame whose offsets index changed afterwards (sizes unchanged): opening
-    with verification names the record; verify=False opens it."""
+def test_changed_index_is_caught_by_the_chunks(tmp_path):
+    """Our own frame whose offsets index changed afterwards (two entries swapped, sizes
+    unchanged): each chunk read through a wrong entry fails its checksum; a record that
+    does not hold one checksum per chunk is reported at open."""
     p = tmp_path / "s.b2frame"
     s = ndpack.SChunk(chunksize=8_000, data=np.arange(3_000, dtype=np.int64), urlpath=str(p),
                       cparams={"typesize": 8})
@@ -396,10 +397,20 @@ def test_changed_index_is_reported(tmp_path):
         fh.seek(pos)
         assert len(index) == len(ff.encode_index([0, 0, 0]))
         fh.write(index)
-    with pytest.raises(FormatError, match="offsets index changed"):
+    t = ndpack.open(str(p))
+    assert t._frame.crcs is not None
+    for i in (0, 1):
+        with pytest.raises(FormatError, match=rf"chunk {i}: checksum mismatch"):
+            t.decompress_chunk(i)
+    assert bytes(t.decompress_chunk(2)) == np.arange(2_000, 3_000, dtype=np.int64).tobytes()
+    u = ndpack.SChunk(chunksize=8_000, data=np.arange(3_000, dtype=np.int64),
+                      urlpath=str(p), mode="w", cparams={"typesize": 8})
+    u._frame.crcs.append(7)                     # one checksum too many
+    u._frame._flush()
+    u.close()
+    with pytest.raises(FormatError, match="4 checksums for 3 chunks"):
         ndpack.open(str(p))
-    t = ndpack.open(str(p), dparams={"verify": False})
-    assert t._frame.crcs is None and t.nchunks == 3
+    assert ndpack.open(str(p), dparams={"verify": False})._frame.crcs is None
 
 
 def test_corrupt_block_start_is_a_checksum_error(tmp_path):

@@ -5,14 +5,16 @@ A frame may carry a crc32c (Castagnoli) of every chunk it stores, in the vlmeta 
 msgpack).  Its value is the msgpack map::
 
     {"alg": "crc32c", "version": 1, "crcs": <bin: one little-endian uint32 per chunk>,
-     "frame": [nbytes, cbytes, crc32c of the offsets index (LE int64 values)]}
+     "frame": [nbytes, cbytes]}
 
 stored as a memcpyed chunk (checksums do not compress).  Readers that do not know it
 (python-blosc2, C-Blosc2) see one more vlmeta entry and read the data as before.  The
-trailer's 16 fingerprint bytes (zeros in every C-Blosc2 frame) hold ``b"ndpk"`` and the
-record chunk's crc32c (:func:`mark`): C-Blosc2 zeroes them whenever it rewrites the
-trailer, so a record whose mark is gone, or whose ``frame`` sizes are not the frame's,
-was left behind by another writer and is dropped at open (:func:`take_record`).
+trailer's 16 fingerprint bytes (zeros in every C-Blosc2 frame) hold ``b"ndpk"`` and a
+crc32c of the frame's ``nbytes`` and ``cbytes`` (:func:`mark`): C-Blosc2 zeroes them
+whenever it rewrites the trailer, so a record whose mark is gone, or whose ``frame``
+sizes are not the frame's, was left behind by another writer and is dropped at open
+(:func:`take_record`).  A changed offsets index needs no check of its own: a chunk
+read through a wrong entry does not match its checksum.
 
 What a checksum covers: the chunk's bytes as the frame stores them (the compressed
 chunk, header included), so a reader checks them before decoding anything.  Special
@@ -57,8 +59,6 @@ import array
 import os
 import struct
 import sys
-
-import numpy as np
 
 from ndpack.chunks import compress2, crc32c
 from ndpack.codecs import Codec, make_cparams
@@ -162,16 +162,16 @@ def checked(frame, i: int, data, want=-1):
     return data
 
 
-def with_record(vlmeta: dict, crcs, offsets, cbytes: int, nbytes: int) -> dict:
-    """`vlmeta` (name -> chunk) plus the record for a frame whose offsets index,
-    ``cbytes`` and ``nbytes`` are those given (the trailer's vlmeta)."""
+def with_record(vlmeta: dict, crcs, cbytes: int, nbytes: int) -> dict:
+    """`vlmeta` (name -> chunk) plus the record for a frame of these ``cbytes`` and
+    ``nbytes`` (the trailer's vlmeta)."""
     if not crcs:                          # none, or no chunk yet: no record
         return vlmeta
     if sys.byteorder != "little":
         crcs = array.array("I", crcs)
         crcs.byteswap()
     value = {"alg": ALG, "version": VERSION, "crcs": crcs.tobytes(),
-             "frame": [int(nbytes), int(cbytes), _index_crc(offsets)]}
+             "frame": [int(nbytes), int(cbytes)]}
     if not _RECORD_CPARAMS:
         _RECORD_CPARAMS.append(make_cparams(codec=Codec.LZ4, clevel=0, typesize=1, nthreads=1))
     out = dict(vlmeta)
@@ -179,33 +179,29 @@ def with_record(vlmeta: dict, crcs, offsets, cbytes: int, nbytes: int) -> dict:
     return out
 
 
-def mark(trailer: bytes, vlmeta: dict) -> bytes:
+def mark(trailer: bytes, vlmeta: dict, cbytes: int, nbytes: int) -> bytes:
     """`trailer` (built for `vlmeta`) with the writer mark in its fingerprint bytes
-    when `vlmeta` holds the record: ``b"ndpk"`` and the record chunk's crc32c in the
-    16 bytes C-Blosc2 always writes as zeros (fingerprint type 0 kept; readers ignore
-    them).  C-Blosc2 rewrites the trailer, zeroing them, whenever it changes chunks or
-    vlmeta, so a record without its mark was not written by the frame's last writer."""
+    when `vlmeta` holds the record: ``b"ndpk"`` and a crc32c of the frame's sizes in
+    the 16 bytes C-Blosc2 always writes as zeros (fingerprint type 0 kept; readers
+    ignore them).  C-Blosc2 rewrites the trailer, zeroing them, whenever it changes
+    chunks or vlmeta, so a record without its mark was not written by the frame's last
+    writer."""
     if RECORD not in vlmeta:
         return trailer
-    return trailer[:-16] + _mark_of(vlmeta[RECORD])
+    return trailer[:-16] + _mark_of(cbytes, nbytes)
 
 
-def _mark_of(record_chunk) -> bytes:
-    return b"ndpk" + struct.pack("<I", crc32c(record_chunk)) + bytes(8)
+def _mark_of(cbytes: int, nbytes: int) -> bytes:
+    return b"ndpk" + struct.pack("<I", crc32c(struct.pack("<qq", nbytes, cbytes))) + bytes(8)
 
 
-def _index_crc(offsets) -> int:
-    return crc32c(np.asarray(offsets, dtype="<i8").tobytes())
-
-
-def decode_record(chunk, nchunks: int) -> tuple[array.array, list]:
-    """The checksums held by a record chunk and the frame state it was written for
-    (``[nbytes, cbytes, crc32c of the offsets index]``); :class:`FormatError` if
-    malformed."""
+def decode_record(chunk) -> tuple[array.array, list]:
+    """The checksums held by a record chunk and the frame sizes it was written for
+    (``[nbytes, cbytes]``); :class:`FormatError` if malformed."""
     value = unpack_vlmeta_value(chunk, RECORD)
     if not isinstance(value, dict) or value.get("alg") != ALG or value.get("version") != VERSION \
             or not isinstance(value.get("crcs"), bytes) or len(value["crcs"]) % 4 \
-            or not isinstance(value.get("frame"), list) or len(value["frame"]) != 3 \
+            or not isinstance(value.get("frame"), list) or len(value["frame"]) != 2 \
             or not all(isinstance(v, int) for v in value["frame"]):
         raise FormatError(f"vlmeta {RECORD!r}: not a version {VERSION} {ALG} record")
     crcs = array.array("I")
@@ -215,7 +211,7 @@ def decode_record(chunk, nchunks: int) -> tuple[array.array, list]:
     return crcs, value["frame"]
 
 
-def take_record(frame, offsets, cbytes: int, fingerprint: bytes | None):
+def take_record(frame, cbytes: int, fingerprint: bytes | None):
     """Move the record out of an opened frame's vlmeta into ``frame.crcs``.
 
     A record written for another state of the frame is stale: the trailer's
@@ -223,9 +219,9 @@ def take_record(frame, offsets, cbytes: int, fingerprint: bytes | None):
     trailer), or ``nbytes`` or ``cbytes`` differ.  It is dropped
     (``frame.crc_stale``), the frame reads unchecked, and its next write removes it.
 
-    A record that cannot be decoded, or whose frame state matches but whose offsets
-    index does not (the index changed after it was written), is kept in
-    ``frame.crc_problem`` and raised by :func:`configure` unless verification is off.
+    A record that cannot be decoded, or that does not hold one checksum per chunk of a
+    frame it was written for, is kept in ``frame.crc_problem`` and raised by
+    :func:`configure` unless verification is off.
     """
     frame.crc_problem, frame.crc_stale, frame.crcs = None, False, None
     raw = frame.vlmeta.pop(RECORD, None)
@@ -233,16 +229,15 @@ def take_record(frame, offsets, cbytes: int, fingerprint: bytes | None):
         frame.crcs = new_record() if frame.nchunks == 0 else None
         return
     try:
-        crcs, (nbytes, cb, index) = decode_record(raw, frame.nchunks)
+        crcs, (nbytes, cb) = decode_record(raw)
     except FormatError as exc:
         frame.crc_problem = str(exc)
         return
-    if fingerprint != _mark_of(raw) or (nbytes, cb) != (frame.nbytes, cbytes):
+    if fingerprint != _mark_of(cbytes, frame.nbytes) or (nbytes, cb) != (frame.nbytes, cbytes):
         frame.crc_stale = True
-    elif len(crcs) != frame.nchunks or index != _index_crc(offsets):
-        frame.crc_problem = (f"vlmeta {RECORD!r}: the offsets index changed after the "
-                             f"checksums were written ({len(crcs)} checksums, "
-                             f"{frame.nchunks} chunks)")
+    elif len(crcs) != frame.nchunks:
+        frame.crc_problem = (f"vlmeta {RECORD!r}: {len(crcs)} checksums for "
+                             f"{frame.nchunks} chunks")
     else:
         frame.crcs = crcs
 

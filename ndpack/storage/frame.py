@@ -449,8 +449,8 @@ def serialize(info: FrameInfo, meta: dict, vlmeta: dict, chunks, nbytes: int,
         parts.append(bytes(ch))
         pos += len(ch)
     index = encode_index(offsets) if n else b""
-    vlmeta = checksums.with_record(vlmeta, crcs, offsets, pos, nbytes)
-    trailer = checksums.mark(build_trailer(vlmeta), vlmeta)
+    vlmeta = checksums.with_record(vlmeta, crcs, pos, nbytes)
+    trailer = checksums.mark(build_trailer(vlmeta), vlmeta, pos, nbytes)
     hlen = len(build_header(info, meta, 0, 0, 0, False))
     frame_len = hlen + pos + len(index) + len(trailer)
     header = build_header(info, meta, nbytes, pos, frame_len, bool(vlmeta), empty=not n)

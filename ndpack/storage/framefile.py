@@ -242,7 +242,7 @@ class _FileFrame(FrameBase):
             if sum(self.cnb) != self.nbytes:
                 raise FormatError(f"frame byte {base + 30}: nbytes {self.nbytes} but the chunks "
                                   f"hold {sum(self.cnb)}")
-        checksums.take_record(self, self.offsets, self._cbytes, st.get("fingerprint"))
+        checksums.take_record(self, self._cbytes, st.get("fingerprint"))
 
     @property
     def cbytes(self) -> int:
@@ -338,9 +338,8 @@ class _FileFrame(FrameBase):
 
     def _tail(self) -> tuple[bytes, bytes, bytes]:
         index = encode_index(self.offsets) if self.offsets else b""
-        vlmeta = checksums.with_record(self.vlmeta, self.crcs, self.offsets, self._cbytes,
-                                       self.nbytes)
-        trailer = checksums.mark(build_trailer(vlmeta), vlmeta)
+        vlmeta = checksums.with_record(self.vlmeta, self.crcs, self._cbytes, self.nbytes)
+        trailer = checksums.mark(build_trailer(vlmeta), vlmeta, self._cbytes, self.nbytes)
         body = (0 if self.info.sparse else self._cbytes)
         frame_len = self.header_len + body + len(index) + len(trailer)
         header = build_header(self.info, self.meta, self.nbytes, self._cbytes, frame_len,
