@@ -521,3 +521,22 @@ def test_readers_during_updates_see_no_false_mismatch(tmp_path):
         sys.setswitchinterval(old)
     assert not errors, errors[:3]
     assert list(s._frame.crcs) == _stored_crcs(s._frame)
+
+
+def test_flipped_bit_in_the_record_is_reported(tmp_path):
+    """A corrupted record is not mistaken for a stale one: the chunk whose checksum
+    changed fails, the others read."""
+    x = _data()
+    p = tmp_path / "a.b2nd"
+    a = _write(p, x)
+    raw = a.schunk._frame.crcs.tobytes()
+    a.schunk.close()
+    buf = bytearray(p.read_bytes())
+    pos = bytes(buf).rindex(raw)                 # the crcs inside the trailer's record
+    buf[pos + 4 * 6 + 2] ^= 0x08                  # checksum of chunk 6
+    p.write_bytes(bytes(buf))
+    b = ndpack.open(str(p))
+    assert b.schunk._frame.crcs is not None and not b.schunk._frame.crc_stale
+    np.testing.assert_array_equal(b[:36_000], x[:36_000])
+    with pytest.raises(FormatError, match=r"chunk 6: checksum mismatch"):
+        b[36_000:42_000]
