@@ -10,7 +10,7 @@ Examples
 >>> chunk = ndpack.compress2(data, typesize=8)
 >>> len(chunk) < data.nbytes // 50
 True
->>> bool((np.frombuffer(ndpack.decompress2(chunk), np.int64) == data).all())
+>>> np.array_equal(np.frombuffer(ndpack.decompress2(chunk), np.int64), data)
 True
 """
 
