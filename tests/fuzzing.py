@@ -440,11 +440,13 @@ def fuzz(cases: int, seed: int = 0, jobs: int = 1, batch: int = 500,
     foreign = collections.Counter(d for o, d in results.values()
                                   if o == "error" and d.startswith("foreign:"))
     failures = sorted((i, o, d) for i, (o, d) in results.items() if o in FAILURES)
+    foreign_cases = sorted((i, d, names.get(i, "?")) for i, (o, d) in results.items()
+                           if o == "error" and d.startswith("foreign:"))
     by_seed = collections.Counter()
     for i, (o, _) in results.items():
         by_seed[(names.get(i, "?"), o)] += 1
     return {"counts": dict(counts), "failures": failures, "foreign": dict(foreign),
-            "by_seed": by_seed}
+            "foreign_cases": foreign_cases, "by_seed": by_seed}
 
 
 def main(argv=None) -> int:
@@ -462,6 +464,8 @@ def main(argv=None) -> int:
     print(f"fuzz: {args.cases} cases in {time.time() - t:.0f} s, seed {args.seed}")
     print("outcomes:", json.dumps(rep["counts"], sort_keys=True))
     print("builtin errors:", json.dumps(rep["foreign"], sort_keys=True))
+    for i, d, name in rep["foreign_cases"][:20]:
+        print(f"  case {i}: {d} ({name})")
     for i, o, d in rep["failures"][:50]:
         print(f"  case {i}: {o} {d}")
     bad = sum(rep["counts"].get(k, 0) for k in FAILURES + ("lost",))

@@ -340,3 +340,13 @@ def test_variable_frame_index_bounded_by_its_chunks():
     with pytest.raises(ndpack.FormatError, match="index entries in a variable-size frame"):
         ndpack.schunk_from_cframe(_frame_with_index(many, variable=True))
     assert time.perf_counter() - t < 3
+
+
+def test_zip_member_with_an_empty_name(tmp_path):
+    """Found by tests/fuzzing.py: zipfile's is_dir() raised IndexError on it."""
+    import zipfile
+    p = tmp_path / "e.b2z"
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr(zipfile.ZipInfo(""), b"x")
+    with pytest.raises(ndpack.FormatError, match="empty name"):
+        ndpack.TreeStore(p, mode="r")

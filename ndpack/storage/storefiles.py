@@ -168,6 +168,8 @@ def read_members(path: str):
         try:
             fsize = os.fstat(fd).st_size
             for info in zf.infolist():
+                if not info.filename:             # zipfile's is_dir() fails on it
+                    raise FormatError(f"{path!r}: a zip member has an empty name")
                 if info.is_dir():
                     continue
                 if info.compress_type != zipfile.ZIP_STORED:
