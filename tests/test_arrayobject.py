@@ -122,3 +122,56 @@ def test_from_dlpack():
     np.testing.assert_array_equal(ndpack.from_dlpack(ndpack.asarray(x))[()], x)
     with pytest.raises(ValueError, match="always copies"):
         ndpack.from_dlpack(x, copy=False)
+
+
+INPLACE = ["+=", "-=", "*=", "/=", "//=", "%=", "**=", "&=", "|=", "^=", "<<=", ">>="]
+
+
+@pytest.mark.parametrize("op", INPLACE)
+@pytest.mark.parametrize("dtype", ["i4", "f8", "u1", "?"])
+def test_inplace_operators_match_numpy(op, dtype, tmp_path):
+    rng = np.random.default_rng(7)
+    x = (rng.integers(1, 5, size=(6, 10)) if dtype != "?" else rng.integers(0, 2, (6, 10)))
+    x = x.astype(dtype)
+    y = x[::-1].copy() if dtype == "?" else (x[::-1] % 3 + 1).astype(dtype)
+    want = x.copy()
+    try:
+        with np.errstate(all="ignore"):
+            exec(f"want {op} y")                       # noqa: S102 -- the test's own text
+    except TypeError:                                  # NumPy refuses it: so do we
+        a = ndpack.asarray(x, chunks=(4, 5), blocks=(2, 5))
+        with pytest.raises(TypeError):
+            exec(f"a {op} y")                          # noqa: S102
+        return
+    for where in ("memory", "disk"):
+        path = None if where == "memory" else tmp_path / f"a{INPLACE.index(op)}.b2nd"
+        a = ndpack.asarray(x, chunks=(4, 5), blocks=(2, 5), urlpath=path, mode="w")
+        same = a
+        with np.errstate(all="ignore"):
+            exec(f"a {op} y")                          # noqa: S102
+        assert a is same
+        np.testing.assert_array_equal(a[()], want)
+        if path is not None:
+            np.testing.assert_array_equal(ndpack.open(path)[()], want)
+
+
+def test_inplace_reads_before_it_writes():
+    x = np.arange(40.0).reshape(8, 5)
+    a = ndpack.asarray(x, chunks=(2, 5), blocks=(1, 5))
+    a += ndpack.lazyexpr("a[::-1]", operands={"a": a})     # a view of the target itself
+    np.testing.assert_array_equal(a[()], x + x[::-1])
+    a *= a
+    np.testing.assert_array_equal(a[()], (x + x[::-1]) ** 2)
+
+
+def test_inplace_bad_input(tmp_path):
+    a = ndpack.asarray(np.arange(6))
+    with pytest.raises(TypeError, match="same_kind"):
+        a += 1.5
+    with pytest.raises(ValueError, match="shape"):
+        a += np.ones((2, 6), dtype=int)
+    np.testing.assert_array_equal(a[()], np.arange(6))      # untouched
+    ndpack.asarray(np.arange(6), urlpath=tmp_path / "r.b2nd", mode="w")
+    r = ndpack.open(tmp_path / "r.b2nd", mode="r")
+    with pytest.raises(ndpack.ParameterError, match="mode 'r'"):
+        r += 1

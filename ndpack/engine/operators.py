@@ -2,7 +2,8 @@
 
 ``LazyExpr`` and ``NDArray`` get ``+ - * / // % ** & | ^ ~ << >>``, comparisons,
 unary ``-``/``+``/``abs`` and ``__array_ufunc__``: each returns a new
-:class:`~ndpack.engine.lazyexpr.LazyExpr` and reads nothing.  They also get the
+:class:`~ndpack.engine.lazyexpr.LazyExpr` and reads nothing.  NDArray's in-place
+operators (``a += b``) compute at once and write the result back chunk by chunk.  They also get the
 reduction methods (``a.sum(axis=0)``, ``e.mean()``, ``a.argmax()``, ...; see
 :mod:`ndpack.engine.reductions`), computed at once, streamed chunk by chunk.  The
 storage layer does not know the engine (imports point down), so the engine installs
@@ -21,8 +22,10 @@ Examples
 
 from __future__ import annotations
 
+import numpy as np
+
 from ndpack.engine import reductions
-from ndpack.engine.lazyexpr import LazyExpr, _node, _ufunc
+from ndpack.engine.lazyexpr import LazyExpr, _node, _ufunc, evaluate
 from ndpack.engine.tree import Apply, Contract
 from ndpack.storage.ndarray import NDArray
 
@@ -51,6 +54,23 @@ def _unary(func):
     def method(self):
         return LazyExpr(Apply(func, (_node(self),)))
     method.__name__ = func
+    return method
+
+
+def _inplace(func):
+    def method(self, other):
+        expr = LazyExpr(Apply(func, (_node(self), _node(other))))
+        if expr.shape != self.shape:
+            raise ValueError(f"in-place {func}: the result's shape {expr.shape} is not the "
+                             f"array's {self.shape}")
+        if not np.can_cast(expr.dtype, self.dtype, "same_kind"):     # NumPy's rule
+            raise TypeError(f"in-place {func}: cannot cast the result's dtype {expr.dtype} "
+                            f"to the array's {self.dtype} with casting rule 'same_kind'")
+        evaluate(expr, out=self)     # chunk by chunk; same_kind casting, as NumPy's
+        return self
+    method.__name__ = f"i{func}"
+    method.__doc__ = (f"``self = {func}(self, other)`` written back chunk by chunk (the "
+                      f"result must keep the array's shape and cast to its dtype).")
     return method
 
 
@@ -101,3 +121,6 @@ def install(cls) -> None:
 
 install(LazyExpr)
 install(NDArray)
+for _short, _func in _BINARY.items():          # NDArray only: an expression is rebound
+    setattr(NDArray, f"__i{_short}__", _inplace(_func))
+del _short, _func
