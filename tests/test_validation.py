@@ -350,3 +350,36 @@ def test_zip_member_with_an_empty_name(tmp_path):
         z.writestr(zipfile.ZipInfo(""), b"x")
     with pytest.raises(ndpack.FormatError, match="empty name"):
         ndpack.TreeStore(p, mode="r")
+
+
+# --- chunk headers against the layout, at read time -------------------------------------
+
+def _chunk_file_and_pos(a, path, n):
+    frame = a.schunk._frame
+    v = frame.offsets[n]
+    if path.is_dir():
+        return path / f"{v:08X}.chunk", 0
+    return path, frame.header_len + v
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+@pytest.mark.parametrize("field, pos, value", [("nbytes", 4, 400), ("blocksize", 8, 80)])
+def test_chunk_header_of_another_layout(tmp_path, monkeypatch, contiguous, field, pos, value):
+    """A chunk whose header nbytes or blocksize is not the array's: a FormatError naming
+    the chunk (it was a NumPy ValueError, or values left unwritten, found by the fuzzer)."""
+    monkeypatch.setenv("NDPACK_CHECKSUMS", "0")     # a checksum would catch it first
+    path = tmp_path / "c.b2nd"
+    x = np.arange(400.0).reshape(20, 20)
+    a = ndpack.asarray(x, chunks=(10, 10), blocks=(5, 10), urlpath=path, mode="w",
+                       contiguous=contiguous, cparams={"codec": ndpack.Codec.LZ4})
+    f, at = _chunk_file_and_pos(a, path, 1)
+    del a
+    raw = bytearray(f.read_bytes())
+    struct.pack_into("<i", raw, at + pos, value)
+    f.write_bytes(bytes(raw))
+    b = ndpack.open(path)
+    np.testing.assert_array_equal(b[:10, :10], x[:10, :10])      # chunk 0 is fine
+    for key in [(slice(None),), (slice(0, 10), slice(10, 20)), (3, 15), ([1, 2], 17),
+                (slice(2, 9), slice(12, 14))]:
+        with pytest.raises(ndpack.FormatError, match=f"chunk 1: .*field chunk {field}"):
+            b[key]

@@ -106,8 +106,6 @@ def _chunks(arr, plan) -> list:
         chunks = []
         for k, n in enumerate(numbers):
             c = arr._lazy_chunk(n, plan.blocks_of(k))     # (a reused buffer: copied)
-            chunks.append(bytes(c) if c is not None else
-                          arr._schunk._frame.get(n, partial=True))
+            chunks.append(bytes(c) if c is not None else arr._stored(n, partial=True))
         return chunks
-    get = arr._schunk._frame.get
-    return [get(n, partial=True) for n in numbers]
+    return [arr._stored(n, partial=True) for n in numbers]

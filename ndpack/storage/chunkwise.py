@@ -45,7 +45,7 @@ def _fetch(arr, n, numbers):
     chunk = arr._lazy_chunk(n, numbers) if arr._lazy_ok() else None
     if chunk is not None:
         return chunk, None
-    chunk = arr._schunk._frame.get(n, partial=True)
+    chunk = arr._stored(n, partial=True)
     return chunk, arr._special_fill(chunk)
 
 

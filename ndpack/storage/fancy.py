@@ -443,7 +443,7 @@ def fancy_set(arr, key, value, front=False, plan=None) -> None:
         m = mask[dst]
         if not m.any():
             return None
-        stored = arr._schunk._frame.get(n)
+        stored = arr._stored(n)
         if arr._special_fill(stored) is None:
             new = _patch_items(arr, stored, idx, m, vals[dst])
             if new is not None:

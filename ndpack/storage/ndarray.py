@@ -435,7 +435,7 @@ class NDArray(NDReader, NDStored):
         """Chunk `n` (whose stored bytes are `chunk` when given) decoded into a
         writable array of the extended chunk shape."""
         if chunk is None:
-            chunk = self._schunk._frame.get(n)
+            chunk = self._stored(n)
         fill = self._special_fill(chunk)
         if fill is not None:
             arr = np.empty(self._ext_chunks, self._dtype)

@@ -21,6 +21,7 @@ import numpy as np
 from ndpack.chunks import decompress2, decompress_blocks, getitems, read_blocks_from_file
 from ndpack.storage.framefile import ContiguousFrame
 from ndpack.storage.grid import compact_index, dim_parts, prod
+from ndpack.storage.validate import check_chunk
 
 __all__ = ["NDReader"]
 
@@ -214,9 +215,14 @@ class NDReader:
         """Chunk `n` whole; from files (`lazy`) read into this thread's buffer, valid
         until its next read (fresh pages for every chunk would cost page faults).
         `partial`: only part of it will be decoded (see the frames' ``get``)."""
-        frame = self._schunk._frame
-        return frame.get(n, _scratch(self._chunk_nbytes + 64, "src"), partial=partial) \
-            if lazy else frame.get(n, partial=partial)
+        return self._stored(n, _scratch(self._chunk_nbytes + 64, "src") if lazy else None,
+                            partial)
+
+    def _stored(self, n: int, buf=None, partial: bool = False):
+        """Chunk `n` as stored (into `buf` when given, see the frames' ``get``), its
+        header checked against the array's layout (storage/validate.py)."""
+        chunk = self._schunk._frame.get(n, buf, partial=partial)
+        return check_chunk(n, chunk, self._chunk_nbytes, self._blocksize)
 
     def _blocks_into(self, chunk, locs, bids, target, nthreads) -> bool:
         """Decode the blocks `bids` of a regular chunk and copy the positions `locs`
@@ -437,7 +443,7 @@ class NDReader:
         out = np.empty((), self._dtype)
         fill = None
         if chunk is None:
-            chunk = self._schunk._frame.get(n, partial=True)
+            chunk = self._stored(n, partial=True)
             fill = self._special_fill(chunk)
         if fill is not None:
             out[()] = fill

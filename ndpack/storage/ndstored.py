@@ -38,7 +38,7 @@ class NDStored:
         >>> bytes(a.read_chunk(1, bytearray(1 << 16))) == a.get_chunk(1)
         True
         """
-        return self._schunk._frame.get(nchunk, buf)
+        return self._stored(nchunk, buf)
 
     @property
     def stored_elements(self) -> int:

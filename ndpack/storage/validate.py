@@ -29,12 +29,15 @@ ndpack.errors.FormatError: the b2nd metalayer (shape (10,), chunks (10,)) makes 
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from ndpack.errors import FormatError, ParameterError
+from ndpack.storage.frame import special_code
 from ndpack.storage.grid import check_sizes, ext_shape, prod
 
-__all__ = ["check_array_frame"]
+__all__ = ["check_array_frame", "check_chunk"]
 
 
 def check_array_frame(frame, shape: tuple, chunks: tuple, blocks: tuple,
@@ -91,3 +94,35 @@ def check_array_frame(frame, shape: tuple, chunks: tuple, blocks: tuple,
     if info.blocksize not in (0, block_nbytes):
         raise FormatError(f"the frame header says blocksize {info.blocksize}, the b2nd blocks "
                           f"{blocks} of {dtype} hold {block_nbytes} bytes (field blocksize)")
+
+
+def check_chunk(n: int, chunk, nbytes: int, blocksize: int):
+    """`chunk` (stored chunk `n` of an array) if its header fits the array's layout:
+    ``nbytes`` one padded chunk and, for chunks holding data, ``blocksize`` one block.
+
+    A chunk of another layout would decode into the wrong places (block reads) or
+    leave part of the output unwritten (a whole-chunk decode into a bigger buffer):
+    :class:`FormatError` naming the chunk and the field.  Chunks of fewer than 32
+    bytes are left to the decoder, which reports them.
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> c = ndpack.compress2(np.arange(10.0), typesize=8, blocksize=40)
+    >>> check_chunk(3, c, 80, 40) is c
+    True
+    >>> check_chunk(3, c, 160, 40)
+    Traceback (most recent call last):
+    ...
+    ndpack.errors.FormatError: chunk 3: its header says nbytes 80, the array's chunks hold 160 (field chunk nbytes)
+    """
+    if len(chunk) < 32:
+        return chunk
+    nb, bs = struct.unpack_from("<ii", chunk, 4)
+    if nb != nbytes:
+        raise FormatError(f"chunk {n}: its header says nbytes {nb}, the array's chunks hold "
+                          f"{nbytes} (field chunk nbytes)")
+    if bs != blocksize and nb and not special_code(chunk):
+        raise FormatError(f"chunk {n}: its header says blocksize {bs}, the array's blocks "
+                          f"hold {blocksize} bytes (field chunk blocksize)")
+    return chunk
