@@ -136,6 +136,12 @@ def build_corpus(root: str) -> list:
             entries.append({"name": rel, "kind": kind, "path": os.path.basename(dst),
                             "open": ""})
     entries += _own_seeds(root, "own")
+    os.makedirs(os.path.join(root, "text"))
+    for k, text in enumerate(EXPRESSIONS):
+        with open(os.path.join(root, "text", f"{k}.txt"), "w") as f:
+            f.write(text)
+        entries.append({"name": f"text/{k}", "kind": "text", "path": f"text/{k}.txt",
+                        "open": ""})
     old = os.environ.get("NDPACK_CHECKSUMS")
     os.environ["NDPACK_CHECKSUMS"] = "0"          # no checksums: mutations reach decoders
     try:
@@ -188,7 +194,15 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
     return bytes(buf)
 
 
-KIND_WEIGHTS = {"chunk": 25, "frame": 45, "store": 15, "expr": 15}
+KIND_WEIGHTS = {"chunk": 20, "frame": 40, "store": 15, "expr": 15, "text": 10}
+# expression strings (mutated as bytes, read as UTF-8 with replacement characters)
+EXPRESSIONS = [
+    "a + b * 2", "sin(a) ** 2 + cos(b) - 1.5e3", "where(a > b, a, 2**40) // 7",
+    "sum(a, axis=1) + b[:, ::2].T[1, ::-1].T[0]", "a[1:3, ::-1] * 1e308 + (b[1:3] % 3)",
+    "(c & 3) << 2 | ~c ^ 255", "mean(a, axis=1, keepdims=True) - std(b)",
+    "arctan2(a, b + 1) ** 0.5 + exp(-abs(a))", "c ** 2 ** 3 + 9223372036854775807",
+    "(a > 1) & (b < 2) | ~(c == 0)", "matmul(a, b.T) + 1", "max(a) - min(b, axis=0)",
+]
 
 
 def pick(entries: list, rng: random.Random) -> dict:
@@ -270,6 +284,16 @@ def run_case(entry: dict, path: str) -> None:
             if info["blocksize"] > 0 and info["nbytes"] > 0 and not info["vlblocks"]:
                 decompress_blocks(data, [0], nthreads=1)
         return
+    if entry["kind"] == "text":
+        import numpy as np
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8", "replace")
+        x = np.arange(20.0).reshape(4, 5) - 7.5
+        names = {"a": ndpack.asarray(x, chunks=(2, 5)), "b": x[::-1] * 0.5,
+                 "c": np.arange(20, dtype=np.int64).reshape(4, 5)}
+        _read(ndpack.lazyexpr(text, local_dict=names))
+        ndpack.evaluate(text, local_dict=names)
+        return
     if entry["kind"] == "store":
         with ndpack.TreeStore(path, mode="r") as ts:
             _read(ts)
@@ -295,7 +319,10 @@ def check_corpus(root: str, entries: list) -> list:
     return bad
 
 
-def _classify(exc: BaseException) -> tuple[str, str]:
+def _classify(exc: BaseException, kind: str = "") -> tuple[str, str]:
+    """``(outcome, detail)``; a builtin error from a file is ``foreign:`` (reported: files
+    should give ndpack's errors), from an expression string ``text:`` (the parser's
+    documented ValueError, NumPy's TypeError/OverflowError)."""
     import ndpack
 
     name = type(exc).__name__
@@ -307,7 +334,7 @@ def _classify(exc: BaseException) -> tuple[str, str]:
         return "error", name
     if name in CLEAN or isinstance(exc, (ValueError, TypeError, KeyError, IndexError,
                                          OSError, OverflowError)):
-        return "error", "foreign:" + name
+        return "error", ("text:" if kind == "text" else "foreign:") + name
     return "other", name
 
 
@@ -315,6 +342,8 @@ def worker(job: dict) -> None:
     """Run cases ``start..stop`` of `job`, one output line each: ``i outcome detail``."""
     import resource
     import warnings
+
+    import ndpack  # noqa: F401  (an import failure is the worker's, not a case's)
 
     warnings.simplefilter("ignore")
     limit = job.get("as_limit", 4 << 30)
@@ -340,7 +369,7 @@ def worker(job: dict) -> None:
             except BaseException as exc:           # noqa: BLE001 (classified)
                 if isinstance(exc, KeyboardInterrupt):
                     raise
-                outcome, detail = _classify(exc)
+                outcome, detail = _classify(exc, entry["kind"])
                 if outcome != "error":
                     detail += ":" + repr(str(exc)[:200])
             shutil.rmtree(scratch, ignore_errors=True)
@@ -398,6 +427,8 @@ def _run_batch(job: dict, deadline: float, results: dict, names: dict) -> int:
     if current is not None:                        # died while running `current`
         results[current] = ("crash", f"{names.get(current, '?')} rc={proc.returncode}")
         return current + 1
+    if proc.returncode and not any(job["start"] <= i < job["stop"] for i in results):
+        return job["start"]                        # died before its first case: retry
     return job["stop"]
 
 
@@ -420,12 +451,20 @@ def fuzz(cases: int, seed: int = 0, jobs: int = 1, batch: int = 500,
 
         def run_range(lo):
             hi = min(lo + batch, cases)
+            retries, mine = 3, tempfile.mkdtemp(dir=scratch)     # this range's files
             while lo < hi:
                 job = dict(corpus=corpus, entries=entries, seed=seed, start=lo, stop=hi,
-                           as_limit=as_limit, scratch=scratch)
-                lo = _run_batch(job, deadline, results, names)
-                for leftover in os.listdir(scratch):     # a crashed worker's files
-                    shutil.rmtree(os.path.join(scratch, leftover), ignore_errors=True)
+                           as_limit=as_limit, scratch=mine)
+                nxt = _run_batch(job, deadline, results, names)
+                if nxt == lo:                         # the worker did not start
+                    retries -= 1
+                    if not retries:
+                        break                          # the cases count as lost
+                    time.sleep(5)
+                lo = nxt
+                for leftover in os.listdir(mine):        # a crashed worker's files
+                    shutil.rmtree(os.path.join(mine, leftover), ignore_errors=True)
+            shutil.rmtree(mine, ignore_errors=True)
             if log:
                 log(f"cases {hi}/{cases}")
 

@@ -21,7 +21,7 @@ def test_seeds_read_unmutated():
     try:
         entries = fuzzing.build_corpus(root)
         kinds = {e["kind"] for e in entries}
-        assert kinds == {"chunk", "frame", "store", "expr"}
+        assert kinds == {"chunk", "frame", "store", "expr", "text"}
         assert fuzzing.check_corpus(root, entries) == []
     finally:
         import shutil
