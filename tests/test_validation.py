@@ -383,3 +383,18 @@ def test_chunk_header_of_another_layout(tmp_path, monkeypatch, contiguous, field
                 (slice(2, 9), slice(12, 14))]:
         with pytest.raises(ndpack.FormatError, match=f"chunk 1: .*field chunk {field}"):
             b[key]
+
+
+@pytest.mark.parametrize("newshape", [(2**62, 10), (2**40, 10), (10, 2**62)])
+def test_resize_beyond_the_index_raises_at_once(tmp_path, newshape):
+    """resize() planned every chunk of the new grid in Python first (2**40 never returned)."""
+    for kw in ({}, {"urlpath": tmp_path / "r.b2nd", "mode": "w"}):
+        a = ndpack.asarray(np.arange(100.0).reshape(10, 10), chunks=(1, 10), blocks=(1, 10),
+                           **kw)
+        t = time.perf_counter()
+        with pytest.raises(ndpack.ParameterError):
+            a.resize(newshape)
+        assert time.perf_counter() - t < 2
+        np.testing.assert_array_equal(a[...], np.arange(100.0).reshape(10, 10))
+        a.resize((12, 10))                     # still usable
+        assert a.shape == (12, 10) and a[11].tolist() == [0.0] * 10

@@ -620,6 +620,8 @@ class NDArray(NDReader, NDStored):
                              f"array has {self.ndim}")
         if any(s < 0 for s in newshape):
             raise ValueError(f"new shape {newshape} has a negative size")
+        if 0 not in self._chunks:         # what the format can index, before any work
+            check_sizes(newshape, self._chunks, self._blocks, self._dtype.itemsize)
         if 0 in self._chunks and 0 not in newshape:
             raise ValueError(f"cannot resize an array with zero-sized chunks {self._chunks} "
                              f"to {newshape}")
