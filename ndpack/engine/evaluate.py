@@ -93,6 +93,13 @@ def _numexpr_string(node: Node, names: dict) -> str | None:
     return _numexpr_parts(node, names)[0]
 
 
+def _constant(node: Node) -> bool:
+    """A subtree of constants only (numexpr folds it into one literal)."""
+    if isinstance(node, Constant):
+        return True
+    return isinstance(node, Apply) and all(_constant(a) for a in node.args)
+
+
 def _numexpr_ok(node: Node) -> bool:
     """numexpr gives NumPy's exact dtype and values for this tree."""
     if isinstance(node, Operand):
@@ -102,6 +109,8 @@ def _numexpr_ok(node: Node) -> bool:
     if (node.dtype.kind == "c" or any(a.dtype.kind == "c" for a in node.args)) \
             and node.func.name not in _COMPLEX_EXACT:
         return False
+    if node.func.name in ("divide", "true_divide") and _constant(node.args[1]):
+        return False           # numexpr multiplies by the reciprocal: 3 / 8.5 is 1 ulp off
     return (node.func.numexpr is not None and node.dtype in _NUMEXPR_DTYPES
             and all(_numexpr_ok(a) for a in node.args)
             and all(a.dtype == node.dtype or isinstance(a, Constant) or node.dtype == np.bool_

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import numbers
+import operator
 
 import numpy as np
 
@@ -57,6 +58,53 @@ def parse(text: str, names: dict) -> Node:
         raise ValueError(f"expression nests too deeply to parse (limit {_MAX_DEPTH} levels)") \
             from None
     return _Builder(text, names).visit(tree.body, 0)
+
+
+# Constant subexpressions of Python numbers (``2**70``, ``1.5 * 4``) are computed as
+# Python computes them in NumPy code -- before they meet an array -- so ``a * 2**70`` is
+# ``a * 1.18e21`` (NumPy's rules then apply to the big integer: a float array takes it
+# as a float, an integer array raises OverflowError), never a wrapped int64.  Integer
+# results are bounded: a constant beyond this many bits is an OverflowError at parse
+# time, never an unbounded computation (``2**2**40``).
+MAX_CONSTANT_BITS = 4096
+_PY_NUMBERS = (bool, int, float, complex)
+
+
+def _fold(op: str, left: Node, right: Node, src: str):
+    """The Constant of `op` over two Python-number constants, or None to leave it to
+    NumPy (other operators, NumPy scalars, divisions by zero)."""
+    if not (isinstance(left, Constant) and isinstance(right, Constant)):
+        return None
+    a, b = left.value, right.value
+    if type(a) not in _PY_NUMBERS or type(b) not in _PY_NUMBERS:
+        return None
+    ints = isinstance(a, int) and isinstance(b, int)
+    if op == "power":
+        if ints and b >= 0 and max(abs(a).bit_length(), 1) * b > MAX_CONSTANT_BITS \
+                and abs(a) > 1:
+            raise OverflowError(f"the constant {src!r} has more than {MAX_CONSTANT_BITS} "
+                                "bits")
+        if ints and b < 0 and a == 0:
+            return None
+    elif op == "multiply":
+        if ints and abs(a).bit_length() + abs(b).bit_length() > MAX_CONSTANT_BITS:
+            raise OverflowError(f"the constant {src!r} has more than {MAX_CONSTANT_BITS} "
+                                "bits")
+    elif op in ("divide", "floor_divide", "remainder"):
+        if b == 0:
+            return None                        # NumPy's inf/nan/0 and warning, not raising
+    elif op not in ("add", "subtract"):
+        return None
+    fn = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
+          "power": operator.pow, "divide": operator.truediv,
+          "floor_divide": operator.floordiv, "remainder": operator.mod}[op]
+    try:
+        value = fn(a, b)
+    except (OverflowError, ZeroDivisionError, ValueError) as exc:
+        raise OverflowError(f"the constant {src!r} cannot be computed: {exc}") from None
+    if isinstance(value, int) and abs(value).bit_length() > MAX_CONSTANT_BITS:
+        raise OverflowError(f"the constant {src!r} has more than {MAX_CONSTANT_BITS} bits")
+    return Constant(value)
 
 
 class _Builder:
@@ -111,7 +159,9 @@ class _Builder:
         op = BINARY_OPERATORS.get(type(node.op).__name__)
         if op is None:
             self.reject(node, "operator")
-        return Apply(op, (self.visit(node.left, depth), self.visit(node.right, depth)))
+        left, right = self.visit(node.left, depth), self.visit(node.right, depth)
+        folded = _fold(op, left, right, self._src(node))
+        return folded if folded is not None else Apply(op, (left, right))
 
     def visit_UnaryOp(self, node, depth):
         op = UNARY_OPERATORS.get(type(node.op).__name__)
