@@ -51,6 +51,8 @@ from ndpack.engine.persist import MissingOperandsError, open
 from ndpack.engine.dask_backend import from_dask, to_dask
 from ndpack.engine.udf import LazyUDF, lazyudf
 from . import fft, linalg  # noqa: E402 -- the standard's extensions (ndpack.linalg, ndpack.fft)
+from ndpack.compat import *  # noqa: F403 -- python-blosc2's constants and aliases
+from . import compat as _compat
 from ndpack.engine.shape import (broadcast_to, concat, expand_dims, flip, matrix_transpose,
                                  moveaxis, permute_dims, reshape, roll, squeeze, stack, take,
                                  take_along_axis)
@@ -86,6 +88,7 @@ __all__ = [
     "sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin", "argmax",
     "count_nonzero", "cumulative_sum", "cumulative_prod",
     "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis", "linalg", "fft",
+    *_compat.__all__,
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float32", "float64", "complex64", "complex128",
     "can_cast", "finfo", "iinfo", "isdtype", "result_type",

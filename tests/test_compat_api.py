@@ -88,3 +88,34 @@ def test_parameter_records_wherever_dicts_are_taken(tmp_path):
     assert bytes(s[:]) == x.tobytes()
     r = ndpack.lazyexpr("a + 1", operands={"a": a}).compute(cparams=cp, dparams=dp)
     assert r.cparams.codec == ndpack.Codec.LZ4 and np.array_equal(r[()], x + 1)
+
+
+def test_every_python_blosc2_name_is_here_or_documented():
+    import pathlib
+    import re
+    import types
+    doc = pathlib.Path(__file__).resolve().parent.parent / "docs" / "compat.md"
+    first_cells = [line.split("|")[1] for line in doc.read_text().splitlines()
+                   if line.startswith("| `")]            # the table's name column
+    listed = set(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", " ".join(first_cells)))
+    names = [n for n in dir(blosc2) if not n.startswith("_")
+             and not isinstance(getattr(blosc2, n), types.ModuleType)]
+    missing = sorted(n for n in names if not hasattr(ndpack, n) and n not in listed)
+    assert not missing, f"python-blosc2 names neither in ndpack nor in docs/compat.md: {missing}"
+    stale = sorted(n for n in listed if hasattr(ndpack, n) and n in names)
+    assert not stale, f"docs/compat.md lists names ndpack has: {stale}"
+
+
+def test_constants_and_aliases():
+    assert ndpack.MAX_TYPESIZE == 255 and ndpack.MAX_DIM == blosc2.MAX_DIM == 16
+    for name in ("MAX_BUFFERSIZE", "MAX_OVERHEAD", "MIN_HEADER_LENGTH",
+                 "EXTENDED_HEADER_LENGTH", "DEFINED_CODECS_STOP",
+                 "GLOBAL_REGISTERED_CODECS_STOP", "USER_REGISTERED_CODECS_STOP",
+                 "DEFAULT_INT", "DEFAULT_FLOAT", "DEFAULT_COMPLEX", "DEFAULT_INDEX", "bool_",
+                 "str_", "bytes_", "object_", "float16", "euler_gamma"):
+        assert getattr(ndpack, name) == getattr(blosc2, name), name
+    assert ndpack.ncores == ndpack.detect_number_of_cores() >= 1
+    x = np.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_array_equal(ndpack.transpose(ndpack.asarray(x))[()], x.T)
+    np.testing.assert_array_equal(ndpack.diagonal(ndpack.asarray(x[0]), offset=1)[()],
+                                  np.diagonal(x[0], offset=1))
