@@ -106,6 +106,41 @@ def _own_seeds(root: str, sub: str) -> list:
     return entries
 
 
+def _with_vlmeta(arr):
+    arr.vlmeta["k"] = {"v": [1, 2]}
+    return arr
+
+
+def _peer_seeds(root: str) -> list:
+    """Files python-blosc2 writes (when it is installed): index-only special chunks,
+    repeated-value chunks, a resized array, a sparse array, vlmeta."""
+    try:
+        import blosc2
+    except ImportError:
+        return []
+    import numpy as np
+
+    peer = os.path.join(root, "peer")
+    os.makedirs(peer)
+    x = np.arange(5000.0).reshape(100, 50)
+    made = {
+        "empty.b2nd": lambda p: blosc2.empty((100, 50), chunks=(30, 20), urlpath=p),
+        "full.b2nd": lambda p: blosc2.full((100, 50), 3.5, chunks=(30, 20), urlpath=p),
+        "sparse.b2nd": lambda p: blosc2.asarray(x, chunks=(30, 20), urlpath=p,
+                                                contiguous=False),
+        "resized.b2nd": lambda p: blosc2.asarray(x, chunks=(30, 20), urlpath=p)
+        .resize((130, 70)),
+        "vlmeta.b2nd": lambda p: _with_vlmeta(
+            blosc2.asarray(x.astype("i2"), chunks=(50, 50), urlpath=p)),
+    }
+    out = []
+    for name, make in made.items():
+        make(os.path.join(peer, name))
+        out.append({"name": f"peer/{name}", "kind": "frame", "path": f"peer/{name}",
+                    "open": ""})
+    return out
+
+
 def build_corpus(root: str) -> list:
     """Write the seeds under `root`; returns the entries ``{name, kind, path, open}``
     (`path`: the file or directory mutated; `open`: what is opened, relative to it)."""
@@ -136,6 +171,7 @@ def build_corpus(root: str) -> list:
             entries.append({"name": rel, "kind": kind, "path": os.path.basename(dst),
                             "open": ""})
     entries += _own_seeds(root, "own")
+    entries += _peer_seeds(root)
     os.makedirs(os.path.join(root, "text"))
     for k, text in enumerate(EXPRESSIONS):
         with open(os.path.join(root, "text", f"{k}.txt"), "w") as f:

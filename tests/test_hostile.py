@@ -144,7 +144,7 @@ def test_params_objects_check_fields():
 
 def test_constructors_refuse_bad_params(tmp_path):
     for kw in ({"cparams": {"nthreads": 0}}, {"dparams": {"nthreads": -1}},
-               {"cparams": {"clevel": 11}}):
+               {"cparams": {"clevel": 11}}, {"cparams": {"typesize": 300}}):
         with pytest.raises(ndpack.ParameterError):
             ndpack.asarray(X, **kw)
         with pytest.raises(ndpack.ParameterError):
