@@ -133,3 +133,14 @@ def test_bad_input():
         ndpack.meshgrid(a, indexing="yx")
     with pytest.raises(ValueError, match="non-negative"):
         ndpack.diff(a, n=-1)
+
+
+def test_reshape_copy_keyword():
+    a = ndpack.arange(12, shape=(3, 4))
+    assert ndpack.reshape(a, (3, 4), copy=False) is a
+    with pytest.raises(ValueError, match="copy=False"):
+        ndpack.reshape(a, (4, 3), copy=False)
+    for copy in (None, True):
+        r = ndpack.reshape(a, (2, 6), copy=copy)
+        assert r is not a
+        np.testing.assert_array_equal(r[()], np.arange(12).reshape(2, 6))

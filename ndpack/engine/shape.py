@@ -566,8 +566,12 @@ def _new_shape(shape, size: int) -> tuple:
     return shape
 
 
-def reshape(src, shape, c_order=True, **kwargs) -> NDArray:
+def reshape(src, shape, c_order=True, *, copy=None, **kwargs) -> NDArray:
     """`src` with a new shape (any number of dimensions), items in C order.
+
+    An NDArray's chunks are laid out for its shape, so a new shape is a new array:
+    ``copy=False`` (the array API's "never copy") is a ValueError unless the shape is
+    unchanged and no storage keywords are given, when `src` itself is returned.
 
     The output is written chunk by chunk.  A row of output chunks covers one C-order
     range of the source: when it holds at most about 128 MB it is read once (a
@@ -587,6 +591,10 @@ def reshape(src, shape, c_order=True, **kwargs) -> NDArray:
     src = _array(src)
     size = prod(src.shape)
     shape = _new_shape(shape, size)
+    if copy is False:
+        if shape == tuple(src.shape) and not kwargs and isinstance(src, NDArray):
+            return src
+        raise ValueError("reshape(copy=False): a reshaped NDArray is always a new array")
     kw = dict(kwargs)
     if isinstance(src, NDArray):
         kw.setdefault("cparams", src.cparams)
