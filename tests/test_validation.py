@@ -398,3 +398,31 @@ def test_resize_beyond_the_index_raises_at_once(tmp_path, newshape):
         np.testing.assert_array_equal(a[...], np.arange(100.0).reshape(10, 10))
         a.resize((12, 10))                     # still usable
         assert a.shape == (12, 10) and a[11].tolist() == [0.0] * 10
+
+
+@pytest.mark.parametrize("name", ["note", "ndpack.checksums"])
+def test_vlmeta_special_chunk_claiming_2gb(name):
+    """A 32-byte special chunk standing for 2 GB of zeros as a vlmeta value (the checksum
+    record is decoded at open): a FormatError, not a 2 GB allocation."""
+    import subprocess
+    import sys
+    code = f"""
+import resource
+import numpy as np
+import ndpack
+from ndpack.chunks import special_chunk
+from ndpack.storage.frame import FrameInfo, serialize
+chunks = [ndpack.compress2(np.arange(10.0), typesize=8) for _ in range(3)]
+big = special_chunk(ndpack.SpecialValue.ZERO, 2**31 - 1024, 1, 1 << 20)
+buf = serialize(FrameInfo(typesize=8, chunksize=80), {{}}, {{{name!r}: big}}, chunks, 240)
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+try:
+    s = ndpack.schunk_from_cframe(buf)
+    s.vlmeta[{name!r}]
+except ndpack.FormatError as exc:
+    print("FormatError", exc)
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    assert r.stdout.startswith("FormatError") and "special chunk" in r.stdout, \
+        (r.stdout, r.stderr[-800:])

@@ -142,7 +142,16 @@ def pack_vlmeta_value(value, typesize: int = 1) -> bytes:
 
 
 def unpack_vlmeta_value(chunk, name: str = "?"):
-    """Decompress and decode a vlmeta chunk."""
+    """Decompress and decode a vlmeta chunk.
+
+    A special chunk of zeros, NaN or uninitialized bytes (32 bytes that may claim 2 GB)
+    holding more than one byte cannot be one msgpack value: a FormatError before
+    anything is decoded.
+    """
+    if len(chunk) >= 32 and (chunk[2] & 0x05) == 0x05 and (chunk[31] >> 4) & 0x07 in (1, 2, 4) \
+            and struct.unpack_from("<i", chunk, 4)[0] > 1:
+        raise FormatError(f"vlmeta {name!r}: value chunk is a special chunk of "
+                          f"{struct.unpack_from('<i', chunk, 4)[0]} bytes, not a msgpack value")
     try:
         raw = decompress(chunk)
     except FormatError as exc:
