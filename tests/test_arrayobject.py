@@ -175,3 +175,16 @@ def test_inplace_bad_input(tmp_path):
     r = ndpack.open(tmp_path / "r.b2nd", mode="r")
     with pytest.raises(ndpack.ParameterError, match="mode 'r'"):
         r += 1
+
+
+def test_asarray_copy_keyword():
+    x = np.arange(6.0)
+    a = ndpack.asarray(x)
+    assert ndpack.asarray(a) is a and ndpack.asarray(a, copy=False) is a
+    b = ndpack.asarray(a, copy=True)
+    assert b is not a and np.array_equal(b[()], x)
+    for bad in (x, [1, 2, 3]):
+        with pytest.raises(ValueError, match="copy=False"):
+            ndpack.asarray(bad, copy=False)
+    with pytest.raises(ValueError, match="copy=False"):
+        ndpack.asarray(a, copy=False, dtype=np.float32)

@@ -181,6 +181,9 @@ def asarray(array, copy=None, *, device=None, **kwargs) -> NDArray:
     ----------
     array : array-like
     copy : bool, optional
+        True always makes a new array; None (default) returns an NDArray input as it
+        is when nothing changes; False refuses to copy (ValueError), as the array API
+        says.
     dtype : dtype-like, optional
         Cast to this dtype.
     **kwargs
@@ -196,6 +199,10 @@ def asarray(array, copy=None, *, device=None, **kwargs) -> NDArray:
     if isinstance(array, NDArray) and not kwargs and not copy and \
             (dtype is None or np.dtype(dtype) == array.dtype):
         return array
+    if copy is False:               # the array API's "never copy"
+        raise ValueError("asarray(copy=False): the input must be an NDArray of the same "
+                         "dtype without storage keywords; anything else is compressed "
+                         "into a new array (a copy)")
     if not (hasattr(array, "shape") and hasattr(array, "dtype")
             and hasattr(array, "__getitem__")):
         array = np.asarray(array)
