@@ -127,8 +127,8 @@ cdef PyObject *_new_bytes(Py_ssize_t n, bint huge=True) except NULL:
     for the kernel to compact memory (measured: a 4000^2 matmul spent 230-270 ms of
     system time in those faults with the hint, 27-50 ms without it)."""
     cdef PyObject *raw = _bytes_new(NULL, n)
-    if raw == NULL:
-        raise MemoryError(f"cannot allocate {n} bytes")
+    if raw == NULL:              # its MemoryError is set: raising another one while it
+        return NULL              # is pending was a SystemError
     if huge:
         ndp_advise_hugepages(_bytes_data(raw), n)
     return raw
