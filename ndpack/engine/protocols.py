@@ -5,7 +5,9 @@ NumPy functions that have a lazy or streaming counterpart dispatch to it:
 * elementwise functions of the expression table (``np.where``, ``np.clip``, ...)
   return a :class:`~ndpack.engine.lazyexpr.LazyExpr` and read nothing;
 * reductions (``np.sum``, ``np.mean``, ``np.std``, ``np.max``, ``np.argmin``, ...)
-  stream over the chunks (:mod:`ndpack.engine.reductions`);
+  stream over the chunks (:mod:`ndpack.engine.reductions`), and so do the NaN-skipping
+  ones (``np.nansum``, ``np.nanmean``, ``np.nanmax``, ...;
+  :mod:`ndpack.engine.nanreductions`);
 * ``np.cumulative_sum``/``np.cumulative_prod`` (and ``np.cumsum``/``np.cumprod``)
   carry totals from chunk to chunk (:mod:`ndpack.engine.cumulative`);
 * ``np.tensordot``, ``np.matmul``, ``np.vecdot``, ``np.outer`` become lazy products
@@ -31,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from ndpack.engine.functions import FUNCTIONS
+from ndpack.engine.nanreductions import NAN_REDUCTIONS, nan_reduction
 from ndpack.engine.tree import LINALG, Apply, Contract
 
 __all__ = ["array_function"]
@@ -48,6 +51,11 @@ def array_function(func, types, args, kwargs):
     from ndpack.engine.lazyexpr import LazyExpr, _node
 
     name = func.__name__
+    if name in NAN_REDUCTIONS and args:
+        res = nan_reduction(name, args[0], *args[1:2], **kwargs)
+        if res is not None:
+            return res
+        return _materialized(func, args, kwargs)
     if name in _REDUCTIONS:
         from ndpack.engine import reductions
         return getattr(reductions, _REDUCTIONS[name])(*args, **kwargs)
