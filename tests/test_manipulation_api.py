@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 
 import ndpack
 
+from .helpers import as_operand
+
 xp = pytest.importorskip("array_api_strict")
 xp.set_array_api_strict_flags(api_version="2024.12")
 from hypothesis.extra.array_api import make_strategies_namespace  # noqa: E402
@@ -25,14 +27,6 @@ def _arrays(min_dims=1, max_dims=3, max_side=6, dtypes=None):
                                              min_side=0, max_side=max_side))
 
 
-def _nd(x, kind):
-    a = np.asarray(x)
-    if kind == "numpy" or a.ndim == 0:
-        return a
-    nd = ndpack.asarray(a, chunks=tuple(max(1, (s + 1) // 2) for s in a.shape))
-    return nd if kind == "ndarray" else ndpack.lazyexpr("a", operands={"a": nd})
-
-
 def _same(got, want):
     assert isinstance(got, ndpack.NDArray), type(got)
     g, w = np.asarray(got[()]), np.asarray(want)
@@ -44,7 +38,7 @@ def _same(got, want):
 def test_tile(x, kind, data):
     reps = tuple(data.draw(st.lists(st.integers(0, 3), min_size=0, max_size=4)))
     assume(np.prod([max(s, 1) for s in x.shape]) * np.prod(reps or [1]) < 5000)
-    _same(ndpack.tile(_nd(x, kind), reps, chunks=None), xp.tile(x, reps))
+    _same(ndpack.tile(as_operand(x, kind), reps, chunks=None), xp.tile(x, reps))
 
 
 @given(x=_arrays(max_side=5), kind=KINDS, data=st.data())
@@ -55,13 +49,13 @@ def test_repeat(x, kind, data):
                                                      max_size=n).map(lambda v: np.array(v, dtype=np.int64)))
     want = xp.repeat(x, xp.asarray(repeats) if isinstance(repeats, np.ndarray) else repeats,
                      axis=axis)
-    _same(ndpack.repeat(_nd(x, kind), repeats, axis=axis), want)
+    _same(ndpack.repeat(as_operand(x, kind), repeats, axis=axis), want)
 
 
 @given(x=_arrays(min_dims=2), kind=KINDS, k=st.integers(-4, 4))
 def test_tril_triu(x, kind, k):
-    _same(ndpack.tril(_nd(x, kind), k=k), xp.tril(x, k=k))
-    _same(ndpack.triu(_nd(x, kind), k=k), xp.triu(x, k=k))
+    _same(ndpack.tril(as_operand(x, kind), k=k), xp.tril(x, k=k))
+    _same(ndpack.triu(as_operand(x, kind), k=k), xp.triu(x, k=k))
 
 
 @given(x=_arrays(dtypes=xps.real_dtypes()), kind=KINDS, data=st.data())
@@ -75,13 +69,13 @@ def test_diff(x, kind, data):
         extra["prepend"] = data.draw(xps.arrays(dtype=x.dtype, shape=tuple(shape)))
     want = xp.diff(x, axis=axis, n=n, **extra)
     extra = {k: np.asarray(v) for k, v in extra.items()}
-    _same(ndpack.diff(_nd(x, kind), axis=axis, n=n, **extra), want)
+    _same(ndpack.diff(as_operand(x, kind), axis=axis, n=n, **extra), want)
 
 
 @given(x=_arrays(min_dims=1), kind=KINDS, data=st.data())
 def test_unstack(x, kind, data):
     axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
-    got, want = ndpack.unstack(_nd(x, kind), axis=axis), xp.unstack(x, axis=axis)
+    got, want = ndpack.unstack(as_operand(x, kind), axis=axis), xp.unstack(x, axis=axis)
     assert isinstance(got, tuple) and len(got) == len(want)
     for g, w in zip(got, want):
         _same(g, w)
@@ -92,7 +86,7 @@ def test_meshgrid(data, indexing, kind):
     dtype = data.draw(xps.real_dtypes())
     arrays = data.draw(st.lists(_arrays(min_dims=1, max_dims=1, dtypes=st.just(dtype)),
                                 min_size=1, max_size=3))
-    got = ndpack.meshgrid(*[_nd(a, kind) for a in arrays], indexing=indexing)
+    got = ndpack.meshgrid(*[as_operand(a, kind) for a in arrays], indexing=indexing)
     want = xp.meshgrid(*arrays, indexing=indexing)
     assert len(got) == len(want)
     for g, w in zip(got, want):
@@ -105,7 +99,7 @@ def test_broadcast_arrays(data, kind):
                                                           max_side=4))
     arrays = [data.draw(xps.arrays(dtype=xps.real_dtypes(), shape=s))
               for s in shapes.input_shapes]
-    got = ndpack.broadcast_arrays(*[_nd(a, kind) for a in arrays])
+    got = ndpack.broadcast_arrays(*[as_operand(a, kind) for a in arrays])
     for g, w in zip(got, xp.broadcast_arrays(*arrays)):
         _same(g, w)
 

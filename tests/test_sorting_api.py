@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 import ndpack
 
+from .helpers import as_operand
+
 xp = pytest.importorskip("array_api_strict")
 xp.set_array_api_strict_flags(api_version="2024.12")
 from hypothesis.extra.array_api import make_strategies_namespace  # noqa: E402
@@ -35,14 +37,6 @@ def _arrays(draw, min_dims=1):
         min_dims=min_dims, max_dims=3, min_side=0, max_side=6), elements=elements))
 
 
-def _nd(x, kind):
-    a = np.asarray(x)
-    if kind == "numpy" or a.ndim == 0:
-        return a
-    nd = ndpack.asarray(a, chunks=tuple(max(1, (s + 1) // 2) for s in a.shape))
-    return nd if kind == "ndarray" else ndpack.lazyexpr("a", operands={"a": nd})
-
-
 def _same(got, want):
     got, want = np.asarray(got), np.asarray(want)
     assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype,
@@ -59,8 +53,8 @@ def test_sort_and_argsort(x, kind, data):
     axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
     descending = data.draw(st.booleans())
     kw = {"axis": axis, "descending": descending, "stable": True}
-    _same(ndpack.sort(_nd(x, kind), **kw), xp.sort(x, **kw))
-    _same(ndpack.argsort(_nd(x, kind), **kw), xp.argsort(x, **kw))
+    _same(ndpack.sort(as_operand(x, kind), **kw), xp.sort(x, **kw))
+    _same(ndpack.argsort(as_operand(x, kind), **kw), xp.argsort(x, **kw))
 
 
 def _check_unique(x, values, indices, inverse, counts):
@@ -83,20 +77,20 @@ def _check_unique(x, values, indices, inverse, counts):
 
 @given(x=_arrays(min_dims=1), kind=KINDS)
 def test_unique_functions(x, kind):
-    got = ndpack.unique_all(_nd(x, kind))
+    got = ndpack.unique_all(as_operand(x, kind))
     _check_unique(x, *got)
-    c = ndpack.unique_counts(_nd(x, kind))
+    c = ndpack.unique_counts(as_operand(x, kind))
     _same(c.values, got.values)
     _same(c.counts, got.counts)
-    i = ndpack.unique_inverse(_nd(x, kind))
+    i = ndpack.unique_inverse(as_operand(x, kind))
     _same(i.values, got.values)
     _same(i.inverse_indices, got.inverse_indices)
-    _same(ndpack.unique_values(_nd(x, kind)), got.values)
+    _same(ndpack.unique_values(as_operand(x, kind)), got.values)
 
 
 @given(x=_arrays(min_dims=1), kind=KINDS)
 def test_nonzero(x, kind):
-    got, want = ndpack.nonzero(_nd(x, kind)), xp.nonzero(x)
+    got, want = ndpack.nonzero(as_operand(x, kind)), xp.nonzero(x)
     assert len(got) == len(want)
     for g, w in zip(got, want):
         _same(g, w)
@@ -112,7 +106,7 @@ def test_searchsorted(data, kind):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         want = xp.searchsorted(x1, x2, side=side)
-    _same(ndpack.searchsorted(_nd(x1, kind), _nd(x2, kind), side=side), want)
+    _same(ndpack.searchsorted(as_operand(x1, kind), as_operand(x2, kind), side=side), want)
 
 
 def test_searchsorted_with_sorter():
