@@ -5,7 +5,7 @@ SYS_PKGS := pkg-config libzstd-dev liblz4-dev zlib1g-dev
 VECTORS ?= $(abspath tests/data/vectors)
 PYTEST_ARGS ?=
 
-.PHONY: install sysdeps test ctest asan fuzz bench bench-quick bench-report demo docs notebooks clean
+.PHONY: install sysdeps test ctest asan fuzz fuzz-py bench bench-quick bench-report demo docs notebooks clean
 
 # Install missing system packages (apt-get when root, else print the command),
 # then the package in editable mode with its test dependencies.
@@ -43,6 +43,12 @@ fuzz:
 	@[ -d build/asan ] || meson setup build/asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 	ninja -C build/asan fuzz_chunk
 	NDPACK_VECTORS=$(VECTORS) ./build/asan/fuzz_chunk --iterations 1000000
+
+# Python-level fuzzing of frames, arrays, stores and saved expressions (tests/fuzzing.py):
+# FUZZ_CASES mutated inputs, each in a worker subprocess (crashes and hangs are counted).
+FUZZ_CASES ?= 20000
+fuzz-py:
+	NDPACK_VECTORS=$(VECTORS) $(PYTHON) -m tests.fuzzing --cases $(FUZZ_CASES) --seed 0
 
 # Every benchmarks/bench_*.py against its peers, ratios printed; bench-report also
 # writes benchmarks/results/report.md and PNG plots (BENCH_ARGS= for full sizes).

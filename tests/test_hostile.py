@@ -242,3 +242,19 @@ def test_failed_allocation_is_a_memory_error():
             print(type(exc).__name__)
     """)
     assert out.strip() == "MemoryError"
+
+
+def test_lengths_read_from_a_file_never_allocate_beyond_it(tmp_path):
+    """A chunk length taken from a mutated frame header (found by tests/fuzzing.py,
+    seed 0 case 5698: 2**63 bytes) is a FormatError, never a MemoryError."""
+    from ndpack.storage.framefile import _Reader, _read_exact
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"x" * 1000)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        reader = _Reader(fd=fd)
+        with pytest.raises(ndpack.FormatError, match="truncated"):
+            _read_exact(reader, 900, 2**63 - 1000, "chunk 1")
+        assert bytes(_read_exact(reader, 10, 20, "chunk 0")) == b"x" * 20
+    finally:
+        os.close(fd)

@@ -48,6 +48,8 @@ class _Reader:
     def read(self, pos: int, n: int):
         if self.view is not None:
             return self.view[pos:pos + n]
+        if n > (1 << 24):              # a length read from the file: never allocate more
+            n = max(0, min(n, self.size() - pos))   # than the file holds (short: caller)
         return os.pread(self.fd, n, pos)
 
     def read_into(self, pos: int, n: int, buf: bytearray):
