@@ -47,7 +47,7 @@ _USER = "_b2o_user_vlmeta"
 _LEGACY_EXPR = 0                                  # python-blosc2's LazyArrayEnum.Expr
 
 
-class MissingOperandsError(FileNotFoundError):
+class MissingOperandsError(NdpackError, FileNotFoundError):
     """A saved expression's operand files are missing (``.missing`` maps each name to
     the path looked for)."""
 
