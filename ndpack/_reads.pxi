@@ -1,35 +1,6 @@
 # Box and point reads (csrc/format/boxread.c, pointread.c), included by _core.pyx:
-# plans built from int64 position arrays, the chunks they touch, and the reads.
-
-cdef extern from "ndpack.h":
-    ctypedef struct ndp_box:
-        pass
-    int ndp_box_plan(int ndim, const int64_t *chunks, const int64_t *blocks,
-                     const int64_t *grid, int32_t itemsize, const int64_t *const *units,
-                     const int64_t *nunits, const int64_t *const *maps, const int64_t *nmaps,
-                     int64_t max_slots, ndp_box **out, ndp_error *err)
-    int64_t ndp_box_nslots(const ndp_box *b)
-    int64_t ndp_box_chunk_slots(const ndp_box *b)
-    int32_t ndp_box_nchunks(const ndp_box *b)
-    int64_t ndp_box_chunk(const ndp_box *b, int32_t k, const int32_t **blocks,
-                          int32_t *nblocks)
-    int ndp_box_read(const ndp_box *b, const void *const *chunks, const int32_t *sizes,
-                     void *scratch, int64_t scratch_len, void *out, int64_t out_len,
-                     int nthreads, ndp_error *err) nogil
-    void ndp_box_free(ndp_box *b)
-    ctypedef struct ndp_points:
-        pass
-    int ndp_points_plan(int ndim, const int64_t *chunks, const int64_t *blocks,
-                        const int64_t *grid, int32_t itemsize, const int64_t *const *coords,
-                        int64_t npoints, ndp_points **out, ndp_error *err)
-    int64_t ndp_points_nslots(const ndp_points *p)
-    int32_t ndp_points_nchunks(const ndp_points *p)
-    int64_t ndp_points_chunk(const ndp_points *p, int32_t k, const int32_t **blocks,
-                             int32_t *nblocks)
-    int ndp_points_read(const ndp_points *p, const void *const *chunks, const int32_t *sizes,
-                        void *scratch, int64_t scratch_len, void *out, int64_t out_len,
-                        int nthreads, ndp_error *err) nogil
-    void ndp_points_free(ndp_points *p)
+# plans built from int64 position arrays, the chunks they touch, and the reads (their C
+# declarations are in _core.pxd).
 
 
 cdef int _grid_args(int nd, chunks, blocks, grid, int64_t *c_chunks, int64_t *c_blocks,
@@ -159,13 +130,13 @@ cdef class BoxRead(_ReadPlan):
         `maps` (optional, one int64 array or None per dimension): the output takes
         positions ``units[d][maps[d]]`` along dimension d."""
         cdef int nd = len(units), d
-        cdef int64_t c_chunks[16]
-        cdef int64_t c_blocks[16]
-        cdef int64_t c_grid[16]
-        cdef const int64_t *c_units[16]
-        cdef int64_t c_n[16]
-        cdef const int64_t *c_maps[16]
-        cdef int64_t c_nmaps[16]
+        cdef int64_t c_chunks[NDP_MAXDIM]
+        cdef int64_t c_blocks[NDP_MAXDIM]
+        cdef int64_t c_grid[NDP_MAXDIM]
+        cdef const int64_t *c_units[NDP_MAXDIM]
+        cdef int64_t c_n[NDP_MAXDIM]
+        cdef const int64_t *c_maps[NDP_MAXDIM]
+        cdef int64_t c_nmaps[NDP_MAXDIM]
         _grid_args(nd, chunks, blocks, grid, c_chunks, c_blocks, c_grid)
         if maps is not None and len(maps) != nd:
             raise ParameterError(f"{len(maps)} maps for {nd} dimensions")
@@ -225,10 +196,10 @@ cdef class PointRead(_ReadPlan):
         """The plan for the points whose coordinates along dimension d are
         ``coords[d]`` (int64 arrays of one length)."""
         cdef int nd = len(coords), d
-        cdef int64_t c_chunks[16]
-        cdef int64_t c_blocks[16]
-        cdef int64_t c_grid[16]
-        cdef const int64_t *c_coords[16]
+        cdef int64_t c_chunks[NDP_MAXDIM]
+        cdef int64_t c_blocks[NDP_MAXDIM]
+        cdef int64_t c_grid[NDP_MAXDIM]
+        cdef const int64_t *c_coords[NDP_MAXDIM]
         _grid_args(nd, chunks, blocks, grid, c_chunks, c_blocks, c_grid)
         cdef const int64_t[::1] view
         cdef int64_t n = -1

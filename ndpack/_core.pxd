@@ -1,0 +1,132 @@
+# The C API of csrc/include/ndpack.h, declared once for Cython (h5py's .pxd habit):
+# _core.pyx (and the _reads.pxi it includes) see these names without declaring them.
+# Array sizes come from the header's constants (NDP_ERRMSG_LEN, NDP_NFILTERS, NDP_MAXDIM),
+# never literals: a change there reaches the binding.
+
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+
+cdef extern from "ndpack.h" nogil:
+    enum: NDP_ERRMSG_LEN
+    enum: NDP_NFILTERS
+    enum: NDP_MAXDIM
+    ctypedef struct ndp_error:
+        int code
+        char msg[NDP_ERRMSG_LEN]
+    ctypedef struct ndp_cparams:
+        int compcode
+        int compcode_meta
+        int clevel
+        int use_dict
+        int32_t typesize
+        int nthreads
+        int32_t blocksize
+        int splitmode
+        uint8_t filters[NDP_NFILTERS]
+        uint8_t filters_meta[NDP_NFILTERS]
+    ctypedef struct ndp_chunk_info:
+        int version, versionlz, flags, typesize
+        int32_t nbytes, blocksize, cbytes
+        int header_len, extended, memcpyed, dont_split, special, vlblocks, use_dict
+        int compcode, compcode_meta
+        int32_t nblocks, leftover
+        uint8_t filters[NDP_NFILTERS]
+        uint8_t filters_meta[NDP_NFILTERS]
+    ctypedef int (*ndp_codec_fn)(const uint8_t *inp, int32_t inlen, uint8_t *out, int32_t outlen,
+                                 int meta, void *userdata) noexcept
+    ctypedef int (*ndp_filter_fn)(const uint8_t *inp, uint8_t *out, int32_t n, int meta,
+                                  int32_t typesize, void *userdata) noexcept
+
+    int NDP_MAX_OVERHEAD
+    int NDP_MAX_BUFFERSIZE
+    const char *ndp_status_name(int code)
+    int ndp_chunk_parse(const void *src, int32_t srcsize, ndp_chunk_info *info, ndp_error *err)
+    int32_t ndp_compress(const ndp_cparams *cp, const void *src, int32_t srcsize,
+                         void *dst, int32_t dstsize, ndp_error *err)
+    int NDP_RAW_HEADER_ONLY
+    int32_t ndp_compress_ex(const ndp_cparams *cp, const void *src, int32_t srcsize,
+                            void *dst, int32_t dstsize, int flags, ndp_error *err)
+    int32_t ndp_chunk_special(int special, int32_t nbytes, int32_t typesize, int32_t blocksize,
+                              const void *value, void *dst, int32_t dstsize, ndp_error *err)
+    int32_t ndp_decompress(const void *src, int32_t srcsize, void *dst, int32_t dstsize,
+                           int nthreads, ndp_error *err)
+    int32_t ndp_getitem(const void *src, int32_t srcsize, int32_t start, int32_t nitems,
+                        void *dst, int32_t dstsize, ndp_error *err)
+    int32_t ndp_decompress_blocks(const void *src, int32_t srcsize, const int32_t *blocks,
+                                  int32_t nblocks, void *dst, int32_t dstsize, int nthreads,
+                                  ndp_error *err)
+    int32_t ndp_decompress_block_prefixes(const void *src, int32_t srcsize,
+                                          const int32_t *blocks, const int32_t *needs,
+                                          int32_t nblocks, void *dst, int32_t dstsize,
+                                          int nthreads, ndp_error *err)
+    int32_t ndp_patch_blocks(const void *chunk, int32_t srcsize, int clevel,
+                             const int32_t *ids, int32_t nids, const void *raw,
+                             int64_t rawsize, void *dst, int32_t dstsize, ndp_error *err)
+    int64_t ndp_getitems(const void *src, int32_t srcsize, const int64_t *starts,
+                         const int32_t *counts, int32_t nruns, void *dst, int64_t dstsize,
+                         ndp_error *err)
+    int64_t ndp_fd_read_blocks(int fd, int64_t pos, int32_t nblocks, int32_t min_cbytes,
+                               const int32_t *numbers, int32_t n, void *buf, int64_t cap,
+                               int64_t *needed, ndp_error *err)
+    uint32_t ndp_crc32c(uint32_t crc, const void *buf, size_t len)
+    uint32_t ndp_crc32c_scalar(uint32_t crc, const void *buf, size_t len)
+    const char *ndp_crc32c_kernel()
+    int ndp_register_codec(int id, int format_version, ndp_codec_fn encoder,
+                           ndp_codec_fn decoder, void *userdata, ndp_error *err)
+    int ndp_register_filter(int id, ndp_filter_fn forward, ndp_filter_fn backward,
+                            void *userdata, ndp_error *err)
+    int ndp_codec_available(int compcode)
+    int ndp_get_nthreads()
+    int ndp_set_nthreads(int n)
+    const char *ndp_isa_name()
+    int ndp_set_isa(const char *name)
+    const char *ndp_codec_library_version(int compcode)
+    void ndp_advise_hugepages(void *p, size_t n)
+    void ndp_vsin(const double *x, double *y, int64_t n)
+    void ndp_vcos(const double *x, double *y, int64_t n)
+    ctypedef struct ndp_reduce_spec:
+        int ndim
+        int in_type
+        int acc_float
+        uint32_t reduced
+        int64_t chunkshape[NDP_MAXDIM]
+        int64_t blockshape[NDP_MAXDIM]
+        int64_t valid[NDP_MAXDIM]
+        int64_t ostride[NDP_MAXDIM]
+        int64_t out_offset
+        int64_t out_len
+    int ndp_sum_chunk(const void *src, int32_t srcsize, const ndp_reduce_spec *spec,
+                      void *out, ndp_error *err)
+    void ndp_cumsum_f64(double *x, int64_t outer, int64_t n, int64_t inner, double *carry)
+    void ndp_cumsum_f32(float *x, int64_t outer, int64_t n, int64_t inner, float *carry)
+    void ndp_cumsum_u64(uint64_t *x, int64_t outer, int64_t n, int64_t inner,
+                        uint64_t *carry)
+
+    # box and point reads (csrc/format/boxread.c, pointread.c)
+    ctypedef struct ndp_box:
+        pass
+    int ndp_box_plan(int ndim, const int64_t *chunks, const int64_t *blocks,
+                     const int64_t *grid, int32_t itemsize, const int64_t *const *units,
+                     const int64_t *nunits, const int64_t *const *maps, const int64_t *nmaps,
+                     int64_t max_slots, ndp_box **out, ndp_error *err)
+    int64_t ndp_box_nslots(const ndp_box *b)
+    int64_t ndp_box_chunk_slots(const ndp_box *b)
+    int32_t ndp_box_nchunks(const ndp_box *b)
+    int64_t ndp_box_chunk(const ndp_box *b, int32_t k, const int32_t **blocks,
+                          int32_t *nblocks)
+    int ndp_box_read(const ndp_box *b, const void *const *chunks, const int32_t *sizes,
+                     void *scratch, int64_t scratch_len, void *out, int64_t out_len,
+                     int nthreads, ndp_error *err)
+    void ndp_box_free(ndp_box *b)
+    ctypedef struct ndp_points:
+        pass
+    int ndp_points_plan(int ndim, const int64_t *chunks, const int64_t *blocks,
+                        const int64_t *grid, int32_t itemsize, const int64_t *const *coords,
+                        int64_t npoints, ndp_points **out, ndp_error *err)
+    int64_t ndp_points_nslots(const ndp_points *p)
+    int32_t ndp_points_nchunks(const ndp_points *p)
+    int64_t ndp_points_chunk(const ndp_points *p, int32_t k, const int32_t **blocks,
+                             int32_t *nblocks)
+    int ndp_points_read(const ndp_points *p, const void *const *chunks, const int32_t *sizes,
+                        void *scratch, int64_t scratch_len, void *out, int64_t out_len,
+                        int nthreads, ndp_error *err)
+    void ndp_points_free(ndp_points *p)
