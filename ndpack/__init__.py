@@ -47,6 +47,7 @@ from ndpack.engine.manipulation import (broadcast_arrays, diff, meshgrid, repeat
                                         triu, unstack)
 from ndpack.engine.sorting import (argsort, nonzero, searchsorted, sort, unique_all,
                                    unique_counts, unique_inverse, unique_values)
+from ndpack.engine.lazyexpr import FPAccuracy
 from ndpack.engine.persist import MissingOperandsError, open
 from ndpack.engine.dask_backend import from_dask, to_dask
 from ndpack.engine.udf import LazyUDF, lazyudf
@@ -83,7 +84,7 @@ __all__ = [
     "ones_like", "full_like", "ndarray_from_cframe", "eye", "fromiter", "from_dlpack", "save",
     "load",
     "DictStore", "TreeStore", "EmbedStore",
-    "LazyExpr", "lazyexpr", "evaluate",
+    "LazyExpr", "lazyexpr", "evaluate", "FPAccuracy",
     "to_dask", "from_dask",
     "sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin", "argmax",
     "count_nonzero", "cumulative_sum", "cumulative_prod",

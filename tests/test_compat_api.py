@@ -119,3 +119,17 @@ def test_constants_and_aliases():
     np.testing.assert_array_equal(ndpack.transpose(ndpack.asarray(x))[()], x.T)
     np.testing.assert_array_equal(ndpack.diagonal(ndpack.asarray(x[0]), offset=1)[()],
                                   np.diagonal(x[0], offset=1))
+
+
+def test_fp_accuracy_is_accepted():
+    x = np.linspace(0, 10, 1000)
+    a = ndpack.asarray(x, chunks=(300,))
+    e = ndpack.lazyexpr("sin(a) + a", operands={"a": a})
+    for acc in (None, ndpack.FPAccuracy.HIGH, ndpack.FPAccuracy.MEDIUM, 2):
+        np.testing.assert_allclose(e.compute(fp_accuracy=acc)[()], np.sin(x) + x, rtol=1e-15)
+        np.testing.assert_allclose(ndpack.evaluate("sin(a) + a", local_dict={"a": a},
+                                                   fp_accuracy=acc), np.sin(x) + x,
+                                   rtol=1e-15)
+    assert [m.value for m in ndpack.FPAccuracy] == [m.value for m in blosc2.FPAccuracy]
+    with pytest.raises(ndpack.ParameterError, match="fp_accuracy"):
+        e.compute(fp_accuracy="low")

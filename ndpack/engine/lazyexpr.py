@@ -17,6 +17,7 @@ True
 
 from __future__ import annotations
 
+import enum
 import math
 import sys
 
@@ -36,7 +37,7 @@ from ndpack.errors import ParameterError
 from ndpack.storage.constructors import fill_from
 from ndpack.storage.ndarray import NDArray
 
-__all__ = ["LazyExpr", "lazyexpr", "evaluate"]
+__all__ = ["LazyExpr", "lazyexpr", "evaluate", "FPAccuracy"]
 
 
 def _node(x) -> Node:
@@ -174,7 +175,8 @@ class LazyExpr:
         return res if dtype is None else res.astype(dtype)
 
     def compute(self, urlpath=None, mode="w", chunks=None, blocks=None, cparams=None,
-                dparams=None, progress=False, scheduler=None, **kwargs) -> NDArray:
+                dparams=None, progress=False, scheduler=None, fp_accuracy=None,
+                **kwargs) -> NDArray:
         """Compute into a new NDArray, one output chunk at a time.
 
         Parameters
@@ -192,7 +194,11 @@ class LazyExpr:
         scheduler : str or distributed.Client, optional
             Run as dask graphs instead (``"dask"``, ``"threads"``, a Client, ...; see
             :mod:`ndpack.engine.dask_backend`).
+        fp_accuracy : FPAccuracy, optional
+            python-blosc2's accuracy mode: ndpack always computes at ``HIGH``
+            (NumPy's results; sin/cos within 1 ulp), which ``MEDIUM`` also gets.
         """
+        check_fp_accuracy(fp_accuracy)
         if scheduler is not None:
             from ndpack.engine.dask_backend import compute_with_dask
             return compute_with_dask(self, scheduler=scheduler, urlpath=urlpath, mode=mode,
@@ -384,6 +390,7 @@ def evaluate(expression, local_dict=None, global_dict=None, out=None, scheduler=
         from ndpack.engine.dask_backend import evaluate_with_dask
         return evaluate_with_dask(expression, local_dict, global_dict, out,
                                   scheduler=scheduler, _depth=1, **kwargs)
+    check_fp_accuracy(kwargs.pop("fp_accuracy", None))
     if kwargs:
         raise ParameterError(f"unknown argument(s) {sorted(kwargs)}")
     if isinstance(expression, str):
@@ -404,6 +411,25 @@ def evaluate(expression, local_dict=None, global_dict=None, out=None, scheduler=
     _check_out_cast(expr.dtype, out)
     with writing(out):            # an operand that is `out` is not read directly
         return _evaluate_into(expr, out)
+
+
+class FPAccuracy(enum.Enum):
+    """python-blosc2's floating-point accuracy modes of expressions.  ndpack computes
+    at ``HIGH`` always (NumPy's results; its own sin/cos within 1 ulp of glibc): a
+    ``MEDIUM`` request gets results at least as accurate."""
+
+    HIGH = 1
+    MEDIUM = 2
+
+
+def check_fp_accuracy(value) -> None:
+    """None or an FPAccuracy member (or its value): anything else is a ParameterError."""
+    if value is None or isinstance(value, FPAccuracy):
+        return
+    try:
+        FPAccuracy(value)
+    except ValueError:
+        raise ParameterError(f"fp_accuracy must be an FPAccuracy, not {value!r}") from None
 
 
 def _check_out_cast(dtype: np.dtype, out) -> None:
