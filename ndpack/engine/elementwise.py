@@ -74,9 +74,13 @@ BINARY = {
 }
 
 
+_PY_SCALARS = (bool, int, float, complex)
+
+
 def _array_arg(x, name: str):
-    """Scalars alone are not arrays: the standard's unary functions take arrays."""
-    if isinstance(x, (bool, int, float, complex)):
+    """Python scalars alone are not arrays: the standard's unary functions take arrays
+    (NumPy scalars are 0-d arrays there)."""
+    if type(x) in _PY_SCALARS:
         raise TypeError(f"{name}() takes an array, not a Python {type(x).__name__}")
     return _node(x)
 
@@ -92,8 +96,7 @@ def _unary(name: str, func: str):
 
 def _binary(name: str, func: str):
     def fn(x1, x2, /):
-        scalars = (bool, int, float, complex)
-        if isinstance(x1, scalars) and isinstance(x2, scalars):
+        if type(x1) in _PY_SCALARS and type(x2) in _PY_SCALARS:
             raise TypeError(f"{name}() needs at least one array argument")
         return LazyExpr(Apply(func, (_node(x1), _node(x2))))
     fn.__name__ = fn.__qualname__ = name
