@@ -128,3 +128,43 @@ def test_bad_input():
             fn(3.0)
     with pytest.raises(np.exceptions.AxisError):
         ndpack.sort(np.ones(3), axis=1)
+
+
+@given(data=st.data())
+def test_searchsorted_reads_a_stored_array_where_it_lies(data):
+    """A 1-d NDArray is searched by chunk and block firsts, then only the blocks the
+    values fall in: NumPy's answers, with duplicates across chunk and block edges."""
+    from hypothesis.extra import numpy as hnp
+    n = data.draw(st.integers(0, 400))
+    dtype = data.draw(st.sampled_from([np.int16, np.float64, np.float32]))
+    values = data.draw(hnp.arrays(dtype, n, elements=st.integers(-5, 5)))
+    if dtype != np.int16 and n and data.draw(st.booleans()):
+        values[data.draw(st.integers(0, n - 1)):] = np.nan       # NaNs sort last
+    x = np.sort(values)
+    block = data.draw(st.integers(1, 20))
+    chunk = block * data.draw(st.integers(1, 5))
+    a = ndpack.asarray(x, chunks=(max(chunk, 1),), blocks=(block,)) if n else ndpack.asarray(x)
+    q = data.draw(hnp.arrays(np.float64, hnp.array_shapes(min_dims=0, max_dims=2, max_side=6),
+                             elements=st.sampled_from([-7.0, -5.0, 0.0, 0.5, 2.0, 5.0, 9.0,
+                                                       np.nan])))
+    side = data.draw(st.sampled_from(["left", "right"]))
+    got = ndpack.searchsorted(a, q, side=side)
+    _same(got, np.searchsorted(x, q, side=side).astype(np.int64))
+
+
+def test_searchsorted_decodes_only_the_blocks_it_needs(monkeypatch):
+    x = np.arange(100_000, dtype=np.int64) // 3
+    a = ndpack.asarray(x, chunks=(10_000,), blocks=(1_000,))
+    reads = []
+    original = ndpack.NDArray.__getitem__
+
+    def spy(self, key):
+        reads.append(key)
+        return original(self, key)
+    monkeypatch.setattr(ndpack.NDArray, "__getitem__", spy)
+    got = ndpack.searchsorted(a, np.array([5, 20_000, 20_001]), side="left")
+    monkeypatch.setattr(ndpack.NDArray, "__getitem__", original)
+    np.testing.assert_array_equal(got[()], np.searchsorted(x, [5, 20_000, 20_001]))
+    slices = [k for k in reads if isinstance(k, slice)]
+    assert len(slices) == 3                                  # one block per value, at most
+    assert all(k.stop - k.start <= 1_000 for k in slices)    # one block each, never more

@@ -90,16 +90,54 @@ def argsort(x, /, *, axis=-1, descending=False, stable=True) -> NDArray:
 
 def searchsorted(x1, x2, /, *, side="left", sorter=None) -> NDArray:
     """Positions (int64) where the values of `x2` would be inserted into the sorted
-    1-d `x1` (`sorter`: positions that sort `x1`) to keep it sorted."""
+    1-d `x1` (`sorter`: positions that sort `x1`) to keep it sorted.
+
+    A 1-d NDArray `x1` (without `sorter`) is searched where it is stored: the first
+    items of its chunks and of the touched chunks' blocks are read, and only the blocks
+    the values fall in are decoded; other inputs are searched in memory."""
     if side not in ("left", "right"):
         raise ValueError(f"side must be 'left' or 'right', not {side!r}")
+    v = np.asarray(x2) if isinstance(x2, (int, float, bool)) else _values(x2, "searchsorted")
+    if isinstance(x1, NDArray) and x1.ndim == 1 and sorter is None:
+        return _result(np.asarray(_search_stored(x1, v, side)))
     a = _values(x1, "searchsorted")
     if a.ndim != 1:
         raise ValueError(f"searchsorted needs a 1-d x1, not {a.ndim}-d")
-    v = np.asarray(x2) if isinstance(x2, (int, float, bool)) else _values(x2, "searchsorted")
     s = None if sorter is None else _values(sorter, "searchsorted")
     out = np.searchsorted(a, v, side=side, sorter=s).astype(np.int64)
     return _result(np.asarray(out))
+
+
+def _search_stored(x: NDArray, v: np.ndarray, side: str) -> np.ndarray:
+    """``np.searchsorted(x, v, side)`` for a sorted 1-d NDArray without decoding it:
+    the first item of every chunk (one batch of point reads), then the first item of
+    every block of the chunks the values fall in, then only the blocks they fall in.
+
+    For each level, the answer lies in the part before the first one whose first item
+    is >= the value (``"left"``; > for ``"right"``): that part's own search, offset by
+    its start, or the next part's start when every item of it is smaller."""
+    n = x.shape[0]
+    flat = v.reshape(-1)
+    out = np.zeros(flat.shape, dtype=np.int64)
+    if n == 0 or flat.size == 0:
+        return out.reshape(v.shape)
+    chunk, block = x.chunks[0], x.blocks[0]
+    starts = np.arange(0, n, chunk)
+    firsts = np.asarray(x[starts])
+    k = np.searchsorted(firsts, flat, side=side) - 1           # the part before
+    inside = k >= 0                                             # else: position 0
+    for c in np.unique(k[inside]):
+        sel = np.flatnonzero(k == c)
+        lo, hi = int(starts[c]), min(int(starts[c]) + chunk, n)
+        bstarts = np.arange(lo, hi, block)
+        bfirsts = np.asarray(x[bstarts])
+        b = np.searchsorted(bfirsts, flat[sel], side=side) - 1  # >= 0: bfirsts[0] is
+        for j in np.unique(b):                                  # firsts[c], already below
+            bsel = sel[b == j]
+            b0, b1 = int(bstarts[j]), min(int(bstarts[j]) + block, hi)
+            items = np.asarray(x[b0:b1])                       # decodes that block only
+            out[bsel] = b0 + np.searchsorted(items, flat[bsel], side=side)
+    return out.reshape(v.shape)
 
 
 def nonzero(x, /) -> tuple:
