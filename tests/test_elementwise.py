@@ -180,6 +180,13 @@ def test_astype_against_reference(data):
         min_dims=1, max_dims=3, max_side=6)))
     to = data.draw(xps.scalar_dtypes())
     assume(not ("complex" in str(x.dtype) and "complex" not in str(to)))  # undefined
+    target = np.dtype(str(to).split(".")[-1])
+    if target.kind in "iu" and "float" in str(x.dtype):
+        # a float that the integer type cannot hold casts to anything (C's undefined
+        # behaviour; NumPy's SIMD and scalar loops differ): the standard leaves it open
+        v = np.asarray(x, dtype=np.float64)
+        info = np.iinfo(target)
+        assume(np.isfinite(v).all() and (v >= info.min).all() and (v <= info.max).all())
     want = np.asarray(_strict(xp.astype, x, to))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
