@@ -19,3 +19,20 @@ def as_operand(x, kind: str = "ndarray"):
     if kind == "lazyexpr":
         return ndpack.lazyexpr("a", operands={"a": nd})
     raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+
+
+def file_with_a_bad_block_start(tmp_path):
+    """``(x, path)``: an (8, 100, 100) float64 .b2nd file of two chunks whose chunk 1
+    has block 10's start (row 3 of plane 5) pointing far past the chunk; chunk 0 is
+    intact."""
+    x = np.random.default_rng(3).random((8, 100, 100))
+    path = str(tmp_path / "c.b2nd")
+    a = ndpack.asarray(x, chunks=(4, 100, 100), blocks=(1, 10, 100), urlpath=path,
+                       mode="w", cparams={"clevel": 5})
+    fr = a.schunk._frame
+    pos = fr.base + fr.header_len + int(fr.offsets[1])
+    del a
+    with open(path, "r+b") as f:
+        f.seek(pos + 32 + 4 * 10)
+        f.write((10**8).to_bytes(4, "little"))
+    return x, path

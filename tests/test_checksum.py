@@ -90,6 +90,8 @@ from ndpack.errors import FormatError  # noqa: E402
 from ndpack.storage import checksums  # noqa: E402
 from ndpack.storage import framefile as ff  # noqa: E402
 
+from .helpers import file_with_a_bad_block_start  # noqa: E402
+
 blosc2 = pytest.importorskip("blosc2") if os.environ.get("NDPACK_NO_BLOSC2") is None else None
 
 
@@ -414,16 +416,7 @@ def test_changed_index_is_caught_by_the_chunks(tmp_path):
 
 
 def test_corrupt_block_start_is_a_checksum_error(tmp_path):
-    x = np.random.default_rng(3).random((8, 100, 100))
-    path = str(tmp_path / "c.b2nd")
-    a = ndpack.asarray(x, chunks=(4, 100, 100), blocks=(1, 10, 100), urlpath=path,
-                       mode="w", cparams={"clevel": 5})
-    fr = a.schunk._frame
-    pos = fr.base + fr.header_len + int(fr.offsets[1])
-    del a
-    with open(path, "r+b") as f:
-        f.seek(pos + 32 + 4 * 10)
-        f.write((10**8).to_bytes(4, "little"))
+    x, path = file_with_a_bad_block_start(tmp_path)
     b = ndpack.open(path, dparams={"verify": "full"})
     np.testing.assert_array_equal(b[:4, 3], x[:4, 3])
     with pytest.raises(FormatError, match=r"chunk 1: checksum mismatch"):

@@ -13,6 +13,8 @@ import ndpack
 from ndpack import chunks
 from ndpack.errors import NdpackError
 
+from .helpers import file_with_a_bad_block_start
+
 PIPELINES = [
     {"filters": [ndpack.Filter.SHUFFLE]},
     {"filters": [ndpack.Filter.BITSHUFFLE]},
@@ -142,16 +144,7 @@ def test_corrupt_headers_never_crash(flips, tmp_path_factory):
 
 
 def test_corrupt_block_in_a_file_is_a_clear_error(tmp_path):
-    x = np.random.default_rng(3).random((8, 100, 100))
-    path = str(tmp_path / "c.b2nd")
-    a = ndpack.asarray(x, chunks=(4, 100, 100), blocks=(1, 10, 100), urlpath=path,
-                       mode="w", cparams={"clevel": 5})
-    fr = a.schunk._frame
-    pos = fr.base + fr.header_len + int(fr.offsets[1])
-    del a
-    with open(path, "r+b") as f:                 # a block start of chunk 1 points away
-        f.seek(pos + 32 + 4 * 10)                    # block 10 holds row 3 of plane 5
-        f.write((10**8).to_bytes(4, "little"))
+    x, path = file_with_a_bad_block_start(tmp_path)
     b = ndpack.open(path, mode="r", dparams={"verify": False})   # the decoder's error
     np.testing.assert_array_equal(b[:4, 3], x[:4, 3])           # chunk 0 is intact
     with pytest.raises((NdpackError, ValueError), match="block"):

@@ -21,11 +21,11 @@ Examples
 
 from __future__ import annotations
 
-import operator
 from typing import NamedTuple
 
 import numpy as np
 
+from ndpack.engine.shape import _axis
 from ndpack.storage.constructors import asarray
 from ndpack.storage.ndarray import NDArray
 
@@ -50,13 +50,6 @@ def _result(values: np.ndarray, like=None) -> NDArray:
     if isinstance(like, NDArray) and like.shape == values.shape and values.ndim:
         return asarray(values, chunks=like.chunks, blocks=like.blocks)
     return asarray(values)
-
-
-def _axis(axis, ndim: int) -> int:
-    a = operator.index(axis)
-    if not -ndim <= a < ndim:
-        raise np.exceptions.AxisError(a, ndim)
-    return a % ndim
 
 
 def _argsort(v: np.ndarray, axis: int, descending: bool, stable: bool) -> np.ndarray:
