@@ -84,9 +84,9 @@ def test_exclusive_commit_refuses_a_target_that_appeared(tmp_path):
 def test_created_files_appear_only_when_complete(tmp_path):
     t = tmp_path / "t.b2nd"
     out = create((10,), np.int64, chunks=(5,), blocks=(5,), urlpath=t, mode="w")
-    out.schunk.append_chunk(out._encode(np.arange(5)))
+    out.schunk.append_chunk(out.encode_chunk(np.arange(5)))
     assert not t.exists() and len(hidden(tmp_path)) == 1
-    out.schunk.append_chunk(out._encode(np.arange(5, 10)))
+    out.schunk.append_chunk(out.encode_chunk(np.arange(5, 10)))
     assert t.exists() and hidden(tmp_path) == []
     assert ndpack.open(t)[:].tolist() == list(range(10))
     out[0] = 99                                           # in place from now on

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ndpack
-from ndpack.storage import ndread
+from ndpack.storage import ndread, workspace
 
 try:
     import blosc2
@@ -18,15 +18,15 @@ except ImportError:
 
 
 def _spy(monkeypatch, name: str) -> list:
-    """Record whether each call of the read path ``NDReader.<name>`` took it."""
+    """Record whether each call of the read path ``ChunkIO.<name>`` took it."""
     calls = []
-    real = getattr(ndread.NDReader, name)
+    real = getattr(ndread.ChunkIO, name)
 
     def spy(self, *args):
         done = real(self, *args)
         calls.append(done)
         return done
-    monkeypatch.setattr(ndread.NDReader, name, spy)
+    monkeypatch.setattr(ndread.ChunkIO, name, spy)
     return calls
 
 
@@ -80,10 +80,10 @@ def test_read_only_files_read_blocks_from_several_threads(tmp_path, monkeypatch)
     ndpack.asarray(x, chunks=(8, 50, 60), blocks=(1, 5, 60), urlpath=path, mode="w",
                    cparams={"clevel": 5})
     a = ndpack.open(path, mode="r", dparams={"nthreads": 4})
-    assert a.schunk._frame.readonly
+    assert a.schunk.frame.readonly
     lazy = []
-    real = ndread.NDReader._lazy_chunk
-    monkeypatch.setattr(ndread.NDReader, "_lazy_chunk",
+    real = ndread.ChunkIO.lazy_chunk
+    monkeypatch.setattr(ndread.ChunkIO, "lazy_chunk",
                         lambda self, *args: lazy.append(1) or real(self, *args))
     import concurrent.futures
     keys = [(slice(None), j) for j in range(50)] + [(slice(None), slice(None), k)
@@ -218,7 +218,7 @@ def test_parallel_reads_from_inside_a_busy_read_pool_finish():
     x = np.random.default_rng(4).random((16, 40, 50))
     a = ndpack.asarray(x, chunks=(2, 40, 50), blocks=(1, 8, 50), cparams={"clevel": 5},
                        dparams={"nthreads": 2})
-    pool = ndread._pool(2)
+    pool = workspace.pool(2)
     keys = [(slice(None), j) for j in range(0, 40, 3)]
     futures = [pool.submit(lambda k=k: a[k]) for k in keys]
     for k, f in zip(keys, futures):

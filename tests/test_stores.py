@@ -100,7 +100,7 @@ def test_blosc2_store_opens_in_ndpack(tmp_path, name, threshold):
     with ndpack.TreeStore(path, mode="r") as ts:
         _check(ts)
         assert isinstance(ts["/a"], ndpack.NDArray)
-    assert type(ndpack.storage.stores.open_store(path)).__name__ == "TreeStore"
+    assert type(ndpack.storage.dispatch.open_store(path)).__name__ == "TreeStore"
     # and ndpack edits a python-blosc2 store that python-blosc2 then reads
     with ndpack.TreeStore(path, mode="a") as ts:
         ts["/g1/new"] = np.arange(7)
@@ -391,7 +391,7 @@ def test_values_and_items_types(tmp_path):
 
 @pytest.mark.parametrize("name", PATHS)
 def test_mmap_mode_and_open_store(tmp_path, name):
-    from ndpack.storage.stores import open_store
+    from ndpack.storage.dispatch import open_store
     path = tmp_path / name
     with ndpack.DictStore(path, mode="w") as ds:
         ds["/a"] = A

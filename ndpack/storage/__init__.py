@@ -11,7 +11,8 @@ from ndpack.storage.constructors import (arange, array, asarray, copy, empty, em
 from ndpack.storage.embedstore import EmbedStore
 from ndpack.storage.grid import compute_chunks_blocks
 from ndpack.storage.ndarray import NDArray
-from ndpack.storage.schunk import SChunk, open, remove_urlpath, schunk_from_cframe
+from ndpack.storage.dispatch import open
+from ndpack.storage.schunk import SChunk, remove_urlpath, schunk_from_cframe
 from ndpack.storage.serialize import (load_array, load_tensor, pack, pack_array2, pack_tensor,
                                       save_array, save_tensor, unpack, unpack_array2,
                                       unpack_tensor)

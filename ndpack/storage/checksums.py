@@ -48,7 +48,7 @@ Examples
 >>> import numpy as np, ndpack
 >>> from ndpack.storage.checksums import chunk_crc
 >>> a = ndpack.asarray(np.arange(10), chunks=(4,), blocks=(2,))
->>> frame = a.schunk._frame
+>>> frame = a.schunk.frame
 >>> [c == chunk_crc(frame.get(i)) for i, c in enumerate(frame.crcs)]
 [True, True, True]
 """

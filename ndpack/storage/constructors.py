@@ -34,8 +34,8 @@ from ndpack.codecs import SpecialValue
 from ndpack.errors import ParameterError
 from ndpack.storage.grid import prod
 from ndpack.storage.atomic import replacing
-from ndpack.storage.ndarray import NDArray, create, fill_from, holding
-from ndpack.storage.schunk import SChunk, open as open_frame, schunk_from_cframe
+from ndpack.storage.ndarray import NDArray, array_or_schunk, create, fill_from, holding
+from ndpack.storage.schunk import SChunk, open_schunk, schunk_from_cframe
 
 __all__ = [
     "arange",
@@ -442,7 +442,7 @@ def load(urlpath, offset: int = 0, **kwargs):
     >>> a = load(path); a.urlpath is None, float(a[:].sum())
     (True, 4.0)
     """
-    src = open_frame(urlpath, mode="r", offset=offset, **kwargs)
+    src = array_or_schunk(open_schunk(urlpath, mode="r", offset=offset, **kwargs))
     if isinstance(src, NDArray):
         return src.copy()
     return schunk_from_cframe(src.to_cframe(), copy=True)

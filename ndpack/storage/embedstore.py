@@ -32,9 +32,8 @@ import numpy as np
 from ndpack.codecs import make_cparams
 from ndpack.errors import FormatError, ParameterError
 from ndpack.storage.constructors import asarray
-from ndpack.storage.ndarray import NDArray
-from ndpack.storage.schunk import SChunk, schunk_from_cframe
-from ndpack.storage.schunk import open as open_frame
+from ndpack.storage.ndarray import NDArray, array_or_schunk
+from ndpack.storage.schunk import SChunk, open_schunk, schunk_from_cframe
 
 __all__ = ["EmbedStore", "estore_from_cframe", "value_from_cframe", "value_to_store"]
 
@@ -60,10 +59,7 @@ def value_to_store(value, cparams=None, dparams=None, **storage):
 
 def value_from_cframe(buf):
     """An in-memory NDArray (frame with a ``b2nd`` metalayer) or SChunk from frame bytes."""
-    schunk = schunk_from_cframe(buf, copy=False)
-    if "b2nd" in list(schunk.meta):
-        return NDArray(schunk)
-    return schunk
+    return array_or_schunk(schunk_from_cframe(buf, copy=False))
 
 
 def _append_bytes(schunk: SChunk, data: bytes):
@@ -151,7 +147,8 @@ class EmbedStore(StoreMapping):
             self._schunk = _schunk
         elif self.urlpath is not None and (mode == "r" or (mode == "a" and
                                                             os.path.exists(self.urlpath))):
-            self._schunk = open_frame(self.urlpath, mode=self._mode, mmap_mode=mmap_mode)
+            self._schunk = array_or_schunk(open_schunk(self.urlpath, mode=self._mode,
+                                                       mmap_mode=mmap_mode))
             if not isinstance(self._schunk, SChunk):
                 raise FormatError(f"{self.urlpath!r} holds an NDArray, not an embedded store")
         else:

@@ -18,7 +18,8 @@ points that also take slices of other dimensions, are read chunk by chunk in Pyt
 (:mod:`ndpack.storage.chunkwise`).  Writes use the same plans: the values are
 scattered into the compact form (NumPy's rules for repeated indices: the last one
 wins), and each touched chunk is patched and re-encoded once (only its touched
-blocks when few are).
+blocks when few are).  The entry points take the array's
+:class:`~ndpack.storage.ndread.ChunkIO` (its layout and super-chunk).
 
 Examples
 --------
@@ -45,7 +46,7 @@ import numpy as np
 from ndpack.chunks import decompress_blocks, patch_blocks
 from ndpack.storage import boxread, chunkwise
 from ndpack.storage.grid import prod
-from ndpack.storage.ndread import _pool
+from ndpack.storage.workspace import pool
 
 __all__ = ["OIndex", "VIndex", "fancy_get", "fancy_set", "is_fancy"]
 
@@ -199,8 +200,8 @@ class _Plan:
     ``moveaxis`` of the ``nb`` broadcast dimensions to ``pos`` is the result.
     """
 
-    def __init__(self, arr, elems, front=False, force_ortho=False):
-        shape = arr.shape
+    def __init__(self, layout, elems, front=False, force_ortho=False):
+        shape = layout.shape
         self.shape = shape
         kinds = [e.kind for e in elems]
         adv_el = [i for i, k in enumerate(kinds) if k == "IntegerArray"]
@@ -339,12 +340,12 @@ class _MaskPlan(_Plan):
     """A full-shape boolean mask: its items in C order are the (sorted, distinct)
     points (no nonzero per dimension, no ndindex pass over the mask)."""
 
-    def __init__(self, arr, mask):
+    def __init__(self, layout, mask):
         lin = flat_true(mask)
-        self.shape, self.ortho, self.move = arr.shape, False, False
-        self.adv, self.others = list(range(arr.ndim)), []
-        self.coords = np.unravel_index(lin, arr.shape)
-        self.units = [None] * arr.ndim
+        self.shape, self.ortho, self.move = layout.shape, False, False
+        self.adv, self.others = list(range(layout.ndim)), []
+        self.coords = np.unravel_index(lin, layout.shape)
+        self.units = [None] * layout.ndim
         self.cshape = (len(lin),)
         self.kmap = (slice(None),)
 
@@ -356,67 +357,68 @@ class _MaskPlan(_Plan):
 # reads: the C core's plans, else chunk by chunk
 
 
-def _read_box(arr, units, out):
-    """``out[...] = arr`` at the box of sorted positions `units` (one per dimension)."""
-    if not boxread.read_box(arr, units, out):
-        chunkwise.read_box(arr, units, out)
+def _read_box(io, units, out):
+    """``out[...] = array`` at the box of sorted positions `units` (one per dimension)."""
+    if not boxread.read_box(io, units, out):
+        chunkwise.read_box(io, units, out)
 
 
-def _read_points(arr, plan, out):
+def _read_points(io, plan, out):
     """``out[q, ...]``: point q of `plan` by the other dimensions' positions."""
-    if not plan.others and arr.ndim and boxread.POINTS_IN_C:
-        boxread.read_points(arr, plan.coords, out)        # points alone: in the C core
+    if not plan.others and io.layout.ndim and boxread.POINTS_IN_C:
+        boxread.read_points(io, plan.coords, out)         # points alone: in the C core
     else:
-        chunkwise.read_points(arr, plan, out)
+        chunkwise.read_points(io, plan, out)
 
 
 # ---------------------------------------------------------------------------------------
 # entry points
 
 
-def _make_plan(arr, key, front):
+def _make_plan(layout, key, front):
     key = _plain_key(key)
     k = key[0] if len(key) == 1 else None
-    if isinstance(k, np.ndarray) and k.dtype == bool and k.shape == arr.shape and k.ndim:
-        return _MaskPlan(arr, k)
-    return _Plan(arr, _expand(key, arr.shape), front=front)
+    if isinstance(k, np.ndarray) and k.dtype == bool and k.shape == layout.shape and k.ndim:
+        return _MaskPlan(layout, k)
+    return _Plan(layout, _expand(key, layout.shape), front=front)
 
 
-def fancy_get(arr, key, front=False) -> np.ndarray:
-    """``arr[key]`` for a fancy key (``front``: broadcast dimensions first, vindex)."""
-    return _get(arr, _make_plan(arr, key, front))
+def fancy_get(io, key, front=False) -> np.ndarray:
+    """``array[key]`` for a fancy key (``front``: broadcast dimensions first, vindex)."""
+    return _get(io, _make_plan(io.layout, key, front))
 
 
-def _get(arr, plan) -> np.ndarray:
+def _get(io, plan) -> np.ndarray:
+    dtype = io.layout.dtype
     direct = plan.direct() if plan.ortho else None
     if direct is not None:
-        out = np.empty(direct[1], arr.dtype)
-        if out.size == 0 or boxread.read_box(arr, plan.units, out, direct[0]):
+        out = np.empty(direct[1], dtype)
+        if out.size == 0 or boxread.read_box(io, plan.units, out, direct[0]):
             return out
-    compact = np.empty(plan.cshape, arr.dtype)
+    compact = np.empty(plan.cshape, dtype)
     if compact.size:
         if plan.ortho:
-            _read_box(arr, plan.units, compact)
+            _read_box(io, plan.units, compact)
         else:
-            _read_points(arr, plan, compact)
+            _read_points(io, plan, compact)
     return plan.finish(compact)
 
 
-def _scatter_values(arr, plan, value):
+def _scatter_values(dtype, plan, value):
     """The values of a write in compact form, and the mask of the assigned items."""
     size = prod(plan.cshape)
     where = plan.finish(np.arange(size, dtype=np.intp).reshape(plan.cshape))
     try:
-        value = np.asarray(value, dtype=arr.dtype)
+        value = np.asarray(value, dtype=dtype)
     except (ValueError, TypeError) as exc:
         raise type(exc)(f"cannot store {type(value).__name__} values in an array of "
-                        f"dtype {arr.dtype}: {exc}") from None
+                        f"dtype {dtype}: {exc}") from None
     try:
         value = np.broadcast_to(value, where.shape)
     except ValueError:
         raise ValueError(f"could not broadcast a value of shape {value.shape} into the "
                          f"selection of shape {where.shape}") from None
-    vals = np.zeros(size, arr.dtype)
+    vals = np.zeros(size, dtype)
     mask = np.zeros(size, bool)
     flat = where.reshape(-1)
     vals[flat] = value.reshape(-1)                 # repeated positions: the last wins
@@ -424,75 +426,77 @@ def _scatter_values(arr, plan, value):
     return vals.reshape(plan.cshape), mask.reshape(plan.cshape)
 
 
-def fancy_set(arr, key, value, front=False, plan=None) -> None:
-    """``arr[key] = value`` for a fancy key."""
-    arr._schunk._check_writable()
+def fancy_set(io, key, value, front=False, plan=None) -> None:
+    """``array[key] = value`` for a fancy key."""
+    schunk, lay = io.schunk, io.layout
+    schunk.check_writable()
     if plan is None:
-        plan = _make_plan(arr, key, front)
-    vals, mask = _scatter_values(arr, plan, value)
+        plan = _make_plan(lay, key, front)
+    vals, mask = _scatter_values(lay.dtype, plan, value)
     if not mask.any():
         return
     if plan.ortho:
         parts = ((n, np.ix_(*locs), dst)
-                 for n, locs, dst in chunkwise.box_parts(arr, plan.units))
+                 for n, locs, dst in chunkwise.box_parts(lay, plan.units))
     else:
         parts = ((n, chunkwise.point_index(plan, locs), (sel,) + odst)
-                 for n, sel, locs, odst in chunkwise.point_parts(arr, plan))
+                 for n, sel, locs, odst in chunkwise.point_parts(lay, plan))
 
     def patch(n, idx, dst):
         m = mask[dst]
         if not m.any():
             return None
-        stored = arr._stored(n)
-        if arr._special_fill(stored) is None:
-            new = _patch_items(arr, stored, idx, m, vals[dst])
+        stored = io.stored(n)
+        if lay.special_value(stored) is None:
+            new = _patch_items(io, stored, idx, m, vals[dst])
             if new is not None:
                 return new
-        chunk = arr._chunk_array(n, stored)
+        chunk = io.chunk_array(n, stored)
         chunk[idx] = np.where(m, vals[dst], chunk[idx])
-        return arr._encode(chunk)
+        return io.encode(chunk)
 
-    nthreads = arr._schunk.dparams.nthreads
+    nthreads = schunk.dparams.nthreads
     if nthreads > 1:                  # chunks patched in parallel, stored in order
-        pool, window = _pool(nthreads), []
+        workers, window = pool(nthreads), []
         for n, idx, dst in parts:
-            window.append((n, pool.submit(patch, n, idx, dst)))
+            window.append((n, workers.submit(patch, n, idx, dst)))
             if len(window) > 2 * nthreads:
-                _store(arr, *window.pop(0))
+                _store(schunk, *window.pop(0))
         for item in window:
-            _store(arr, *item)
+            _store(schunk, *item)
         return
     for n, idx, dst in parts:
         chunk = patch(n, idx, dst)
         if chunk is not None:
-            arr._schunk.update_chunk(n, chunk)
+            schunk.update_chunk(n, chunk)
 
 
-def _patch_items(arr, chunk, idx, m, vals):
+def _patch_items(io, chunk, idx, m, vals):
     """Chunk `chunk` with the items ``idx`` (chunk coordinates) where `m` set to `vals`
     there, re-encoding only the blocks holding them (the others are copied compressed);
     None when that does not pay (more than half of the blocks) or the chunk's kind does
     not allow it: the caller re-encodes the whole chunk."""
-    clevel = arr._schunk._cparams.clevel
+    clevel = io.schunk.cparams.clevel
     if not clevel:
         return None
+    lay = io.layout
     coords = [np.broadcast_to(i, m.shape)[m] for i in idx]
-    blocks = arr._blocks
-    bnum = np.ravel_multi_index([c // b for c, b in zip(coords, blocks)], arr._bgrid)
+    blocks = lay.blocks
+    bnum = np.ravel_multi_index([c // b for c, b in zip(coords, blocks)], lay.bgrid)
     ub, binv = np.unique(bnum, return_inverse=True)
-    if 2 * len(ub) > prod(arr._bgrid):
+    if 2 * len(ub) > lay.nblocks:
         return None
-    buf = np.empty((len(ub), prod(blocks)), arr.dtype)
+    buf = np.empty((len(ub), lay.block_items), lay.dtype)
     decompress_blocks(chunk, ub.tolist(), nthreads=1, dst=buf)
     off = np.ravel_multi_index([c % b for c, b in zip(coords, blocks)], blocks)
     buf[binv, off] = np.broadcast_to(vals, m.shape)[m]    # repeated items: the last wins
     return patch_blocks(chunk, ub.tolist(), buf, clevel)
 
 
-def _store(arr, n, future):
+def _store(schunk, n, future):
     chunk = future.result()
     if chunk is not None:
-        arr._schunk.update_chunk(n, chunk)
+        schunk.update_chunk(n, chunk)
 
 
 # ---------------------------------------------------------------------------------------
@@ -542,9 +546,9 @@ def _ortho_elems(key, shape) -> tuple[list, list]:
 class _OrthoPlan(_Plan):
     """A box whose result is ``box[np.ix_(inverse per dimension)]``."""
 
-    def __init__(self, arr, elems, drop):
+    def __init__(self, layout, elems, drop):
         units, ix = [], []
-        for e, n in zip(elems, arr.shape):
+        for e, n in zip(elems, layout.shape):
             if type(e).__name__ == "Slice":
                 r = range(n)[e.raw]
                 rev = r.step < 0
@@ -588,17 +592,18 @@ class OIndex:
     [[0, 0, 0, 3], [4, 5, 6, 7], [8, 0, 0, 11]]
     """
 
-    def __init__(self, arr):
-        self._arr = arr
+    def __init__(self, io):
+        self._io = io
 
     def _plan(self, key):
-        return _OrthoPlan(self._arr, *_ortho_elems(key, self._arr.shape))
+        lay = self._io.layout
+        return _OrthoPlan(lay, *_ortho_elems(key, lay.shape))
 
     def __getitem__(self, key) -> np.ndarray:
-        return _get(self._arr, self._plan(key))
+        return _get(self._io, self._plan(key))
 
     def __setitem__(self, key, value) -> None:
-        fancy_set(self._arr, None, value, plan=self._plan(key))
+        fancy_set(self._io, None, value, plan=self._plan(key))
 
 
 class VIndex:
@@ -619,11 +624,11 @@ class VIndex:
     (-1, -1)
     """
 
-    def __init__(self, arr):
-        self._arr = arr
+    def __init__(self, io):
+        self._io = io
 
     def __getitem__(self, key) -> np.ndarray:
-        return fancy_get(self._arr, key, front=True)
+        return fancy_get(self._io, key, front=True)
 
     def __setitem__(self, key, value) -> None:
-        fancy_set(self._arr, key, value, front=True)
+        fancy_set(self._io, key, value, front=True)

@@ -339,8 +339,7 @@ class FrameBase:
             self.nbytes += nb * rest
             crcs = getattr(self, "crcs", None)      # a checksum record (storage/checksums)
             if crcs is not None:
-                from ndpack.storage.checksums import chunk_crc
-                crcs.extend(array.array(crcs.typecode, [chunk_crc(chunk)]) * rest)
+                crcs.extend(array.array(crcs.typecode, [checksums.chunk_crc(chunk)]) * rest)
                 self.crc_chunk = None
             self._extend_same(chunk, rest)
 

@@ -175,7 +175,10 @@ class _FileFrame(FrameBase):
             self.close()
             p.abort()
 
-    def _maybe_commit(self) -> None:
+    def maybe_commit(self) -> None:
+        """Move a new frame into place once its last expected chunk is written (and no
+        ``holding()`` block defers it); a bulk writer that bypasses ``_mutate`` calls
+        this itself."""
         p = self.pending
         if p is not None and not p.held and p.expected == len(self.offsets):
             self.commit()
@@ -299,7 +302,7 @@ class _FileFrame(FrameBase):
             if became_var and old_cs != 0:
                 self._materialize_specials()
             self._flush()
-            self._maybe_commit()
+            self.maybe_commit()
 
     def append(self, chunk):
         self._mutate(self.nchunks, chunk, "append")
@@ -313,7 +316,7 @@ class _FileFrame(FrameBase):
         else:
             self._store_copies(chunk, count)
         self._flush()
-        commit = getattr(self, "_maybe_commit", None)     # a new frame, once complete
+        commit = getattr(self, "maybe_commit", None)     # a new frame, once complete
         if commit is not None:
             commit()
 

@@ -1,35 +1,53 @@
-"""Reading an NDArray: decode only the chunks and blocks a key touches.
+"""Chunk-level reads and writes of an NDArray: decode only the chunks and blocks a key
+touches.
 
-A mixin of :class:`ndpack.storage.ndarray.NDArray` (kept apart so each module reads in
-one sitting).  Whole chunks whose block layout matches C order decode straight into the
-output; partial chunks decode only their blocks (from files: only those blocks' bytes,
-with one positioned read); chunks are decoded in parallel on a shared thread pool when
-``dparams.nthreads > 1`` (each C call single-threaded, so parallelism stays one level).
+:class:`ChunkIO` works on an array's :class:`~ndpack.storage.layout.Layout` and
+super-chunk; an NDArray keeps one (its layout is replaced when the array is resized)
+and so do its indexers (:mod:`~ndpack.storage.fancy`, :mod:`~ndpack.storage.chunkwise`,
+:mod:`~ndpack.storage.boxread`).  Whole chunks whose block layout matches C order
+decode straight into the output; partial chunks decode only their blocks (from files:
+only those blocks' bytes, with one positioned read); chunks are decoded in parallel on
+storage's shared pool (:mod:`~ndpack.storage.workspace`) when ``dparams.nthreads > 1``
+(each C call single-threaded, so parallelism stays one level).
+
+Examples
+--------
+>>> import numpy as np
+>>> from ndpack.storage.constructors import asarray
+>>> a = asarray(np.arange(20.0).reshape(4, 5), chunks=(2, 5), blocks=(1, 5))
+>>> io = ChunkIO(a.layout, a.schunk)
+>>> out = np.empty((2, 2))
+>>> io.read_ranges([range(1, 3), range(3, 5)], out); out.tolist()
+[[8.0, 9.0], [13.0, 14.0]]
+>>> io.chunk_array(1)[0].tolist()
+[10.0, 11.0, 12.0, 13.0, 14.0]
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import itertools
-import os
-import threading
-import time
 
 import numpy as np
 
-from ndpack.chunks import decompress2, decompress_blocks, getitems, read_blocks_from_file
+from ndpack.chunks import (compress2, decompress2, decompress_blocks, getitems,
+                           read_blocks_from_file, special_chunk)
+from ndpack.codecs import SpecialValue
+from ndpack.storage.frame import chunk_nbytes_of
 from ndpack.storage.framefile import ContiguousFrame
 from ndpack.storage.grid import compact_index, dim_parts, prod
 from ndpack.storage.validate import check_chunk
+from ndpack.storage.workspace import scratch, share
 
-__all__ = ["NDReader"]
+__all__ = ["ChunkIO", "from_blocked", "stored_chunk", "to_blocked"]
+
+_scratch = scratch   # TODO(issue 20): engine still reads this (engine/ops/shape.py)
 
 # ---------------------------------------------------------------------------------------
 # block layout of one chunk
 
 
-def _from_blocked(buf, dtype, counts, blocks) -> np.ndarray:
+def from_blocked(buf, dtype, counts, blocks) -> np.ndarray:
     """Blocks ``counts`` (a C-order grid) stored one after another -> one array."""
     nd = len(blocks)
     a = np.frombuffer(buf, dtype=dtype).reshape(tuple(counts) + tuple(blocks))
@@ -37,49 +55,18 @@ def _from_blocked(buf, dtype, counts, blocks) -> np.ndarray:
     return a.transpose(order).reshape(tuple(c * b for c, b in zip(counts, blocks)))
 
 
-def _to_blocked(arr: np.ndarray, blocks) -> np.ndarray:
-    """Inverse of :func:`_from_blocked` for a whole chunk (contiguous result)."""
+def to_blocked(arr: np.ndarray, blocks) -> np.ndarray:
+    """Inverse of :func:`from_blocked` for a whole chunk (contiguous result)."""
     nd = len(blocks)
     inter = [x for e, b in zip(arr.shape, blocks) for x in (e // b, b)]
     order = list(range(0, 2 * nd, 2)) + list(range(1, 2 * nd, 2))
     return np.ascontiguousarray(arr.reshape(inter).transpose(order))
 
 
-_POOLS: dict = {}
-_POOL_LOCK = threading.Lock()
-
-
-def _pool(nthreads: int) -> concurrent.futures.ThreadPoolExecutor:
-    """A shared pool of `nthreads` worker threads for reading chunks in parallel."""
-    key = (os.getpid(), nthreads)                   # a forked child makes its own
-    with _POOL_LOCK:
-        pool = _POOLS.get(key)
-        if pool is None:
-            pool = _POOLS[key] = concurrent.futures.ThreadPoolExecutor(
-                nthreads, thread_name_prefix="ndpack-read")
-        return pool
-
-
-_LOCAL = threading.local()
 _NOLOCK = contextlib.nullcontext()
-
-
-_SCRATCH_MAX = 256 * 2**20
 _GROUP_BYTES = 4 * 2**20
 _LAZY_BYTES = 2**20          # first guess of a reduced chunk's size (grown when short)
 _LAZY_MIN = 2**17            # smaller chunks are read whole
-
-
-def _scratch(nbytes: int, slot: str = "src") -> np.ndarray:
-    """A per-thread reusable byte buffer of `nbytes` (valid until the thread's next
-    call for the same `slot`): fresh pages cost page faults.  Buffers larger than
-    256 MB are not kept."""
-    buf = getattr(_LOCAL, slot, None)
-    if buf is None or len(buf) < nbytes:
-        buf = np.empty(max(nbytes, 1 << 20), np.uint8)
-        if nbytes <= _SCRATCH_MAX:
-            setattr(_LOCAL, slot, buf)
-    return buf[:nbytes]
 
 
 def _pieces(loc: range, bsize: int, ids) -> list | None:
@@ -118,112 +105,188 @@ def _as_index(idx: tuple):
                     for i in idx])
 
 
+def stored_chunk(layout, frame, n: int, buf=None, partial: bool = False):
+    """Chunk `n` of `frame` as stored (into `buf` when given, see the frames' ``get``),
+    its header checked against `layout` (:func:`ndpack.storage.validate.check_chunk`)."""
+    return check_chunk(n, frame.get(n, buf, partial=partial), layout.chunk_nbytes,
+                       layout.blocksize)
 
 
-# Work shorter than this is done by the caller alone: waking pool threads costs about
-# as much here (measured: 50 blocks of 40 KB from 5 chunks, 0.89 ms with a helper
-# from the start, 0.56 ms alone).
-HELP_AFTER_S = 3e-4
+class ChunkIO:
+    """The chunk-level reads and writes of one array: its layout and super-chunk.
 
+    Parameters
+    ----------
+    layout : Layout
+        The array's layout; an array that is resized points its ChunkIO to the new
+        one (indexers holding the ChunkIO then see the new shape).
+    schunk : SChunk
+        The super-chunk holding the array's chunks.
+    """
 
-def share(items: list, work, nthreads: int) -> None:
-    """``work(item)`` for every item, by the caller and up to ``nthreads - 1`` pool
-    threads taking items from one iterator (a list iterator's next is atomic): one
-    handoff per thread, not per item.  Helpers are called once the caller has worked
-    :data:`HELP_AFTER_S` with items left (short work stays on one thread).  Helpers
-    that never started (a busy pool, e.g. a read nested in a pool thread) are
-    cancelled: the caller did their share.  The first error is raised once every
-    started helper has stopped."""
-    todo = iter(items)
+    __slots__ = ("layout", "schunk", "frame")
 
-    def drain():
-        for item in todo:
-            work(item)
-    t0, done = time.perf_counter(), 0
-    for item in todo:
-        work(item)
-        done += 1
-        if done >= len(items) or time.perf_counter() - t0 >= HELP_AFTER_S:
-            break
-    if done >= len(items):
-        return
-    pool = _pool(nthreads)
-    helpers = [pool.submit(drain) for _ in range(min(nthreads, len(items) - done) - 1)]
-    try:
-        drain()
-    finally:
-        running = [f for f in helpers if not f.cancel()]
-        errors = [f.exception() for f in running]
-    for e in errors:
-        if e is not None:
-            raise e
+    def __init__(self, layout, schunk):
+        self.layout = layout
+        self.schunk = schunk
+        self.frame = schunk.frame
 
+    @property
+    def nthreads(self) -> int:
+        """Decoding threads of the array (``dparams.nthreads``)."""
+        return self.schunk.dparams.nthreads
 
-class NDReader:
-    """Read paths of NDArray (a mixin: it uses the array's layout attributes)."""
-
-    def _read_into(self, ranges, out: np.ndarray):
-        nthreads = self._schunk.dparams.nthreads
-        lazy = self._lazy_ok()
-        parts = list(self._parts(ranges))
+    # --- reading a selection -------------------------------------------------------------
+    def read_ranges(self, ranges, out: np.ndarray) -> None:
+        """``out[...] = array[ranges]``: `ranges` one non-empty range per dimension,
+        `out` of their lengths' shape and the array's dtype."""
+        nthreads = self.schunk.dparams.nthreads
+        lazy = self.lazy_ok()
+        parts = list(self.layout.parts(ranges))
         if nthreads > 1 and len(parts) > 1:
             # chunks in parallel (reads, decoding and copies release the GIL), each
             # decoded by one thread; the output regions of the chunks are disjoint
-            share(parts, lambda p: self._read_chunk(*p, out, 1, lazy), nthreads)
+            share(parts, lambda p: self.read_part(*p, out, 1, lazy), nthreads)
             return
         for n, dst, locs in parts:
-            self._read_chunk(n, dst, locs, out, nthreads, lazy)
+            self.read_part(n, dst, locs, out, nthreads, lazy)
 
-    def _read_chunk(self, n, dst, locs, out, nthreads, lazy):
+    def read_part(self, n, dst, locs, out, nthreads, lazy):
         """Chunk `n`'s part of a read: the positions `locs` of the chunk into out[dst]."""
+        lay = self.layout
         full = all(loc.start == 0 and loc.step == 1 and len(loc) == e
-                   for loc, e in zip(locs, self._ext_chunks))
+                   for loc, e in zip(locs, lay.ext_chunks))
         if full:
-            bids = [range(g) for g in self._bgrid]
+            bids = [range(g) for g in lay.bgrid]
             chunk = self._whole_chunk(n, lazy)
         else:
-            bids = [[p[0] for p in dim_parts(loc, b)] for loc, b in zip(locs, self._blocks)]
+            bids = [[p[0] for p in dim_parts(loc, b)] for loc, b in zip(locs, lay.blocks)]
             chunk = None
             if lazy:
-                chunk = self._lazy_chunk(n, self._block_numbers(bids))
+                chunk = self.lazy_chunk(n, lay.block_numbers(bids))
             if chunk is not None:                 # a reduced regular chunk
                 if self._blocks_into(chunk, locs, bids, out[dst], nthreads):
                     return
             else:
                 chunk = self._whole_chunk(n, lazy, partial=True)
-        fill = self._special_fill(chunk)
+        fill = lay.special_value(chunk)
         if fill is not None:
             out[dst] = fill
             return
-        if full and self._corder:
+        if full and lay.stored_c_order:
             view = out[dst + (Ellipsis,)]              # a view, even for 0-d
             if view.flags.c_contiguous:                # decode straight into the output
                 decompress2(chunk, dst=view, nthreads=nthreads)
                 return
         if not full and self._blocks_into(chunk, locs, bids, out[dst], nthreads):
             return
-        pieces = [_pieces(loc, b, ids) for loc, b, ids in zip(locs, self._blocks, bids)]
-        if self._nd and None not in pieces:
-            self._copy_pieces(self._decode_raw(chunk, bids, nthreads), bids, pieces, out[dst])
+        pieces = [_pieces(loc, b, ids) for loc, b, ids in zip(locs, lay.blocks, bids)]
+        if lay.ndim and None not in pieces:
+            self._copy_pieces(self.decode_raw(chunk, bids, nthreads), bids, pieces, out[dst])
             return
-        region = self._decode_blocks(chunk, bids, nthreads)
+        region = self.decode_blocks(chunk, bids, nthreads)
         idx = tuple(compact_index(loc, b, ids)
-                    for loc, b, ids in zip(locs, self._blocks, bids))
+                    for loc, b, ids in zip(locs, lay.blocks, bids))
         out[dst] = region[_as_index(idx)]
 
+    # --- stored chunks -------------------------------------------------------------------
     def _whole_chunk(self, n: int, lazy: bool, partial: bool = False):
         """Chunk `n` whole; from files (`lazy`) read into this thread's buffer, valid
         until its next read (fresh pages for every chunk would cost page faults).
         `partial`: only part of it will be decoded (see the frames' ``get``)."""
-        return self._stored(n, _scratch(self._chunk_nbytes + 64, "src") if lazy else None,
-                            partial)
+        return self.stored(n, scratch(self.layout.chunk_nbytes + 64, "src") if lazy
+                           else None, partial)
 
-    def _stored(self, n: int, buf=None, partial: bool = False):
+    def stored(self, n: int, buf=None, partial: bool = False):
         """Chunk `n` as stored (into `buf` when given, see the frames' ``get``), its
-        header checked against the array's layout (storage/validate.py)."""
-        chunk = self._schunk._frame.get(n, buf, partial=partial)
-        return check_chunk(n, chunk, self._chunk_nbytes, self._blocksize)
+        header checked against the layout (:func:`stored_chunk`)."""
+        return stored_chunk(self.layout, self.frame, n, buf, partial)
 
+    def lazy_ok(self) -> bool:
+        """Whether chunks can be read block by block from the file (pread)."""
+        fr = self.frame
+        if type(fr) is not ContiguousFrame:
+            return False
+        rd = fr.reader
+        return rd.view is None and rd.fd is not None
+
+    def lazy_chunk(self, n: int, numbers):
+        """Chunk `n` of a contiguous file frame reduced to the blocks `numbers` (and
+        block 0 when DELTA needs it), read from the file with positioned reads in the
+        C core (:func:`ndpack.chunks.read_blocks_from_file`): a valid smaller chunk
+        whose other blocks are never decoded.  None when a whole read is better (small
+        chunk, many blocks) or the chunk is special, memcpyed or unexpected."""
+        fr = self.frame
+        nblocks = self.layout.nblocks
+        if 2 * len(numbers) + 2 > nblocks or (fr.verify == "full" and fr.crcs is not None):
+            return None                   # verify="full": whole chunks only, all checked
+        numbers = np.asarray(numbers, np.int32)
+        buf = scratch(_LAZY_BYTES)
+        # a file opened read-only is never compacted: positioned reads need no lock
+        with (_NOLOCK if getattr(fr, "readonly", False) else fr.lock):
+            v = fr.offsets[n]
+            if v < 0:
+                return None
+            fd, pos = fr.reader.fd, fr.base + fr.header_len + int(v)
+            size, needed = read_blocks_from_file(fd, pos, nblocks, numbers, buf, _LAZY_MIN)
+            while needed:              # the block starts, then the spans, did not fit
+                buf = scratch(needed)
+                size, needed = read_blocks_from_file(fd, pos, nblocks, numbers, buf,
+                                                     _LAZY_MIN)
+        return buf[:size] if size else None
+
+    # --- decoding ------------------------------------------------------------------------
+    def decode_raw(self, chunk, bids, nthreads=None):
+        """The blocks in the product of `bids` (per-dimension block ids), decoded one
+        after another (C order of their grid)."""
+        if nthreads is None:
+            nthreads = self.schunk.dparams.nthreads
+        lay = self.layout
+        if prod(len(b) for b in bids) == lay.nblocks:
+            nb = chunk_nbytes_of(chunk) if len(chunk) >= 16 else 0
+            if nb <= 0:
+                return decompress2(chunk, nthreads=nthreads)
+            buf = scratch(nb, "dst")                    # consumed before the next call
+            decompress2(chunk, dst=buf, nthreads=nthreads)
+            return buf
+        return decompress_blocks(chunk, lay.block_numbers(bids), nthreads=nthreads)
+
+    def decode_blocks(self, chunk, bids, nthreads=None) -> np.ndarray:
+        """Decode the blocks in the product of `bids` (per-dimension block ids)."""
+        lay = self.layout
+        return from_blocked(self.decode_raw(chunk, bids, nthreads), lay.dtype,
+                            [len(b) for b in bids], lay.blocks)
+
+    def chunk_array(self, n: int, chunk=None) -> np.ndarray:
+        """Chunk `n` (whose stored bytes are `chunk` when given) decoded into a
+        writable array of the extended chunk shape."""
+        if chunk is None:
+            chunk = self.stored(n)
+        lay = self.layout
+        fill = lay.special_value(chunk)
+        if fill is not None:
+            arr = np.empty(lay.ext_chunks, lay.dtype)
+            arr[...] = fill
+            return arr
+        return np.array(self.decode_blocks(chunk, [range(g) for g in lay.bgrid]))
+
+    def encode(self, arr: np.ndarray) -> bytes:
+        """A chunk from an array of the extended chunk shape (zeros -> special chunk)."""
+        lay = self.layout
+        if lay.stored_c_order:
+            data = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+        else:
+            data = to_blocked(arr, lay.blocks).reshape(-1).view(np.uint8)
+        chunk = compress2(data, cparams=self.schunk.cparams)
+        # all zeros compress to (at most) the header, block starts and empty streams,
+        # or are stored as they are (clevel 0, tiny chunks): check those chunks alone
+        small = 64 + lay.nblocks * (8 + 4 * lay.typesize)
+        if (len(chunk) <= small or len(chunk) >= len(data)) and not data.any():
+            return special_chunk(SpecialValue.ZERO, lay.chunk_nbytes, lay.typesize,
+                                 lay.blocksize)
+        return chunk
+
+    # --- partial chunks ------------------------------------------------------------------
     def _blocks_into(self, chunk, locs, bids, target, nthreads) -> bool:
         """Decode the blocks `bids` of a regular chunk and copy the positions `locs`
         into `target`, in groups of about _GROUP_BYTES decoded bytes (split along one
@@ -231,24 +294,26 @@ class NDReader:
         False (nothing done) when the selection does not split into pieces."""
         if self._direct_into(chunk, locs, bids, target, nthreads):
             return True
-        pieces = [_pieces(loc, b, ids) for loc, b, ids in zip(locs, self._blocks, bids)]
-        if not self._nd or None in pieces:
+        lay = self.layout
+        blocks, nd = lay.blocks, lay.ndim
+        pieces = [_pieces(loc, b, ids) for loc, b, ids in zip(locs, blocks, bids)]
+        if not nd or None in pieces:
             return False
         if self._runs_into(chunk, pieces, bids, target):
             return True
         counts = [len(b) for b in bids]
-        bs = self._blocksize
+        bs = lay.blocksize
         # the first dimension j whose inner dimensions fit a group, split in runs of m
         j = None if prod(counts) * bs <= _GROUP_BYTES else next(
-            (d for d in range(self._nd)
+            (d for d in range(nd)
              if prod(counts[d + 1:]) * bs <= max(_GROUP_BYTES, bs) and counts[d] > 1), None)
         if j is None:
-            raw = self._decode_scratch(chunk, self._block_numbers(bids), nthreads,
+            raw = self._decode_scratch(chunk, lay.block_numbers(bids), nthreads,
                                        self._needs(locs, bids))
             self._copy_pieces(raw, bids, pieces, target)
             return True
         m = max(1, _GROUP_BYTES // (prod(counts[:j]) * prod(counts[j + 1:]) * bs))
-        parts = list(dim_parts(locs[j], self._blocks[j]))
+        parts = list(dim_parts(locs[j], blocks[j]))
         for r0 in range(0, counts[j], m):
             run = parts[r0:r0 + m]
             k0, k1 = run[0][1], run[-1][2]
@@ -257,10 +322,10 @@ class NDReader:
             sub_locs = list(locs)
             sub_locs[j] = locs[j][k0:k1]
             sub_pieces = list(pieces)
-            sub_pieces[j] = _pieces(sub_locs[j], self._blocks[j], sub_bids[j])
-            idx = [slice(None)] * self._nd
+            sub_pieces[j] = _pieces(sub_locs[j], blocks[j], sub_bids[j])
+            idx = [slice(None)] * nd
             idx[j] = slice(k0, k1)
-            raw = self._decode_scratch(chunk, self._block_numbers(sub_bids), nthreads,
+            raw = self._decode_scratch(chunk, lay.block_numbers(sub_bids), nthreads,
                                        self._needs(sub_locs, sub_bids))
             self._copy_pieces(raw, sub_bids, sub_pieces, target[tuple(idx)])
         return True
@@ -270,7 +335,8 @@ class NDReader:
         whole and land in it one after another, in stored order (e.g. ``a[i]`` or
         ``a[:, j]`` with blocks of one index along the indexed dimension): no scratch
         buffer, no copy.  False (nothing done) otherwise."""
-        nd, b = self._nd, self._blocks
+        lay = self.layout
+        nd, b = lay.ndim, lay.blocks
         if not nd or not target.flags.c_contiguous or not target.size:
             return False
         for loc, bs, ids in zip(locs, b, bids):
@@ -284,9 +350,9 @@ class NDReader:
         strides = [s // target.itemsize for s in target.strides]
         ks = np.indices(counts).reshape(nd, -1)   # blocks in stored (C) order
         starts = sum(ks[d] * (b[d] * strides[d]) for d in range(nd))
-        if not np.array_equal(starts, np.arange(ks.shape[1]) * prod(b)):
+        if not np.array_equal(starts, np.arange(ks.shape[1]) * lay.block_items):
             return False
-        decompress_blocks(chunk, self._block_numbers(bids), nthreads=nthreads,
+        decompress_blocks(chunk, lay.block_numbers(bids), nthreads=nthreads,
                           dst=target.reshape(-1).view(np.uint8))
         return True
 
@@ -296,7 +362,8 @@ class NDReader:
         order (:func:`ndpack.chunks.getitems`: shuffled split blocks are not decoded
         whole, their compressed streams once per block) and copy them into `target`.
         False (nothing done) otherwise."""
-        nd, b = self._nd, self._blocks
+        lay = self.layout
+        nd, b = lay.ndim, lay.blocks
         if any(len(p) != 1 or p[0][1].step not in (None, 1) for p in pieces):
             return False
         inner = [p[0][1] for p in pieces]
@@ -306,9 +373,9 @@ class NDReader:
             return False                               # whole blocks
         run = ext[k] * prod(b[k + 1:])
         nruns = prod(ext[:k])                          # runs per block, one per index
-        if 4 * run * nruns > prod(b):                  # of the dimensions before k
+        if 4 * run * nruns > lay.block_items:          # of the dimensions before k
             return False                               # most of the block: decode it
-        if nruns > 1 and 16 * nruns * self._dtype.itemsize > prod(b):
+        if nruns > 1 and 16 * nruns * lay.dtype.itemsize > lay.block_items:
             return False                # many short runs cost more than decoding whole
         # the runs' offsets in a block: the box's C order split at dimension k
         grid = np.zeros(1, np.int64)
@@ -316,10 +383,10 @@ class NDReader:
             grid = (grid[:, None] + (inner[d].start + np.arange(ext[d]))
                     * prod(b[d + 1:])).reshape(-1)
         offs = grid + inner[k].start * prod(b[k + 1:])
-        numbers = np.asarray(self._block_numbers(bids), np.int64)
-        starts = (numbers[:, None] * prod(b) + offs).reshape(-1)
+        numbers = np.asarray(lay.block_numbers(bids), np.int64)
+        starts = (numbers[:, None] * lay.block_items + offs).reshape(-1)
         counts = np.full(starts.size, run, np.int32)
-        buf = _scratch(starts.size * run * self._dtype.itemsize, "dst")
+        buf = scratch(starts.size * run * lay.dtype.itemsize, "dst")
         getitems(chunk, starts, counts, buf)
         # the runs are blocks of shape `ext`, each taken whole
         whole = [[(p[0][0], slice(0, e), p[0][2])] for p, e in zip(pieces, ext)]
@@ -331,7 +398,7 @@ class NDReader:
         pages would cost a page fault each); valid until the thread's next call.
         `needs`: the bytes wanted of each block (only those are decoded if the
         codec allows), None for all."""
-        buf = _scratch(len(numbers) * self._blocksize, "dst")
+        buf = scratch(len(numbers) * self.layout.blocksize, "dst")
         decompress_blocks(chunk, numbers, nthreads=nthreads, dst=buf, needs=needs)
         return buf
 
@@ -341,18 +408,20 @@ class NDReader:
         no block would be decoded less than three quarters of the way (then whole)."""
         if any(loc.step <= 0 for loc in locs):
             return None
+        lay = self.layout
+        blocks = lay.blocks
         lasts = []                      # per dimension, the last wanted offset per block
-        for loc, ids, b in zip(locs, bids, self._blocks):
+        for loc, ids, b in zip(locs, bids, blocks):
             last = []
             for i in ids:
                 end = min(i * b + b - 1, loc[-1])
                 last.append(loc.start + (end - loc.start) // loc.step * loc.step - i * b)
             lasts.append(last)
-        strides = [prod(self._blocks[d + 1:]) for d in range(self._nd)]
+        strides = [prod(blocks[d + 1:]) for d in range(lay.ndim)]
         if sum(min(last) * st for last, st in zip(lasts, strides)) + 1 \
-                > 0.75 * prod(self._blocks):
+                > 0.75 * lay.block_items:
             return None
-        item = self._dtype.itemsize
+        item = lay.dtype.itemsize
         return [(sum(o * st for o, st in zip(combo, strides)) + 1) * item
                 for combo in itertools.product(*lasts)]
 
@@ -362,10 +431,11 @@ class NDReader:
         gathering the blocks into one array: seen as (count0, block0, count1, block1,
         ...) the blocks are a strided view, and each product of per-dimension pieces is
         one strided copy."""
-        nd = self._nd
+        lay = self.layout
+        nd = lay.ndim
         counts = tuple(len(b) for b in bids)
-        shape = counts + (self._blocks if blocks is None else blocks)
-        grid = np.frombuffer(buf, dtype=self._dtype, count=prod(shape)).reshape(shape)
+        shape = counts + (lay.blocks if blocks is None else blocks)
+        grid = np.frombuffer(buf, dtype=lay.dtype, count=prod(shape)).reshape(shape)
         grid = grid.transpose([ax for d in range(nd) for ax in (d, nd + d)])
         for combo in itertools.product(*pieces):
             src = grid[tuple(x for p in combo for x in (p[0], p[1]))]
@@ -373,57 +443,18 @@ class NDReader:
             dst.shape = src.shape                # splits axes: always a view
             dst[...] = src
 
-    def _block_numbers(self, bids) -> list:
-        numbers = []
-        for combo in itertools.product(*bids):
-            n = 0
-            for b, g in zip(combo, self._bgrid):
-                n = n * g + b
-            numbers.append(n)
-        return numbers
-
-    def _lazy_ok(self) -> bool:
-        """Whether chunks can be read block by block from the file (pread)."""
-        fr = self._schunk._frame
-        if type(fr) is not ContiguousFrame:
-            return False
-        rd = fr.reader
-        return rd.view is None and rd.fd is not None
-
-    def _lazy_chunk(self, n: int, numbers):
-        """Chunk `n` of a contiguous file frame reduced to the blocks `numbers` (and
-        block 0 when DELTA needs it), read from the file with positioned reads in the
-        C core (:func:`ndpack.chunks.read_blocks_from_file`): a valid smaller chunk
-        whose other blocks are never decoded.  None when a whole read is better (small
-        chunk, many blocks) or the chunk is special, memcpyed or unexpected."""
-        fr = self._schunk._frame
-        nblocks = len(self._block_ids)
-        if 2 * len(numbers) + 2 > nblocks or (fr.verify == "full" and fr.crcs is not None):
-            return None                   # verify="full": whole chunks only, all checked
-        numbers = np.asarray(numbers, np.int32)
-        buf = _scratch(_LAZY_BYTES)
-        # a file opened read-only is never compacted: positioned reads need no lock
-        with (_NOLOCK if getattr(fr, "readonly", False) else fr.lock):
-            v = fr.offsets[n]
-            if v < 0:
-                return None
-            fd, pos = fr.reader.fd, fr.base + fr.header_len + int(v)
-            size, needed = read_blocks_from_file(fd, pos, nblocks, numbers, buf, _LAZY_MIN)
-            while needed:              # the block starts, then the spans, did not fit
-                buf = _scratch(needed)
-                size, needed = read_blocks_from_file(fd, pos, nblocks, numbers, buf,
-                                                     _LAZY_MIN)
-        return buf[:size] if size else None
-
-    def _get_point(self, key):
+    # --- one item ------------------------------------------------------------------------
+    def get_point(self, key):
         """A single item ``a[i, j, ...]`` (0-d array), decoding one block; None when
         the key is not a tuple of in-bounds integers."""
-        if not self._dtype.itemsize:
+        lay = self.layout
+        dtype = lay.dtype
+        if not dtype.itemsize:
             return None
         flat_b = flat_i = 0
         n = 0
-        for k, s, c, b, g, bg in zip(key, self._shape, self._chunks, self._blocks,
-                                     self._grid, self._bgrid):
+        for k, s, c, b, g, bg in zip(key, lay.shape, lay.chunks, lay.blocks, lay.grid,
+                                     lay.bgrid):
             if type(k) is not int:
                 if isinstance(k, (bool, np.bool_)) or not isinstance(k, np.integer):
                     return None
@@ -438,16 +469,15 @@ class NDReader:
             flat_b = flat_b * bg + bq
             flat_i = flat_i * b + br
         chunk = None
-        if self._lazy_ok():
-            chunk = self._lazy_chunk(n, (flat_b,))
-        out = np.empty((), self._dtype)
+        if self.lazy_ok():
+            chunk = self.lazy_chunk(n, (flat_b,))
+        out = np.empty((), dtype)
         fill = None
         if chunk is None:
-            chunk = self._stored(n, partial=True)
-            fill = self._special_fill(chunk)
+            chunk = self.stored(n, partial=True)
+            fill = lay.special_value(chunk)
         if fill is not None:
             out[()] = fill
             return out
-        getitems(chunk, [flat_b * prod(self._blocks) + flat_i], [1], out)
+        getitems(chunk, [flat_b * lay.block_items + flat_i], [1], out)
         return out
-

@@ -1,10 +1,10 @@
 """Whole chunks in stored order: what engines that work chunk by chunk need.
 
 A mixin of :class:`ndpack.storage.ndarray.NDArray` (kept apart so each module reads in
-one sitting).  A chunk decoded "in stored order" is flat: its blocks one after another,
-each block in C order, padding included.  Arrays with the same shape, chunks and blocks
-store elements in the same order, so elementwise work can run on these buffers as
-they are.
+one sitting); it uses the array's public ``layout`` and ``schunk`` only.  A chunk
+decoded "in stored order" is flat: its blocks one after another, each block in C
+order, padding included.  Arrays with the same shape, chunks and blocks store
+elements in the same order, so elementwise work can run on these buffers as they are.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from ndpack.chunks import compress2, decompress2, decompress_blocks, special_chu
 from ndpack.codecs import SpecialValue
 from ndpack.errors import FormatError, ParameterError
 from ndpack.storage.frame import chunk_nbytes_of
-from ndpack.storage.grid import prod
-from ndpack.storage.ndread import _from_blocked
+from ndpack.storage.ndread import from_blocked, stored_chunk
 
 __all__ = ["NDStored"]
 
@@ -38,13 +37,13 @@ class NDStored:
         >>> bytes(a.read_chunk(1, bytearray(1 << 16))) == a.get_chunk(1)
         True
         """
-        return self._stored(nchunk, buf)
+        return stored_chunk(self.layout, self.schunk.frame, nchunk, buf)
 
     @property
     def stored_elements(self) -> int:
         """Elements of one decoded chunk: the extended chunk shape's size (padding
         included)."""
-        return prod(self._ext_chunks)
+        return self.layout.chunk_items
 
     def decode_stored(self, chunk, out=None, blocks=None, nthreads=None) -> np.ndarray:
         """Decode compressed `chunk` of this array in its stored order.
@@ -79,27 +78,29 @@ class NDStored:
         >>> a.decode_stored(a.get_chunk(0)).tolist()
         [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
         """
-        fill = self._special_fill(chunk)
+        lay = self.layout
+        fill = lay.special_value(chunk)
         if fill is not None:
             return fill
         nbytes = chunk_nbytes_of(chunk)
-        if nbytes != self._chunk_nbytes:
+        if nbytes != lay.chunk_nbytes:
             raise FormatError(f"chunk holds {nbytes} bytes; chunks of this array hold "
-                              f"{self._chunk_nbytes}")
-        size = self.stored_elements
+                              f"{lay.chunk_nbytes}")
+        size = lay.chunk_items
         if blocks is not None:
-            if blocks.step != 1 or not 0 <= blocks.start <= blocks.stop <= len(self._block_ids):
+            if blocks.step != 1 or not 0 <= blocks.start <= blocks.stop <= lay.nblocks:
                 raise ParameterError(f"blocks must be a step-1 range within "
-                                     f"range({len(self._block_ids)}), not {blocks}")
-            size = len(blocks) * prod(self._blocks)
+                                     f"range({lay.nblocks}), not {blocks}")
+            size = len(blocks) * lay.block_items
+        dtype = lay.dtype
         if out is None:
-            out = np.empty(size, self._dtype)
-        elif out.dtype != self._dtype or out.size != size or not out.flags.c_contiguous:
-            raise ParameterError(f"out must be a C-contiguous {self._dtype} array of "
+            out = np.empty(size, dtype)
+        elif out.dtype != dtype or out.size != size or not out.flags.c_contiguous:
+            raise ParameterError(f"out must be a C-contiguous {dtype} array of "
                                  f"{size} items")
         if nthreads is None:
-            nthreads = self._schunk.dparams.nthreads
-        if blocks is None or len(blocks) == len(self._block_ids):
+            nthreads = self.schunk.dparams.nthreads
+        if blocks is None or len(blocks) == lay.nblocks:
             decompress2(chunk, dst=out, nthreads=nthreads)
         else:
             decompress_blocks(chunk, blocks, nthreads=nthreads, dst=out)
@@ -109,23 +110,25 @@ class NDStored:
         """A chunk from values in stored order (see :meth:`decode_stored`); a 0-d
         value gives a special chunk (no data stored).  `nthreads`: C threads for this
         call (default: ``cparams.nthreads``)."""
+        lay = self.layout
+        dtype, size = lay.dtype, lay.chunk_items
         values = np.asarray(values)
-        if values.ndim == 0 and self._dtype.itemsize > 255:    # too big for a header
-            values = np.full(self.stored_elements, values, self._dtype)
+        if values.ndim == 0 and dtype.itemsize > 255:          # too big for a header
+            values = np.full(size, values, dtype)
         if values.ndim == 0:
-            v = values.astype(self._dtype)
+            v = values.astype(dtype)
             if not v.any():
                 special, raw = SpecialValue.ZERO, None
             else:
                 special, raw = SpecialValue.VALUE, v.tobytes()
-            return special_chunk(special, self._chunk_nbytes, self._typesize,
-                                 self._blocksize, value=raw)
-        if values.dtype != self._dtype or values.size != self.stored_elements:
-            raise ParameterError(f"values must be {self.stored_elements} items of "
-                                 f"{self._dtype}, not {values.size} of {values.dtype}")
+            return special_chunk(special, lay.chunk_nbytes, lay.typesize, lay.blocksize,
+                                 value=raw)
+        if values.dtype != dtype or values.size != size:
+            raise ParameterError(f"values must be {size} items of "
+                                 f"{dtype}, not {values.size} of {values.dtype}")
         extra = {} if nthreads is None else {"nthreads": int(nthreads)}
         return compress2(np.ascontiguousarray(values).reshape(-1).view(np.uint8),
-                         cparams=self._schunk._cparams, **extra)
+                         cparams=self.schunk.cparams, **extra)
 
     def sum_chunk_into(self, nchunk: int, out, reduced, ostride, offset: int,
                        buf: bytearray | None = None) -> None:
@@ -147,30 +150,33 @@ class NDStored:
         """
         chunk = self.read_chunk(nchunk, buf)
         valid = [s.stop - s.start for s in self.chunk_region(nchunk)]
-        sum_chunk(chunk, self._dtype, self._chunks, self._blocks, valid, reduced, out,
+        lay = self.layout
+        sum_chunk(chunk, lay.dtype, lay.chunks, lay.blocks, valid, reduced, out,
                   offset, ostride)
 
     @property
     def stored_c_order(self) -> bool:
         """Whether stored order is the C order of the extended chunk (blocks span the
         trailing dimensions of the chunk)."""
-        return self._corder
+        return self.layout.stored_c_order
 
     def special_value(self, chunk):
         """The scalar (0-d array) a special chunk of this array stands for (zeros, NaN,
         a repeated value), or None for a chunk holding data."""
-        return self._special_fill(chunk)
+        return self.layout.special_value(chunk)
 
     def stored_as_chunk(self, values) -> np.ndarray:
         """Flat values in stored order (see :meth:`decode_stored`) as an array of the
         extended chunk shape, in C order (a view when the blocks allow it)."""
-        if self._corder:
-            return values.reshape(self._ext_chunks)
-        return _from_blocked(values, values.dtype, self._bgrid, self._blocks)
+        lay = self.layout
+        if lay.stored_c_order:
+            return values.reshape(lay.ext_chunks)
+        return from_blocked(values, values.dtype, lay.bgrid, lay.blocks)
 
     def chunk_region(self, nchunk: int) -> tuple:
         """The region of the array (a tuple of slices) chunk `nchunk` holds."""
-        return self._chunk_region(np.unravel_index(nchunk, self._grid))
+        lay = self.layout
+        return lay.region(lay.chunk_coords(nchunk))
 
     def write_stored(self, nchunk: int, values) -> None:
         """Store chunk `nchunk` from values in stored order (see :meth:`decode_stored`):
@@ -180,9 +186,9 @@ class NDStored:
     def write_encoded(self, nchunk: int, chunk: bytes) -> None:
         """Store chunk `nchunk` from :meth:`encode_stored`'s result (chunks in order,
         as :meth:`write_stored`); the caller encodes, e.g. on its own threads."""
-        self._schunk._check_writable()
-        frame = self._schunk._frame                 # our own chunk: no validation copy
-        if nchunk == frame.nchunks and nchunk < self._nchunks:
+        self.schunk.check_writable()
+        frame = self.schunk.frame                   # our own chunk: no validation copy
+        if nchunk == frame.nchunks and nchunk < self.layout.nchunks:
             frame.append(chunk)
         else:
             frame.update(nchunk, chunk)

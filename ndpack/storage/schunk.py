@@ -38,7 +38,8 @@ from ndpack.storage.grid import MAX_NCHUNKS
 from ndpack.storage.framefile import ContiguousFrame, SparseFrame, open_frame, parse_cframe
 from ndpack.storage.meta import Meta, check_name, packb, vlmeta
 
-__all__ = ["SChunk", "open", "schunk_from_cframe", "remove_urlpath", "ChunkInfo"]
+__all__ = ["SChunk", "open_schunk", "schunk_from_cframe", "remove_urlpath", "ChunkInfo",
+           "frame_info", "new_file_frame"]
 
 DEFAULT_CHUNKSIZE = 2 ** 24
 MAX_CHUNKSIZE = 2 ** 31 - 33
@@ -48,7 +49,9 @@ ChunkInfo = collections.namedtuple("ChunkInfo",
                                    ["nchunk", "cratio", "special", "repeated_value", "lazychunk"])
 
 
-def _info_from(cp: CParams, dp: DParams, chunksize: int) -> FrameInfo:
+def frame_info(cp: CParams, dp: DParams, chunksize: int) -> FrameInfo:
+    """The header fields of a new frame from compression and decompression parameters
+    and the chunk size in bytes (-1: chunks of different sizes)."""
     return FrameInfo(typesize=int(cp.typesize), chunksize=int(chunksize), codec=int(cp.codec),
                      clevel=int(cp.clevel), splitmode=int(cp.splitmode),
                      blocksize=int(cp.blocksize), nthreads_c=int(cp.nthreads),
@@ -162,7 +165,7 @@ class SChunk:
         raw_meta = {check_name(k): packb(v) for k, v in (meta or {}).items()}
         if len(raw_meta) > 16:
             raise ParameterError(f"at most 16 metalayers, got {len(raw_meta)}")
-        info = _info_from(self._cparams, self._dparams, chunksize)
+        info = frame_info(self._cparams, self._dparams, chunksize)
         self._attach(self._new_frame(info, raw_meta, contiguous), keep_cparams=True)
         self._contiguous = (bool(contiguous) if self._urlpath is None
                             else contiguous in (None, True))
@@ -184,15 +187,20 @@ class SChunk:
         return new_file_frame(self._urlpath, self._mode, info, raw_meta, contiguous)
 
     @classmethod
-    def _from_frame(cls, frame, urlpath=None, mode="a", dparams=None) -> SChunk:
-        """Wrap an existing store (opened file or parsed buffer)."""
+    def from_frame(cls, frame, urlpath=None, mode="a", dparams=None,
+                   cparams: CParams | None = None) -> SChunk:
+        """Wrap an existing frame (an opened file, a parsed buffer or a new frame of
+        :mod:`ndpack.storage.frame`); `cparams` replaces the compression parameters
+        read from its header (a new frame's creator knows them exactly)."""
         self = cls.__new__(cls)
         self._mode = mode
         self._urlpath = None if urlpath is None else os.fspath(urlpath)
         nthreads = frame.info.nthreads_d
         self._dparams = make_dparams(dparams) if dparams is not None else make_dparams(
             **({"nthreads": nthreads} if nthreads > 0 else {}))
-        self._attach(frame)
+        if cparams is not None:
+            self._cparams = cparams
+        self._attach(frame, keep_cparams=cparams is not None)
         return self
 
     def _attach(self, frame, keep_cparams: bool = False):
@@ -200,11 +208,18 @@ class SChunk:
         if not keep_cparams:
             self._cparams = _cparams_from(frame.info)
         self._contiguous = isinstance(frame, (ContiguousFrame, MemoryFrame))
-        self._meta = Meta(frame.meta, frame.write_meta, self._check_writable)
+        self._meta = Meta(frame.meta, frame.write_meta, self.check_writable)
         self._vlmeta = vlmeta(frame)
         checksums.configure(frame, self._dparams.verify)
 
     # --- properties ----------------------------------------------------------------------
+    @property
+    def frame(self):
+        """The frame holding the chunks and metadata (a ``MemoryFrame``,
+        ``ContiguousFrame`` or ``SparseFrame``): the storage modules' access to the
+        stored bytes, without the checks and copies of the methods here."""
+        return self._frame
+
     @property
     def nbytes(self) -> int:
         """Uncompressed size in bytes."""
@@ -255,13 +270,13 @@ class SChunk:
 
     @cparams.setter
     def cparams(self, value):
-        self._check_writable()
+        self.check_writable()
         if isinstance(value, CParams):
             cp = make_cparams(value)
         else:                          # a dict updates only the fields it names
             cp = make_cparams(self._cparams, **dict(value))
         info = self._frame.info
-        new = _info_from(cp, self._dparams, info.chunksize)
+        new = frame_info(cp, self._dparams, info.chunksize)
         for field in ("codec", "clevel", "splitmode", "blocksize", "nthreads_c", "filters",
                       "filters_meta", "codec_meta", "use_dict", "typesize"):
             setattr(info, field, getattr(new, field))
@@ -293,9 +308,12 @@ class SChunk:
                 f"typesize={self.typesize} urlpath={self.urlpath!r}>")
 
     # --- chunk level ---------------------------------------------------------------------
-    def _check_writable(self):
+    def check_writable(self) -> None:
+        """Raise :class:`ParameterError` if the super-chunk was opened in mode 'r'."""
         if self._mode == "r":
             raise ParameterError("cannot modify a super-chunk opened in mode 'r'")
+
+    _check_writable = check_writable   # TODO(issue 20): engine still reads this
 
     def _compress(self, data) -> bytes:
         view = _as_bytes_view(data)
@@ -312,43 +330,43 @@ class SChunk:
 
     def append_data(self, data) -> int:
         """Compress `data` into a new chunk at the end; returns the number of chunks."""
-        self._check_writable()
+        self.check_writable()
         self._frame.append(self._compress(data))
         return self.nchunks
 
     def insert_data(self, nchunk: int, data, copy: bool = True) -> int:
         """Compress `data` and insert it as chunk `nchunk`; returns the number of chunks."""
-        self._check_writable()
+        self.check_writable()
         self._frame.insert(nchunk, self._compress(data))
         return self.nchunks
 
     def update_data(self, nchunk: int, data, copy: bool = True) -> int:
         """Compress `data` and replace chunk `nchunk` with it; returns the number of chunks."""
-        self._check_writable()
+        self.check_writable()
         self._frame.update(nchunk, self._compress(data))
         return self.nchunks
 
     def append_chunk(self, chunk) -> int:
         """Append an already compressed chunk; returns the number of chunks."""
-        self._check_writable()
+        self.check_writable()
         self._frame.append(self._chunk_bytes(chunk))
         return self.nchunks
 
     def insert_chunk(self, nchunk: int, chunk) -> int:
         """Insert a compressed chunk at position `nchunk`; returns the number of chunks."""
-        self._check_writable()
+        self.check_writable()
         self._frame.insert(nchunk, self._chunk_bytes(chunk))
         return self.nchunks
 
     def update_chunk(self, nchunk: int, chunk) -> int:
         """Replace chunk `nchunk` with a compressed chunk; returns the number of chunks."""
-        self._check_writable()
+        self.check_writable()
         self._frame.update(nchunk, self._chunk_bytes(chunk))
         return self.nchunks
 
     def delete_chunk(self, nchunk: int) -> int:
         """Remove chunk `nchunk`; returns the number of chunks left."""
-        self._check_writable()
+        self.check_writable()
         self._frame.delete(nchunk)
         return self.nchunks
 
@@ -387,7 +405,7 @@ class SChunk:
         >>> np.frombuffer(s[248:250], np.int32).tolist()
         [7, 7]
         """
-        self._check_writable()
+        self.check_writable()
         special_value = SpecialValue(special_value)
         if special_value == SpecialValue.NOT_SPECIAL:
             raise ParameterError("fill_special needs ZERO, NAN, VALUE or UNINIT")
@@ -480,7 +498,7 @@ class SChunk:
         return self.get_slice(start, stop)
 
     def __setitem__(self, key, value):
-        self._check_writable()
+        self.check_writable()
         start, stop = self._key(key)
         n, ts = len(self), self.typesize
         start = 0 if start is None else (start + n if start < 0 else start)
@@ -542,15 +560,14 @@ def schunk_from_cframe(cframe, copy: bool = False) -> SChunk:
     >>> t.nchunks, t[3:6]
     (3, b'\\x03\\x04\\x05')
     """
-    return SChunk._from_frame(parse_cframe(cframe, copy=copy))
+    return SChunk.from_frame(parse_cframe(cframe, copy=copy))
 
 
-def open(urlpath, mode: str = "r", offset: int = 0,  # noqa: A001  (python-blosc2's name)
-         mmap_mode=None, **kwargs):
-    """Open a frame on disk (contiguous file or sparse directory).
-
-    A frame with a ``b2nd`` metalayer opens as an
-    :class:`~ndpack.storage.ndarray.NDArray`, any other as an :class:`SChunk`.
+def open_schunk(urlpath, mode: str = "r", offset: int = 0, mmap_mode=None,
+                **kwargs) -> SChunk:
+    """Open a frame on disk (contiguous file or sparse directory) as an :class:`SChunk`,
+    whatever its metalayers (:func:`ndpack.storage.dispatch.open` gives an NDArray
+    for a frame with a ``b2nd`` metalayer).
 
     Parameters
     ----------
@@ -562,13 +579,15 @@ def open(urlpath, mode: str = "r", offset: int = 0,  # noqa: A001  (python-blosc
         Where the frame starts inside a larger file (contiguous frames only).
     mmap_mode : {'r'}, optional
         Read chunks as slices of a memory map (implies mode 'r').
+    **kwargs
+        ``dparams=`` (DParams or dict) only.
 
     Examples
     --------
     >>> import numpy as np, ndpack, tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "x.b2frame")
     >>> ndpack.SChunk(chunksize=400, data=np.arange(300, dtype=np.int32), urlpath=path).close()
-    >>> s = ndpack.open(path, mmap_mode="r")
+    >>> s = open_schunk(path, mmap_mode="r")
     >>> s.nchunks, np.frombuffer(s[298:300], np.int32).tolist()
     (3, [298, 299])
     >>> s.close(); ndpack.remove_urlpath(path); os.path.exists(path)
@@ -591,12 +610,17 @@ def open(urlpath, mode: str = "r", offset: int = 0,  # noqa: A001  (python-blosc
     if kwargs:
         raise ParameterError(f"unknown open() argument(s) {sorted(kwargs)}")
     frame = open_frame(urlpath, mode, offset, mmap_mode)
-    schunk = SChunk._from_frame(frame, urlpath=urlpath, mode=mode, dparams=dparams)
-    if "b2nd" in frame.meta:
-        from ndpack.storage.ndarray import NDArray   # ndarray builds on this module
+    return SChunk.from_frame(frame, urlpath=urlpath, mode=mode, dparams=dparams)
 
-        return NDArray(schunk)
-    return schunk
+
+def __getattr__(name: str):
+    # TODO(issue 20): engine still reads this (``from ndpack.storage.schunk import
+    # open``); ndpack.storage.dispatch.open is its home now
+    if name == "open":
+        from ndpack.storage.dispatch import open as dispatch_open
+
+        return dispatch_open
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def new_file_frame(urlpath, mode: str, info: FrameInfo, raw_meta: dict, contiguous):

@@ -30,7 +30,8 @@ from ndpack.chunks import compress2, compress_or_header, decompress, is_raw_head
 from ndpack.codecs import Codec, CParams, Filter
 from ndpack.errors import FormatError, ParameterError
 from ndpack.storage.frame import RawChunk
-from ndpack.storage.schunk import SChunk, open as open_schunk, schunk_from_cframe
+from ndpack.storage.dispatch import open as open_frame
+from ndpack.storage.schunk import SChunk, schunk_from_cframe
 
 __all__ = ["pack_array2", "unpack_array2", "save_array", "load_array", "pack_tensor",
            "unpack_tensor", "save_tensor", "load_tensor", "pack", "unpack"]
@@ -95,9 +96,9 @@ def _schunk_for(tensor, chunksize, kwargs) -> tuple[SChunk, int]:
         else:
             _append_pipelined(schunk, pieces)
         schunk.vlmeta[TENSOR_KEY] = (kind, arr.shape, _dtype_code(arr.dtype))
-        schunk._frame.commit()
+        schunk.frame.commit()
     except BaseException:
-        schunk._frame.abort()
+        schunk.frame.abort()
         raise
     return schunk, arr.nbytes
 
@@ -109,12 +110,12 @@ def _append_pipelined(schunk: SChunk, pieces: list) -> None:
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ndpack-save") as w:
         pending = None
         for piece in pieces:
-            chunk = compress_or_header(piece, schunk._cparams)
+            chunk = compress_or_header(piece, schunk.cparams)
             if is_raw_header(chunk, len(piece)):     # written from `piece`, not copied
                 chunk = RawChunk(chunk, piece)
             if pending is not None:
                 pending.result()
-            pending = w.submit(schunk._frame.append, chunk)     # our own chunk
+            pending = w.submit(schunk.frame.append, chunk)     # our own chunk
         if pending is not None:
             pending.result()
 
@@ -234,14 +235,14 @@ def _mmap_for(urlpath):
 
 def load_tensor(urlpath, dparams=None):
     """Load a tensor saved by :func:`save_tensor` (or python-blosc2's)."""
-    with open_schunk(urlpath, mode="r", dparams=dparams, mmap_mode=_mmap_for(urlpath)) as schunk:
+    with open_frame(urlpath, mode="r", dparams=dparams, mmap_mode=_mmap_for(urlpath)) as schunk:
         kind, arr = _array_of(schunk)
     return _as_kind(kind, arr)
 
 
 def load_array(urlpath, dparams=None) -> np.ndarray:
     """Load a NumPy array saved by :func:`save_array` (or python-blosc2's)."""
-    with open_schunk(urlpath, mode="r", dparams=dparams, mmap_mode=_mmap_for(urlpath)) as schunk:
+    with open_frame(urlpath, mode="r", dparams=dparams, mmap_mode=_mmap_for(urlpath)) as schunk:
         return _array_of(schunk)[1]
 
 

@@ -25,7 +25,8 @@ import zipfile
 
 from ndpack.errors import FormatError, ParameterError
 from ndpack.storage.atomic import Pending, fsync_path, replacing
-from ndpack.storage.schunk import open as open_frame
+from ndpack.storage.ndarray import NDArray, array_or_schunk
+from ndpack.storage.schunk import open_schunk
 
 __all__ = ["EMBED_NAME", "LEAF_SUFFIXES", "DirFiles", "ZipFiles"]
 
@@ -35,7 +36,6 @@ _PIECE = 16 << 20
 
 
 def suffix_for(value) -> str:
-    from ndpack.storage.ndarray import NDArray  # lazy: ndarray is a heavier module
     return ".b2nd" if isinstance(value, NDArray) else ".b2f"
 
 
@@ -88,8 +88,8 @@ class DirFiles:
         return os.path.join(self.path, *self.leaves[rel].split("/"))
 
     def open_leaf(self, rel: str, mode: str, mmap_mode=None):
-        return open_frame(self.file_of(rel), mode="r" if mode == "r" else "a",
-                          mmap_mode=mmap_mode)
+        return array_or_schunk(open_schunk(self.file_of(rel), mode="r" if mode == "r"
+                                           else "a", mmap_mode=mmap_mode))
 
     def write_bytes(self, rel: str, value, pieces, size: int | None = None):
         """Write the leaf `rel` under a temporary name and move it over the old one
@@ -205,19 +205,22 @@ class ZipFiles:
         self._pending = None               # atomic.Pending of the new zip beside `path`
 
     # --- reading -------------------------------------------------------------------------
-    def _member(self, rel: str):
+    def member(self, rel: str):
+        """``(member, zip path)`` of the leaf `rel`: in the old zip, or in the new one
+        when it was written since."""
         where, name = self.leaves[rel]
         return (self.src[name], self.path) if where == "src" else (self.new[name], self._tmp)
 
     def open_leaf(self, rel: str, mode: str, mmap_mode=None):
-        m, path = self._member(rel)
+        m, path = self.member(rel)
         return self.open_member(path, m, mmap_mode)
 
     @staticmethod
     def open_member(path: str, m: _Member, mmap_mode=None):
         """The frame of member `m`, opened in place (read-only)."""
-        obj = open_frame(path, mode="r", offset=m.data_offset, mmap_mode=mmap_mode)
-        flen = obj.schunk._frame.frame_len if hasattr(obj, "schunk") else obj._frame.frame_len
+        obj = array_or_schunk(open_schunk(path, mode="r", offset=m.data_offset,
+                                          mmap_mode=mmap_mode))
+        flen = getattr(obj, "schunk", obj).frame.frame_len
         if flen > m.size:
             raise FormatError(f"{path!r}: the frame of member {m.name!r} ({flen} bytes) is "
                               f"longer than the member ({m.size} bytes)")
@@ -229,7 +232,7 @@ class ZipFiles:
         return None if m is None else (self.path, m)
 
     def window(self, rel: str):
-        m, _ = self._member(rel)
+        m, _ = self.member(rel)
         return m.data_offset, m.size
 
     def _pieces_of(self, path: str, m: _Member):
@@ -246,7 +249,7 @@ class ZipFiles:
             os.close(fd)
 
     def leaf_pieces(self, rel: str):
-        m, path = self._member(rel)
+        m, path = self.member(rel)
         return self._pieces_of(path, m)
 
     # --- writing -------------------------------------------------------------------------
@@ -262,7 +265,9 @@ class ZipFiles:
             self._zf = zipfile.ZipFile(self._tmp, "w", zipfile.ZIP_STORED, allowZip64=True)
         return self._zf
 
-    def _append(self, name: str, pieces, size: int | None = None) -> _Member:
+    def append_member(self, name: str, pieces, size: int | None = None) -> _Member:
+        """Append a stored member `name` made of the byte `pieces` (`size` bytes in all,
+        when known) to the new zip; a member of that name written before is dropped."""
         zf = self._writer()
         if name in zf.NameToInfo:          # replaced before commit: drop the old entry
             old = zf.NameToInfo.pop(name)
@@ -291,7 +296,7 @@ class ZipFiles:
         if rel in self.leaves:
             self.remove(rel)
         name = rel + suffix_for(value)
-        self._append(name, pieces, size)
+        self.append_member(name, pieces, size)
         self.leaves[rel] = ("new", name)
 
     def remove(self, rel: str, prune: bool = True):
@@ -308,9 +313,9 @@ class ZipFiles:
         live_src = [name for where, name in self.leaves.values() if where == "src"]
         for name in live_src:
             m = self.src[name]
-            self._append(name, self._pieces_of(self.path, m), m.size)
+            self.append_member(name, self._pieces_of(self.path, m), m.size)
             self.leaves[_split_suffix(name)[0]] = ("new", name)
-        self._append(EMBED_NAME, [embed_bytes])
+        self.append_member(EMBED_NAME, [embed_bytes])
         self._zf.close()
         self._zf = None
         if self._pending is not None:

@@ -25,7 +25,8 @@ import zipfile
 from ndpack.chunks import decompress2
 from ndpack.errors import NdpackError
 from ndpack.storage.frame import SPARSE_INDEX
-from ndpack.storage.schunk import open as open_frame
+from ndpack.storage.dispatch import open as open_frame, open_store
+from ndpack.storage.embedstore import EmbedStore
 
 __all__ = ["Result", "verify_path", "verify_schunk"]
 
@@ -65,7 +66,7 @@ class Result:
 def verify_schunk(schunk, name: str) -> Result:
     """Read every chunk of `schunk` whole (checked against its record when it has
     one; verification is forced on) and decode it."""
-    frame = schunk._frame
+    frame = schunk.frame
     res = Result(name, frame.nchunks)
     res.checksums = ("crc32c" if frame.crcs is not None else
                      "stale" if frame.crc_stale else "none")
@@ -113,16 +114,13 @@ def verify_path(path) -> list[Result]:
 
 
 def _verify_store(path: str) -> list[Result]:
-    from ndpack.storage.embedstore import EmbedStore
-    from ndpack.storage.stores import open_store
-
     store = open_store(path, mode="r")
     out = []
     try:
         if isinstance(store, EmbedStore):
-            out.append(verify_schunk(store._schunk, f"{path}:<embedded>"))
+            out.append(verify_schunk(store.schunk, f"{path}:<embedded>"))
         else:
-            out.append(verify_schunk(store.estore._schunk, f"{path}:<embedded>"))
+            out.append(verify_schunk(store.estore.schunk, f"{path}:<embedded>"))
         for key in store.keys():
             name = f"{path}:{key}"
             try:
@@ -133,7 +131,7 @@ def _verify_store(path: str) -> list[Result]:
                 out.append(res)
                 continue
             schunk = _schunk_of(value)
-            if hasattr(schunk, "_frame"):
+            if hasattr(schunk, "frame"):
                 out.append(verify_schunk(schunk, name))
     finally:
         store.close()
