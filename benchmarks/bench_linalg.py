@@ -31,7 +31,9 @@ import numpy as np
 from timing import best, best_with_rss, compress_pieces, decode_all, write_json
 
 import ndpack
-from ndpack.engine import blas, contract, linalg
+from ndpack.engine.ops import blas
+from ndpack.engine.ops import contract
+from ndpack.engine.ops import linalg
 
 try:
     import blosc2

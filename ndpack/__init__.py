@@ -17,6 +17,7 @@ True
 import math as _math
 
 from . import _core
+from . import resources as _resources
 from ndpack.chunks import (chunk_info, compress, compress2, decompress, decompress2,
                            get_cbuffer_sizes, get_clib)
 from ndpack.codecs import (Codec, CParams, DParams, Filter, SpecialValue, SplitMode, Tuner,
@@ -27,6 +28,7 @@ from ndpack.dtypes import (bool, can_cast, complex64, complex128, finfo, float32
                            iinfo, int8, int16, int32, int64, isdtype, result_type, uint8,
                            uint16, uint32, uint64)
 from ndpack.inspection import __array_namespace_info__
+from ndpack.resources import memory_limit, set_memory_limit
 from ndpack.errors import (CallbackError, CodecError, FilterError, FormatError, NdpackError,
                            ParameterError)
 from ndpack.storage import (NDArray, SChunk, arange, array, asarray, compute_chunks_blocks,
@@ -37,24 +39,28 @@ from ndpack.storage import (NDArray, SChunk, arange, array, asarray, compute_chu
                             unpack_array2, unpack_tensor, zeros, zeros_like)
 from ndpack.storage import DictStore, EmbedStore, TreeStore
 from ndpack.storage.params import Storage, storage_dflts
-from ndpack.engine import (LazyExpr, all, any, argmax, argmin, count_nonzero, cumulative_prod,
-                           cumulative_sum, evaluate, lazyexpr, max, mean, min, prod, std, sum,
-                           var)
-from ndpack.engine.linalg import matmul, outer, tensordot, vecdot
+from ndpack.engine import operators as _operators  # noqa: F401  (NDArray's operators)
+from ndpack.engine import arrayobject as _arrayobject  # noqa: F401  (the array API protocol)
+from ndpack.engine.expr.lazyexpr import LazyExpr
+from ndpack.engine.api import evaluate, lazyexpr
+from ndpack.engine.statistical import (all, any, argmax, argmin, count_nonzero, max, mean,
+                                       min, prod, std, sum, var)
+from ndpack.engine.ops.cumulative import cumulative_prod, cumulative_sum
+from ndpack.engine.ops.linalg import matmul, outer, tensordot, vecdot
 from ndpack.engine.elementwise import *  # noqa: F403 -- the standard's elementwise functions
 from ndpack.engine import elementwise as _elementwise
-from ndpack.engine.manipulation import (broadcast_arrays, diff, meshgrid, repeat, tile, tril,
+from ndpack.engine.ops.manipulation import (broadcast_arrays, diff, meshgrid, repeat, tile, tril,
                                         triu, unstack)
-from ndpack.engine.sorting import (argsort, nonzero, searchsorted, sort, unique_all,
+from ndpack.engine.ops.sorting import (argsort, nonzero, searchsorted, sort, unique_all,
                                    unique_counts, unique_inverse, unique_values)
-from ndpack.engine.lazyexpr import FPAccuracy
+from ndpack.engine.compute import FPAccuracy
 from ndpack.engine.persist import MissingOperandsError, open
-from ndpack.engine.dask_backend import from_dask, to_dask
+from ndpack.engine.backends.dask import from_dask, to_dask
 from ndpack.engine.udf import LazyUDF, lazyudf
 from . import fft, linalg  # noqa: E402 -- the standard's extensions (ndpack.linalg, ndpack.fft)
 from ndpack.compat import *  # noqa: F403 -- python-blosc2's constants and aliases
 from . import compat as _compat
-from ndpack.engine.shape import (broadcast_to, concat, expand_dims, flip, matrix_transpose,
+from ndpack.engine.ops.shape import (broadcast_to, concat, expand_dims, flip, matrix_transpose,
                                  moveaxis, permute_dims, reshape, roll, squeeze, stack, take,
                                  take_along_axis)
 
@@ -72,7 +78,7 @@ __all__ = [
     "Codec", "Filter", "SplitMode", "SpecialValue", "Tuner", "CParams", "DParams",
     "compress", "decompress", "compress2", "decompress2", "get_cbuffer_sizes", "get_clib",
     "chunk_info", "compressor_list", "register_codec", "register_filter",
-    "nthreads", "set_nthreads", "show_config",
+    "nthreads", "set_nthreads", "show_config", "set_memory_limit", "memory_limit",
     "NdpackError", "FormatError", "CodecError", "FilterError", "ParameterError",
     "CallbackError",
     "SChunk", "open", "MissingOperandsError", "LazyUDF", "lazyudf", "matmul", "tensordot",
@@ -118,7 +124,7 @@ def show_config(file=None) -> dict:
     >>> import io, ndpack
     >>> cfg = ndpack.show_config(file=io.StringIO())
     >>> sorted(cfg)
-    ['checksum', 'codecs', 'isa', 'nthreads', 'version']
+    ['checksum', 'codecs', 'isa', 'memory', 'nthreads', 'version']
     """
     import sys
 
@@ -127,6 +133,7 @@ def show_config(file=None) -> dict:
         "isa": _core.isa(),
         "checksum": _core.crc32c_kernel(),
         "nthreads": _core.get_nthreads(),
+        "memory": _resources.usage(),
         "codecs": {c.name.lower(): _core.library_version(int(c)) for c in compressor_list()
                    if c in Codec.__members__.values()},
     }
@@ -135,6 +142,10 @@ def show_config(file=None) -> dict:
     print(f"  filter ISA : {cfg['isa']} (NDPACK_ISA=scalar|sse2|avx2 forces one)", file=out)
     print(f"  nthreads   : {cfg['nthreads']} (NDPACK_NTHREADS, ndpack.set_nthreads)", file=out)
     print(f"  crc32c     : {cfg['checksum']} (chunk checksums, docs/storage.md)", file=out)
+    mem = cfg["memory"]
+    print(f"  memory     : limit {mem['memory_limit'] / 2**20:.0f} MiB (NDPACK_MEMORY, "
+          f"ndpack.set_memory_limit); {mem['idle_bytes'] / 2**20:.0f} MiB of buffers kept",
+          file=out)
     for name, ver in cfg["codecs"].items():
         print(f"  {name:<10} : {ver}", file=out)
     return cfg

@@ -26,13 +26,15 @@ import sys
 import numpy as np
 
 from ndpack.codecs import Codec, Filter
-from ndpack.engine.lazyexpr import LazyExpr, lazyexpr
+from ndpack.engine.api import lazyexpr
+from ndpack.engine.expr.lazyexpr import LazyExpr
 from ndpack.engine.persist import open as nd_open
 from ndpack.errors import NdpackError, ParameterError
 from ndpack.storage.constructors import asarray
 from ndpack.storage.atomic import replacing
 from ndpack.storage.ndarray import NDArray, holding
 from ndpack.storage.schunk import SChunk
+from ndpack.storage.verify import verify_path
 
 __all__ = ["main"]
 
@@ -159,7 +161,6 @@ def cmd_bench(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from ndpack.storage.verify import verify_path
 
     bad = 0
     for path in args.paths:

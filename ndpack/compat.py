@@ -22,7 +22,7 @@ import numpy as np
 
 from ndpack.about import __version__
 from ndpack.codecs import MAX_TYPESIZE as _MAX_TYPESIZE  # one byte in a chunk header
-from ndpack.engine.shape import permute_dims
+from ndpack.engine.ops.shape import permute_dims
 from ndpack.linalg import diagonal as _diagonal
 
 __all__ = [

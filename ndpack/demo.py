@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from ndpack.codecs import Codec
-from ndpack.engine.lazyexpr import evaluate, lazyexpr
+from ndpack.engine.api import evaluate, lazyexpr
 from ndpack.engine.persist import open as nd_open
 from ndpack.storage.constructors import asarray
 

@@ -22,7 +22,7 @@ import operator
 
 import numpy as np
 
-from ndpack.engine.shape import _array, roll
+from ndpack.engine.ops.shape import _array, roll
 from ndpack.errors import ParameterError
 from ndpack.inspection import check_device
 from ndpack.linalg import _limit

@@ -32,11 +32,11 @@ from typing import NamedTuple
 import numpy as np
 
 from ndpack.engine.elementwise import abs as _abs, pow as _pow
-from ndpack.engine.linalg import matmul as _matmul, outer as _outer
-from ndpack.engine.linalg import tensordot as _tensordot, vecdot as _vecdot
-from ndpack.engine.reductions import count_nonzero as _count_nonzero
-from ndpack.engine.reductions import max as _max, min as _min, sum as _sum
-from ndpack.engine.shape import _array, _axis, _fill, _read, matrix_transpose as _mT
+from ndpack.engine.ops.linalg import matmul as _matmul, outer as _outer
+from ndpack.engine.ops.linalg import tensordot as _tensordot, vecdot as _vecdot
+from ndpack.engine.statistical import count_nonzero as _count_nonzero
+from ndpack.engine.statistical import max as _max, min as _min, sum as _sum
+from ndpack.engine.ops.shape import _array, _axis, _fill, _read, matrix_transpose as _mT
 from ndpack.errors import ParameterError
 from ndpack.storage.constructors import asarray
 from ndpack.storage.ndarray import NDArray, create

@@ -9,7 +9,7 @@ here: at most 1 ulp apart for |x| <= 1000 and 2 ulp up to 1e5, special values
 identical; 1.6 ns per element against NumPy's 6-15 ns.
 
 The expression engine uses these for ``sin``/``cos`` of float64 in its ufunc
-programs (:mod:`ndpack.engine.ufuncs`); anything else -- other dtypes,
+programs (:mod:`ndpack.engine.run.ufuncs`); anything else -- other dtypes,
 non-contiguous arrays, scalars -- goes to NumPy.
 
 Examples

@@ -1,8 +1,8 @@
 """The aligned-chunks path of the engine against NumPy and against the general path.
 
 Operands that share the output's shape, chunks and blocks are evaluated chunk by chunk
-in stored order (ndpack.engine.aligned); everything else goes region by region
-(ndpack.engine.evaluate).  Both must give NumPy's values; these tests drive each path
+in stored order (ndpack.engine.run.aligned); everything else goes region by region
+(ndpack.engine.run.kernel).  Both must give NumPy's values; these tests drive each path
 on purpose and check which one ran.
 """
 
@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ndpack
-from ndpack.engine import aligned
-from ndpack.engine.aligned import aligned_operands
-from ndpack.engine.lazyexpr import _prepare
+from ndpack.engine.run import aligned
+from ndpack.engine.run.aligned import aligned_operands
+from ndpack.engine.compute import prepare as _prepare
 
 
 @pytest.fixture
@@ -287,16 +287,3 @@ def test_aligned_into_h5py_and_zarr(tmp_path, count_aligned):
     ndpack.evaluate("a * b - cos(c)", local_dict=ops, out=z)
     np.testing.assert_allclose(z[()], want, rtol=1e-14)
     assert len(count_aligned) == 3 * 5
-
-
-def test_buffer_pool_reuses_and_caps():
-    from ndpack.engine.workers import _BufferPool
-    pool = _BufferPool(cap=10_000)
-    a = pool.take(4000)
-    pool.give(a)
-    assert pool.take(3000) is a                   # the smallest that fits, reused
-    b, c = pool.take(6000), pool.take(5000)
-    assert b is not a and c is not a
-    for buf in (a, b, c):
-        pool.give(buf)
-    assert sum(x.nbytes for x in pool.free) <= 10_000 and pool.free[0] is b

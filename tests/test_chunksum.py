@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 
 import ndpack
 from ndpack.chunks import compress2, sum_chunk
-from ndpack.engine import chunksum, reductions
-from ndpack.engine.tree import Operand, Reduce
+from ndpack.engine.ops import chunksum
+from ndpack.engine.ops import reductions
+from ndpack.engine.expr.nodes import Operand, Reduce
 from ndpack.errors import FormatError, ParameterError
 
 DTYPES = ["float64", "float32", "int8", "int16", "int32", "int64", "uint8", "uint16",

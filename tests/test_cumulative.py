@@ -136,7 +136,7 @@ def test_errors():
 @pytest.mark.parametrize("dtype", ["float64", "int32", "bool"])
 @pytest.mark.parametrize("nthreads", [1, 2])
 def test_aligned_path_layouts_special_chunks_and_casts(blocks, dtype, nthreads, monkeypatch):
-    from ndpack.engine import cumulative
+    from ndpack.engine.ops import cumulative
     used = []
     real = cumulative._cumulate_aligned
     monkeypatch.setattr(cumulative, "_cumulate_aligned",
@@ -171,7 +171,7 @@ def aligned_cases(draw):
 def test_c_kernel_bit_identical_to_numpy(c):
     """Sums of float32/64 and 64-bit ints run in the C core (np.cumsum's bits, integer
     wrap-around included); other dtypes in NumPy."""
-    from ndpack.engine import cumulative
+    from ndpack.engine.ops import cumulative
     calls, real = [], cumulative.running_sum
     cumulative.running_sum = lambda *a: calls.append(1) or real(*a)
     try:

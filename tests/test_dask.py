@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ndpack
-from ndpack.engine import dask_backend
+from ndpack.engine.backends import dask as dask_backend
 
 da = pytest.importorskip("dask.array")
 

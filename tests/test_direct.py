@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ndpack
-from ndpack.engine import direct
+from ndpack.engine.run import foreign as direct
 
 h5py = pytest.importorskip("h5py")
 zarr = pytest.importorskip("zarr")
@@ -381,8 +381,8 @@ def test_evaluation_reads_chunks_on_leaf_threads(operands, monkeypatch):
         return real(self, *args)
     monkeypatch.setattr(direct._ZarrReader, "load", load)
     import importlib
-    evaluate = importlib.import_module("ndpack.engine.evaluate")
-    monkeypatch.setattr(evaluate, "_REGION_BYTES", 8 * 20 * 23)      # two regions
+    plan = importlib.import_module("ndpack.engine.run.plan")
+    monkeypatch.setattr(plan, "REGION_BYTES", 8 * 20 * 23)      # two regions
     np.testing.assert_array_equal(ndpack.evaluate("za + zb", local_dict=ops), a + b)
     assert any(n.startswith("ndpack-leaf") for n in names), names
 

@@ -13,9 +13,9 @@ import pytest
 
 import ndpack
 from ndpack.chunks import decompress_blocks
-from ndpack.engine.evaluate import numexpr_text
-from ndpack.engine.parse import parse
-from ndpack.engine.tree import operands_of
+from ndpack.engine.run.kernel import numexpr_text
+from ndpack.engine.expr.parse import parse
+from ndpack.engine.expr.nodes import operands_of
 
 BIG = str(10**30)
 
@@ -56,7 +56,7 @@ def test_saved_expression_with_a_power_tower(tmp_path):
     would not write it) opens or fails at once."""
     out = _in_subprocess(f"""
         import numpy as np, ndpack
-        from ndpack.storage.schunk import open as open_storage
+        from ndpack.storage.dispatch import open as open_storage
         a = ndpack.asarray(np.arange(5), urlpath={str(tmp_path / 'a.b2nd')!r}, mode="w")
         ndpack.lazyexpr("a + 2**2", operands={{"a": a}}).save({str(tmp_path / 'e.b2nd')!r})
         s = open_storage({str(tmp_path / 'e.b2nd')!r}, mode="a")
@@ -77,9 +77,9 @@ def test_numexpr_text_holds_no_constant_subexpression():
     """The text numexpr compiles (with Python's eval) has folded constants only."""
     out = _in_subprocess("""
         import numpy as np
-        from ndpack.engine.evaluate import numexpr_text
-        from ndpack.engine.parse import parse
-        from ndpack.engine.tree import Apply, Constant, Operand, operands_of
+        from ndpack.engine.run.kernel import numexpr_text
+        from ndpack.engine.expr.parse import parse
+        from ndpack.engine.expr.nodes import Apply, Constant, Operand, operands_of
         a = np.arange(5)
         for text in ("a * (2 * 3) + 2**62", "a + (7 * 8) - 2**62", "(a > 1) & (2 > 1)"):
             node = parse(text, {"a": a})

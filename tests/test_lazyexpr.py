@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ndpack
-from ndpack.engine.functions import FUNCTIONS
+from ndpack.engine.expr.functions import FUNCTIONS
 
 
 class Exploding:

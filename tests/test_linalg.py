@@ -11,7 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ndpack
-from ndpack.engine import blas, contract, linalg, workers
+from ndpack.engine.ops import blas
+from ndpack.engine.ops import contract
+from ndpack.engine.ops import linalg
+from ndpack.engine.run import workers
 
 
 def _scale(x, y):

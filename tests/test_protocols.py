@@ -31,7 +31,7 @@ def test_elementwise_functions_are_lazy(arrays):
 def test_reductions_stream(func, kwargs, arrays, monkeypatch):
     x, a = arrays
     e = a * 3 - 1
-    from ndpack.engine import reductions
+    from ndpack.engine import statistical as reductions
     called = []
     name = {"amax": "max"}.get(func.__name__, func.__name__)
     real = getattr(reductions, name)

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ndpack
-from ndpack.engine import reductions
+from ndpack.engine.ops import reductions
+from ndpack.engine.run import plan
 
 OPS = ["sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin", "argmax",
        "count_nonzero"]
@@ -45,12 +46,12 @@ class use_chunk_path:
         self.on, self.group_bytes = on, group_bytes
 
     def __enter__(self):
-        self.saved = reductions._CHUNK_MIN_BYTES, reductions._GROUP_BYTES
+        self.saved = plan.CHUNK_MIN_BYTES, plan.REDUCE_GROUP_BYTES
         if self.on:
-            reductions._CHUNK_MIN_BYTES, reductions._GROUP_BYTES = 0, self.group_bytes
+            plan.CHUNK_MIN_BYTES, plan.REDUCE_GROUP_BYTES = 0, self.group_bytes
 
     def __exit__(self, *exc):
-        reductions._CHUNK_MIN_BYTES, reductions._GROUP_BYTES = self.saved
+        plan.CHUNK_MIN_BYTES, plan.REDUCE_GROUP_BYTES = self.saved
 
 
 class use_fused:
@@ -351,7 +352,7 @@ def test_streaming_never_reads_the_whole_operand():
     for axis in (None, 0, 1, 2, (0, 2)):
         r = Recording(x, chunks=(16, 16, 16))
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(reductions, "_REGION_BYTES", 16 * 16 * 32 * 8)
+            mp.setattr(plan, "REGION_BYTES", 16 * 16 * 32 * 8)
             got = ndpack.sum(r, axis=axis)
             assert r.largest <= 16 * 16 * 32 < x.size
             assert_eq(got, x.sum(axis=axis))

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ndpack
-from ndpack.engine import shape as shp
+from ndpack.engine.ops import shape as shp
 
 DTYPES = ["f4", "f8", "c8", "i2", "u8", "?"]
 

@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ndpack
-from ndpack.engine.parse import parse
-from ndpack.engine.tree import Apply, Constant, Operand, operands_of
-from ndpack.engine.ufuncs import UfuncProgram
+from ndpack.engine.expr.parse import parse
+from ndpack.engine.expr.nodes import Apply, Constant, Operand, operands_of
+from ndpack.engine.run.ufuncs import UfuncProgram
 
-evaluate = importlib.import_module("ndpack.engine.evaluate")   # not the function
+kernel = importlib.import_module("ndpack.engine.run.kernel")
 
 CASES = [
     ("a + b + c", "f8"),
@@ -114,10 +114,10 @@ def test_pieces_with_broadcast_values():
     one = rng.random((1, 130))
     node = _tree("sin(m) * row + col - one", {"m": m, "row": row, "col": col, "one": one})
     ops = operands_of(node)
-    prog = evaluate.program(node, ops)
-    assert prog is not None and evaluate.program(node, ops) is prog      # compiled once
+    prog = kernel.program(node, ops)
+    assert prog is not None and kernel.program(node, ops) is prog      # compiled once
     out = np.empty((700, 130))
-    evaluate.run_pieces(prog, [op.array for op in ops], out)   # several pieces of rows
+    kernel.run_pieces(prog, [op.array for op in ops], out)   # several pieces of rows
     np.testing.assert_allclose(out, np.sin(m) * row + col - one, rtol=1e-15, atol=1e-15)
 
 
@@ -158,15 +158,15 @@ def test_pieces_of_flattened_arrays_when_layouts_agree():
     x, y = rng.random((3, 50_000)), rng.random((3, 50_000))     # rows longer than a piece
     node = _tree("x * y + 2", {"x": x, "y": y})
     ops = operands_of(node)
-    prog = evaluate.program(node, ops)
+    prog = kernel.program(node, ops)
     out = np.empty((3, 50_000))
-    assert evaluate.run_pieces(prog, [op.array for op in ops], out) is out
+    assert kernel.run_pieces(prog, [op.array for op in ops], out) is out
     np.testing.assert_array_equal(out, x * y + 2)
-    assert len(prog._registers(1)[0]) <= evaluate._PIECE if prog.nregisters else True
+    assert len(prog._registers(1)[0]) <= kernel._PIECE if prog.nregisters else True
     # a transposed operand: not the same layout, pieces of rows instead
     xt = np.ascontiguousarray(x.T).T
     out2 = np.empty((3, 50_000))
-    evaluate.run_pieces(prog, [xt, y], out2)
+    kernel.run_pieces(prog, [xt, y], out2)
     np.testing.assert_array_equal(out2, x * y + 2)
 
 
@@ -175,7 +175,7 @@ def test_big_regions_run_on_the_workers():
     x = np.random.default_rng(8).random((600, 1000))
     node = _tree("exp(x) * 2", {"x": x})
     ops = operands_of(node)
-    prog = evaluate.program(node, ops)
+    prog = kernel.program(node, ops)
     names = set()
 
     def recording(values, out):
@@ -183,7 +183,7 @@ def test_big_regions_run_on_the_workers():
         return prog(values, out)
 
     out = np.empty_like(x)
-    evaluate.run_pieces(recording, [x], out)
+    kernel.run_pieces(recording, [x], out)
     np.testing.assert_array_equal(out, np.exp(x) * 2)
     from ndpack.codecs import get_nthreads
     if get_nthreads() > 1:
@@ -193,10 +193,10 @@ def test_big_regions_run_on_the_workers():
 def test_kernels_choose_numexpr_for_plain_arithmetic():
     x = np.linspace(0, 1, 100)
     plain = _tree("a * 2 + a", {"a": x})
-    k = evaluate.Kernel(plain, operands_of(plain))
-    assert k.prog is None and k.text is not None and evaluate.program(plain, k.ops).arithmetic_only
+    k = kernel.Kernel(plain, operands_of(plain))
+    assert k.prog is None and k.text is not None and kernel.program(plain, k.ops).arithmetic_only
     fancy = _tree("exp(a) * 2 + a", {"a": x})
-    k2 = evaluate.Kernel(fancy, operands_of(fancy))
+    k2 = kernel.Kernel(fancy, operands_of(fancy))
     assert k2.prog is not None and not k2.prog.arithmetic_only
     for kern, want in ((k, x * 2 + x), (k2, np.exp(x) * 2 + x)):
         np.testing.assert_array_equal(kern([x], np.empty(100)), want)

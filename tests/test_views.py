@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ndpack
-from ndpack.engine.views import SliceView, TransposeView
+from ndpack.engine.expr.views import SliceView, TransposeView
 
 
 class Exploding:

@@ -1,17 +1,16 @@
-"""Engine: lazy expressions evaluated chunk by chunk.
+"""Engine: lazy expressions evaluated chunk by chunk, in floors (docs/architecture.md).
 
-Imports point down only: the engine uses ``ndpack.storage``'s public classes and the
-Array protocol (``shape``, ``dtype``, ``__getitem__``), never the C binding.
+* :mod:`ndpack.engine.expr` -- what an expression is: trees, functions, views, the
+  parser and the :class:`LazyExpr` handle; no reading, threads or writes;
+* :mod:`ndpack.engine.run` -- how regions of a tree are read and evaluated: sizes
+  (``plan``), the kernel, the aligned and region paths, workers, outputs, foreign
+  readers;
+* :mod:`ndpack.engine.ops` -- algorithms beyond elementwise: reductions, cumulative
+  sums, linear algebra, shape operations, sorting;
+* this package's modules -- the driver (``compute``), the entry points (``api``,
+  ``statistical``, ``elementwise``), operators and protocols, persistence, UDFs;
+* :mod:`ndpack.engine.backends` -- other schedulers (dask).
+
+Each floor imports only the floors below it (``tests/test_layers.py``).  Importing
+this package imports nothing: ``ndpack/__init__.py`` assembles the namespace.
 """
-
-from ndpack.engine import operators as _operators  # noqa: F401  (installs the operators)
-from ndpack.engine import arrayobject as _arrayobject  # noqa: F401  (the array API protocol)
-from ndpack.engine.dask_backend import from_dask, to_dask  # installs NDArray.to_dask
-from ndpack.engine.cumulative import cumulative_prod, cumulative_sum
-from ndpack.engine.lazyexpr import LazyExpr, evaluate, lazyexpr
-from ndpack.engine.reductions import (all, any, argmax, argmin, count_nonzero, max, mean, min,
-                                      prod, std, sum, var)
-
-__all__ = ["LazyExpr", "lazyexpr", "evaluate", "sum", "prod", "mean", "std", "var", "min",
-           "max", "any", "all", "argmin", "argmax", "count_nonzero", "cumulative_sum",
-           "cumulative_prod"]

@@ -26,8 +26,9 @@ import sys
 import numpy as np
 
 from ndpack.engine.elementwise import astype
-from ndpack.engine.lazyexpr import LazyExpr
+from ndpack.engine.expr.lazyexpr import LazyExpr
 from ndpack.storage.ndarray import NDArray
+from ndpack.engine.ops.shape import matrix_transpose, permute_dims
 
 __all__ = ["install", "API_VERSIONS", "DEVICE"]
 
@@ -115,12 +116,10 @@ def __dlpack_device__(self, /):
 def _transpose(self):
     if self.ndim != 2:
         raise ValueError(f"T needs a 2-d array (use permute_dims), not {self.ndim}-d")
-    from ndpack.engine.shape import permute_dims        # shape ops sit above expressions
     return permute_dims(self, (1, 0))
 
 
 def _matrix_transpose(self):
-    from ndpack.engine.shape import matrix_transpose
     return matrix_transpose(self)
 
 

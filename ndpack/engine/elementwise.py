@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ndpack.engine.lazyexpr import LazyExpr, _node
-from ndpack.engine.tree import Apply
+from ndpack.engine.expr.lazyexpr import LazyExpr, as_node
+from ndpack.engine.expr.nodes import Apply
 from ndpack.inspection import check_device
 from ndpack.storage.ndarray import NDArray
 
@@ -82,7 +82,7 @@ def _array_arg(x, name: str):
     (NumPy scalars are 0-d arrays there)."""
     if type(x) in _PY_SCALARS:
         raise TypeError(f"{name}() takes an array, not a Python {type(x).__name__}")
-    return _node(x)
+    return as_node(x)
 
 
 def _unary(name: str, func: str):
@@ -98,7 +98,7 @@ def _binary(name: str, func: str):
     def fn(x1, x2, /):
         if type(x1) in _PY_SCALARS and type(x2) in _PY_SCALARS:
             raise TypeError(f"{name}() needs at least one array argument")
-        return LazyExpr(Apply(func, (_node(x1), _node(x2))))
+        return LazyExpr(Apply(func, (as_node(x1), as_node(x2))))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"Elementwise ``{name}`` of `x1` and `x2` (array API standard; they "
                   f"broadcast, and one may be a Python scalar), as a lazy expression.")
@@ -131,9 +131,9 @@ def clip(x, /, min=None, max=None):  # noqa: A002 -- the standard's parameter na
     node = _array_arg(x, "clip")
     dtype = LazyExpr(node).dtype
     if min is not None:
-        node = Apply("maximum", (node, _node(min)))
+        node = Apply("maximum", (node, as_node(min)))
     if max is not None:
-        node = Apply("minimum", (node, _node(max)))
+        node = Apply("minimum", (node, as_node(max)))
     out = LazyExpr(node)
     return out if out.dtype == dtype else out.astype(dtype)
 
@@ -149,7 +149,7 @@ def where(condition, x1, x2, /):
     >>> ndpack.where(a > 2, a, 0.0)[()].tolist()
     [0.0, 0.0, 0.0, 3.0, 4.0]
     """
-    return LazyExpr(Apply("where", (_array_arg(condition, "where"), _node(x1), _node(x2))))
+    return LazyExpr(Apply("where", (_array_arg(condition, "where"), as_node(x1), as_node(x2))))
 
 
 def astype(x, dtype, /, *, copy=True, device=None):
@@ -170,6 +170,6 @@ def astype(x, dtype, /, *, copy=True, device=None):
     if not copy and getattr(x, "dtype", None) == dtype:
         return x
     if isinstance(x, NDArray):
-        cast = LazyExpr(_node(x)).astype(dtype)
+        cast = LazyExpr(as_node(x)).astype(dtype)
         return cast.compute(chunks=x.chunks, blocks=x.blocks)
     return LazyExpr(_array_arg(x, "astype")).astype(dtype)

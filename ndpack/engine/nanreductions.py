@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ndpack.engine import reductions
+from ndpack.engine import statistical
 from ndpack.engine.elementwise import isnan, logical_not
 
 __all__ = ["NAN_REDUCTIONS", "nan_reduction"]
@@ -41,15 +41,15 @@ def nan_reduction(name: str, x, axis=None, **kwargs):
     kwargs = {k: v for k, v in kwargs.items() if v is not None and v is not np._NoValue}
     if any(k not in _KEYWORDS[op] for k in kwargs):
         return None
-    fn = getattr(reductions, op)
+    fn = getattr(statistical, op)
     if np.dtype(x.dtype).kind not in "fc":
         return fn(x, axis=axis, **kwargs)
     keep = logical_not(isnan(x))
     if op in ("min", "max"):
         fill = np.inf if op == "min" else -np.inf
         res = np.asarray(fn(x, axis=axis, where=keep, initial=fill, **kwargs))
-        count = np.asarray(reductions.count_nonzero(keep, axis=axis,
-                                                    keepdims=kwargs.get("keepdims", False)))
+        count = np.asarray(statistical.count_nonzero(keep, axis=axis,
+                                                     keepdims=kwargs.get("keepdims", False)))
         res = np.where(count == 0, np.nan, res).astype(res.dtype)
         return res[()] if res.ndim == 0 else res
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -1,13 +1,13 @@
-"""Python operators and NumPy protocols that turn arrays into lazy expressions.
+"""NDArray's operators: the lazy ones of LazyExpr, the reduction methods, and in place.
 
-``LazyExpr`` and ``NDArray`` get ``+ - * / // % ** & | ^ ~ << >>``, comparisons,
-unary ``-``/``+``/``abs`` and ``__array_ufunc__``: each returns a new
-:class:`~ndpack.engine.lazyexpr.LazyExpr` and reads nothing.  NDArray's in-place
-operators (``a += b``) compute at once and write the result back chunk by chunk.  They also get the
-reduction methods (``a.sum(axis=0)``, ``e.mean()``, ``a.argmax()``, ...; see
-:mod:`ndpack.engine.reductions`), computed at once, streamed chunk by chunk.  The
-storage layer does not know the engine (imports point down), so the engine installs
-these methods on ``NDArray`` here, once, when ``ndpack.engine`` is imported.
+``NDArray`` gets the same ``+ - * / // % ** & | ^ ~ << >>``, comparisons, unary
+``-``/``+``/``abs``, ``@``, ``__array_ufunc__`` and ``__array_function__`` as
+:class:`~ndpack.engine.expr.lazyexpr.LazyExpr` (each returns a new LazyExpr and reads
+nothing), the reduction methods (``a.sum(axis=0)``, ``a.argmax()``, ...; see
+:mod:`ndpack.engine.statistical`), and in-place operators (``a += b``) that compute at
+once and write the result back chunk by chunk.  The storage layer does not know the
+engine (imports point down), so the engine installs these on ``NDArray`` here, once,
+when ``ndpack`` is imported.
 
 Examples
 --------
@@ -18,55 +18,41 @@ Examples
 ('LazyExpr', (4,))
 >>> float((a * 2).sum()), int(a.argmax())
 (12.0, 3)
+>>> a += 1
+>>> a[:].tolist()
+[1.0, 2.0, 3.0, 4.0]
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ndpack.engine import reductions
-from ndpack.engine.lazyexpr import LazyExpr, _node, _ufunc, evaluate
-from ndpack.engine.tree import Apply, Contract
+from ndpack.engine import statistical
+from ndpack.engine.compute import evaluate_into
+from ndpack.engine.expr.lazyexpr import OPERATORS, REDUCTION_METHODS, LazyExpr, as_node
+from ndpack.engine.expr.nodes import Apply
 from ndpack.storage.ndarray import NDArray
 
 __all__ = ["install"]
 
-_BINARY = {
+_INPLACE = {
     "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
     "floordiv": "floor_divide", "mod": "remainder", "pow": "power",
     "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
     "lshift": "left_shift", "rshift": "right_shift",
 }
-_COMPARE = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
-            "eq": "equal", "ne": "not_equal"}
-_UNARY = {"neg": "negative", "pos": "positive", "invert": "invert", "abs": "abs"}
-
-
-def _binary(func, reverse=False):
-    def method(self, other):
-        a, b = (_node(other), _node(self)) if reverse else (_node(self), _node(other))
-        return LazyExpr(Apply(func, (a, b)))
-    method.__name__ = func
-    return method
-
-
-def _unary(func):
-    def method(self):
-        return LazyExpr(Apply(func, (_node(self),)))
-    method.__name__ = func
-    return method
 
 
 def _inplace(func):
     def method(self, other):
-        expr = LazyExpr(Apply(func, (_node(self), _node(other))))
+        expr = LazyExpr(Apply(func, (as_node(self), as_node(other))))
         if expr.shape != self.shape:
             raise ValueError(f"in-place {func}: the result's shape {expr.shape} is not the "
                              f"array's {self.shape}")
         if not np.can_cast(expr.dtype, self.dtype, "same_kind"):     # NumPy's rule
             raise TypeError(f"in-place {func}: cannot cast the result's dtype {expr.dtype} "
                             f"to the array's {self.dtype} with casting rule 'same_kind'")
-        evaluate(expr, out=self)     # chunk by chunk; same_kind casting, as NumPy's
+        evaluate_into(expr, self)    # chunk by chunk; same_kind casting, as NumPy's
         return self
     method.__name__ = f"i{func}"
     method.__doc__ = (f"``self = {func}(self, other)`` written back chunk by chunk (the "
@@ -74,12 +60,8 @@ def _inplace(func):
     return method
 
 
-def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
-    return _ufunc(ufunc, method, inputs, kwargs)
-
-
 def _reduction_method(name):
-    func = getattr(reductions, name)
+    func = getattr(statistical, name)
 
     def method(self, *args, **kwargs):
         return func(self, *args, **kwargs)
@@ -88,39 +70,15 @@ def _reduction_method(name):
     return method
 
 
-def _product(op, reverse=False):
-    def method(self, other):
-        a, b = (_node(other), _node(self)) if reverse else (_node(self), _node(other))
-        return LazyExpr(Contract(op, (a, b)))
-    method.__name__ = op
-    return method
-
-
-def _array_function(self, func, types, args, kwargs):
-    from ndpack.engine.protocols import array_function
-    return array_function(func, types, args, kwargs)
-
-
 def install(cls) -> None:
-    """Give `cls` the lazy operators (idempotent)."""
-    for short, func in _BINARY.items():
-        setattr(cls, f"__{short}__", _binary(func))
-        setattr(cls, f"__r{short}__", _binary(func, reverse=True))
-    for short, func in _COMPARE.items():
-        setattr(cls, f"__{short}__", _binary(func))
-    for short, func in _UNARY.items():
-        setattr(cls, f"__{short}__", _unary(func))
-    for name in reductions.__all__[3:]:
+    """Give `cls` LazyExpr's lazy operators and the reduction methods (idempotent)."""
+    for name in OPERATORS:
+        setattr(cls, name, LazyExpr.__dict__[name])
+    for name in REDUCTION_METHODS:
         setattr(cls, name, _reduction_method(name))
-    cls.__matmul__ = _product("matmul")
-    cls.__rmatmul__ = _product("matmul", reverse=True)
-    cls.__array_ufunc__ = _array_ufunc
-    cls.__array_function__ = _array_function
-    cls.__hash__ = object.__hash__      # __eq__ is elementwise now
 
 
-install(LazyExpr)
 install(NDArray)
-for _short, _func in _BINARY.items():          # NDArray only: an expression is rebound
+for _short, _func in _INPLACE.items():          # NDArray only: an expression is rebound
     setattr(NDArray, f"__i{_short}__", _inplace(_func))
 del _short, _func

@@ -9,7 +9,7 @@ each operand as ``{"kind": "urlpath", "version": 1, "urlpath": <relative path>}`
 ``_LazyArray``) is read too.
 
 Opening never executes code: the text goes through the whitelist parser
-(:mod:`ndpack.engine.parse`), and the operands are reopened by path (a carrier among
+(:mod:`ndpack.engine.expr.parse`), and the operands are reopened by path (a carrier among
 them opens as an expression in turn).
 
 Examples
@@ -30,15 +30,17 @@ import os
 
 import numpy as np
 
-from ndpack.engine.functions import BINARY_OPERATORS, UNARY_OPERATORS
-from ndpack.engine.parse import parse
-from ndpack.engine.tree import Apply, Constant, Contract, Node, Operand, Reduce
-from ndpack.engine.views import SliceView, TransposeView
+from ndpack.engine.expr.functions import BINARY_OPERATORS, UNARY_OPERATORS
+from ndpack.engine.expr.parse import parse
+from ndpack.engine.expr.nodes import Apply, Constant, Contract, Node, Operand, Reduce
+from ndpack.engine.expr.views import SliceView, TransposeView
 from ndpack.codecs import SpecialValue
 from ndpack.engine.operand_paths import allowed_roots, resolve_operand
 from ndpack.errors import FormatError, NdpackError, ParameterError
 from ndpack.storage.ndarray import NDArray, create, fill_from, holding
-from ndpack.storage.schunk import open as open_storage
+from ndpack.storage.dispatch import open as open_storage
+from ndpack.engine.expr.lazyexpr import LazyExpr
+from ndpack.storage.dispatch import open_store
 
 __all__ = ["save_expr", "open", "expression_text", "MissingOperandsError"]
 
@@ -73,7 +75,7 @@ _PREFIX = {fn: {"USub": "-", "UAdd": "+", "Invert": "~"}.get(sym)
 
 
 def expression_text(node: Node, names: dict) -> str:
-    """Text of a tree that :func:`ndpack.engine.parse.parse` turns back into it;
+    """Text of a tree that :func:`ndpack.engine.expr.parse.parse` turns back into it;
     `names` maps ``id(array)`` of each operand to its name in the text."""
     if isinstance(node, Operand):
         return _operand_text(node.array, names)
@@ -125,7 +127,6 @@ def _operand_text(arr, names: dict) -> str:
 
 
 def _base_text(base, names) -> str:
-    from ndpack.engine.lazyexpr import LazyExpr
     if isinstance(base, LazyExpr):
         return f"({expression_text(base.node, names)})"
     return _operand_text(base, names)
@@ -144,7 +145,6 @@ def _key_text(k) -> str:
 
 def _leaves(node: Node, out: list) -> list:
     """Stored arrays under the tree (operands, and the bases of views)."""
-    from ndpack.engine.lazyexpr import LazyExpr
     if isinstance(node, Operand):
         arr = node.array
         while isinstance(arr, (SliceView, TransposeView)):
@@ -253,7 +253,6 @@ _MAX_NESTING = 64                  # carriers opening carriers: deeper is refuse
 def _open(urlpath, mode, offset, trust_code, roots, chain, kwargs):
     path = os.fspath(urlpath)
     if _is_store(path):
-        from ndpack.storage.stores import open_store
         return open_store(path, mode=mode, **kwargs)
     obj = open_storage(urlpath, mode=mode, offset=offset, **kwargs)
     if not isinstance(obj, NDArray):
@@ -335,7 +334,6 @@ def _looked_for(urlpath, rel: str) -> str:
 
 
 def _rebuild(urlpath, text, operands: dict, trust_code: bool, roots=(), chain=()):
-    from ndpack.engine.lazyexpr import LazyExpr
     if not isinstance(text, str) or not isinstance(operands, dict):
         raise FormatError(f"{urlpath!r}: malformed saved expression")
     names, missing, found = {}, {}, {}

@@ -3,15 +3,15 @@
 NumPy functions that have a lazy or streaming counterpart dispatch to it:
 
 * elementwise functions of the expression table (``np.where``, ``np.clip``, ...)
-  return a :class:`~ndpack.engine.lazyexpr.LazyExpr` and read nothing;
+  return a :class:`~ndpack.engine.expr.lazyexpr.LazyExpr` and read nothing;
 * reductions (``np.sum``, ``np.mean``, ``np.std``, ``np.max``, ``np.argmin``, ...)
-  stream over the chunks (:mod:`ndpack.engine.reductions`), and so do the NaN-skipping
+  stream over the chunks (:mod:`ndpack.engine.ops.reductions`), and so do the NaN-skipping
   ones (``np.nansum``, ``np.nanmean``, ``np.nanmax``, ...;
   :mod:`ndpack.engine.nanreductions`);
 * ``np.cumulative_sum``/``np.cumulative_prod`` (and ``np.cumsum``/``np.cumprod``)
-  carry totals from chunk to chunk (:mod:`ndpack.engine.cumulative`);
+  carry totals from chunk to chunk (:mod:`ndpack.engine.ops.cumulative`);
 * ``np.tensordot``, ``np.matmul``, ``np.vecdot``, ``np.outer`` become lazy products
-  computed tile by tile (:mod:`ndpack.engine.linalg`).
+  computed tile by tile (:mod:`ndpack.engine.ops.linalg`).
 
 Any other NumPy function gets the arrays converted with ``np.asarray`` (computed or
 decompressed whole), which is what NumPy does for objects without the protocol.
@@ -32,9 +32,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ndpack.engine.functions import FUNCTIONS
+from ndpack.engine import statistical
+from ndpack.engine.expr.functions import FUNCTIONS
+from ndpack.engine.expr.lazyexpr import LazyExpr, as_node
+from ndpack.engine.expr.nodes import LINALG, Apply, Contract
 from ndpack.engine.nanreductions import NAN_REDUCTIONS, nan_reduction
-from ndpack.engine.tree import LINALG, Apply, Contract
+from ndpack.engine.ops import cumulative
 
 __all__ = ["array_function"]
 
@@ -48,8 +51,6 @@ _CUMULATIVE = {"cumulative_sum": "cumulative_sum", "cumulative_prod": "cumulativ
 
 def array_function(func, types, args, kwargs):
     """Dispatch NumPy function `func` called on LazyExpr/NDArray arguments."""
-    from ndpack.engine.lazyexpr import LazyExpr, _node
-
     name = func.__name__
     if name in NAN_REDUCTIONS and args:
         res = nan_reduction(name, args[0], *args[1:2], **kwargs)
@@ -57,10 +58,8 @@ def array_function(func, types, args, kwargs):
             return res
         return _materialized(func, args, kwargs)
     if name in _REDUCTIONS:
-        from ndpack.engine import reductions
-        return getattr(reductions, _REDUCTIONS[name])(*args, **kwargs)
+        return getattr(statistical, _REDUCTIONS[name])(*args, **kwargs)
     if name in _CUMULATIVE:
-        from ndpack.engine import cumulative
         x, rest = args[0], args[1:]
         if name in ("cumsum", "cumprod"):          # old signature: (a, axis, dtype, out)
             if rest or kwargs.get("out") is not None:
@@ -72,10 +71,10 @@ def array_function(func, types, args, kwargs):
                                                           dtype=kwargs.get("dtype"))
         return getattr(cumulative, _CUMULATIVE[name])(x, *rest, **kwargs)
     if name in LINALG and len(args) == 2 and set(kwargs) <= set(LINALG[name]):
-        return LazyExpr(Contract(name, tuple(_node(a) for a in args), kwargs))
+        return LazyExpr(Contract(name, tuple(as_node(a) for a in args), kwargs))
     fn = FUNCTIONS.get(name)
     if fn is not None and len(args) in fn.nargs and set(kwargs) <= set(fn.keywords):
-        return LazyExpr(Apply(name, tuple(_node(a) for a in args), kwargs))
+        return LazyExpr(Apply(name, tuple(as_node(a) for a in args), kwargs))
     return _materialized(func, args, kwargs)
 
 

@@ -37,9 +37,11 @@ import numpy as np
 
 from ndpack.errors import FormatError, ParameterError
 from ndpack.storage.grid import compute_chunks_blocks
-from ndpack.engine.output import new_output
+from ndpack.engine.run.output import new_output
 from ndpack.codecs import SpecialValue
 from ndpack.storage.ndarray import NDArray, create, fill_from, holding
+from ndpack.engine.expr.lazyexpr import key_box
+from ndpack.engine.operators import install
 
 __all__ = ["LazyUDF", "lazyudf", "open_udf"]
 
@@ -97,7 +99,6 @@ class LazyUDF:
 
     def __getitem__(self, key) -> np.ndarray:
         """Compute the chunks `key` touches (basic indexing); returns NumPy."""
-        from ndpack.engine.lazyexpr import key_box
         box, rest = key_box(key, self.shape)
         res = np.empty(tuple(s.stop - s.start for s in box), self.dtype)
         if res.size:
@@ -198,7 +199,6 @@ def open_udf(carrier: NDArray, urlpath, payload: dict, open_operand) -> LazyUDF:
 
 
 def _install():
-    from ndpack.engine.operators import install
     install(LazyUDF)                 # a + u, np.sin(u): lazy expressions over the UDF
 
 

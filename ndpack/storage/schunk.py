@@ -613,16 +613,6 @@ def open_schunk(urlpath, mode: str = "r", offset: int = 0, mmap_mode=None,
     return SChunk.from_frame(frame, urlpath=urlpath, mode=mode, dparams=dparams)
 
 
-def __getattr__(name: str):
-    # TODO(issue 20): engine still reads this (``from ndpack.storage.schunk import
-    # open``); ndpack.storage.dispatch.open is its home now
-    if name == "open":
-        from ndpack.storage.dispatch import open as dispatch_open
-
-        return dispatch_open
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def new_file_frame(urlpath, mode: str, info: FrameInfo, raw_meta: dict, contiguous):
     """A new contiguous (default) or sparse frame for `urlpath`, written under a
     temporary name beside it (its ``pending``) until ``frame.commit()``.

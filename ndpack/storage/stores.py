@@ -439,13 +439,3 @@ class DictStore(StoreMapping):
     def __repr__(self):
         state = "closed" if self._closed else f"{len(self)} keys"
         return f"{type(self).__name__}({self.localpath!r}, mode={self.mode!r}, {state})"
-
-
-def __getattr__(name: str):
-    # TODO(issue 20): engine still reads this (``from ndpack.storage.stores import
-    # open_store``); ndpack.storage.dispatch.open_store is its home now
-    if name == "open_store":
-        from ndpack.storage.dispatch import open_store
-
-        return open_store
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -54,7 +54,8 @@ import zlib
 import numpy as np
 
 from ndpack.chunks import chunk_info, decompress2
-from ndpack.engine.workers import run_leaves
+from ndpack.engine.run.workers import run_leaves
+from ndpack.resources import scratch
 
 __all__ = ["READS", "read_new", "reader", "writing"]
 
@@ -63,7 +64,6 @@ _GROUP_BYTES = 1 << 20         # chunks handed to one reader thread at a time, a
 _VIRTUAL_BYTES = 4 << 20       # pieces of a contiguous HDF5 dataset read at once
 _OUTPUTS: list = []            # arrays being written (never read directly)
 _LOCK = threading.Lock()
-_LOCAL = threading.local()
 
 
 class _Fallback(Exception):
@@ -240,17 +240,6 @@ def _plain_key(key, shape) -> bool:
         for s, n in zip(key, shape)))
 
 
-def _scratch(name: str, nbytes: int) -> np.ndarray:
-    """A byte buffer of this thread, at least `nbytes` long, reused from call to call."""
-    bufs = getattr(_LOCAL, "bufs", None)
-    if bufs is None:
-        bufs = _LOCAL.bufs = {}
-    buf = bufs.get(name)
-    if buf is None or buf.nbytes < nbytes:
-        buf = bufs[name] = np.empty(max(nbytes, 1), np.uint8)
-    return buf[:nbytes]
-
-
 def _bytes_of(a: np.ndarray) -> memoryview:
     return memoryview(a.reshape(-1).view(np.uint8))
 
@@ -340,7 +329,7 @@ class _H5Reader(_GridReader):
             return
         nbytes = math.prod(stored) * self.raw.itemsize
         if self.deflate and not mask & 1:
-            src = _scratch("packed", size)
+            src = scratch(size, "foreign-packed")
             _pread(self.fd, memoryview(src), offset)
             data = zlib.decompress(src, 15, nbytes)
             if len(data) != nbytes:
@@ -362,7 +351,7 @@ class _H5Reader(_GridReader):
         if whole and dstv.dtype == self.raw and dstv.flags.c_contiguous:
             _pread(self.fd, _bytes_of(dstv), start)
             return
-        buf = _scratch("rows", n)
+        buf = scratch(n, "foreign-rows")
         _pread(self.fd, memoryview(buf), start)
         view = buf.view(self.raw).reshape((1,) * p + (rows.stop - rows.start,) + stored[p + 1:])
         dstv[...] = view[(slice(None),) * (p + 1) + tuple(local[p + 1:])]
@@ -426,13 +415,13 @@ class _ZarrReader(_GridReader):
             return
         try:
             size = os.fstat(fd).st_size
-            src = _scratch("packed", size)
+            src = scratch(size, "foreign-packed")
             _pread(fd, memoryview(src), 0)
         finally:
             os.close(fd)
         nbytes = math.prod(self.chunks) * self.raw.itemsize
         straight = self.straight(self.chunks, local, dstv)
-        into = dstv if straight else _scratch("chunk", nbytes).view(self.raw)
+        into = dstv if straight else scratch(nbytes, "foreign-chunk").view(self.raw)
         self._decode(src, _bytes_of(into), nbytes)
         if not straight:
             dstv[...] = into.reshape(self.chunks)[local]

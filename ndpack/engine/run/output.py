@@ -29,7 +29,7 @@ import os
 from ndpack.codecs import Codec, Filter
 from ndpack.errors import ParameterError
 from ndpack.storage.ndarray import NDArray, create, holding
-from ndpack.storage.schunk import open as open_frame
+from ndpack.storage.dispatch import open as open_frame
 
 __all__ = ["new_output", "result_storage", "RESULT_CPARAMS"]
 

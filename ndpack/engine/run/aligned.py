@@ -15,13 +15,13 @@ elementwise tree then runs on whole decoded chunks in stored order, nothing reor
 Special chunks (zeros, NaN, a repeated value) are never decoded: they enter the
 evaluation as scalars, and an output chunk computed from scalars alone is stored as a
 special chunk.  Anything else goes through the general region path of
-:mod:`ndpack.engine.evaluate`, which gives the same values.
+:mod:`ndpack.engine.run.regions`, which gives the same values.
 
 Examples
 --------
 >>> import numpy as np
 >>> from ndpack.storage.constructors import asarray
->>> from ndpack.engine.tree import Apply, Constant, Operand
+>>> from ndpack.engine.expr.nodes import Apply, Constant, Operand
 >>> a = asarray(np.arange(12.0).reshape(3, 4), chunks=(2, 4), blocks=(1, 4))
 >>> node = Apply("multiply", (Operand(a), Constant(2)))
 >>> ops = aligned_operands(node, a.shape, a.chunks, a.blocks)
@@ -37,24 +37,15 @@ import threading
 
 import numpy as np
 
-from ndpack.engine.evaluate import Kernel, operand_key, run
-from ndpack.engine.tree import Node, operands_of
-from ndpack.engine.workers import (buffers, on_engine_thread, prefetch, serial_numexpr,
+from ndpack.engine.run import plan
+from ndpack.engine.run.kernel import Kernel, run
+from ndpack.engine.run.regions import operand_key
+from ndpack.engine.expr.nodes import Node, operands_of
+from ndpack.engine.run.workers import (buffers, on_engine_thread, prefetch, serial_numexpr,
                                    submit, workers, writer)
 from ndpack.storage.ndarray import NDArray
 
-__all__ = ["layout_of", "aligned_operands", "compute_aligned", "read_aligned", "GROUP_BYTES"]
-
-GROUP_BYTES = 1 << 21    # one operand's share of a group of blocks evaluated at once (measured)
-
-
-def layout_of(node: Node, shape: tuple):
-    """``(chunks, blocks)`` of the first NDArray operand with the output's shape, or
-    ``(None, None)``."""
-    for op in operands_of(node):
-        if isinstance(op.array, NDArray) and op.shape == shape:
-            return op.array.chunks, op.array.blocks
-    return None, None
+__all__ = ["aligned_operands", "compute_aligned", "read_aligned"]
 
 
 def aligned_operands(node: Node, shape: tuple, chunks, blocks) -> list | None:
@@ -162,7 +153,7 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=Fal
     per_block = math.prod(ref.blocks)
     nblocks = size // per_block
     itemsize = max([op.dtype.itemsize for op in ops] + [dtype.itemsize])
-    step = max(1, min(nblocks, GROUP_BYTES // (per_block * itemsize)))
+    step = max(1, min(nblocks, plan.GROUP_BYTES // (per_block * itemsize)))
     groups = [range(g, min(g + step, nblocks)) for g in range(0, nblocks, step)]
     kernel = Kernel(node, ops)
     cast = dtype != node.dtype

@@ -12,7 +12,7 @@ slices (any step, negative too), ``None`` and ``...`` are accepted.
 Examples
 --------
 >>> import numpy as np
->>> from ndpack.engine.views import SliceView, TransposeView
+>>> from ndpack.engine.expr.views import SliceView, TransposeView
 >>> x = np.arange(24).reshape(4, 6)
 >>> v = SliceView(x, (slice(None, None, -1), slice(1, 6, 2)))
 >>> v.shape, v[1:3, 1].tolist() == x[::-1, 1:6:2][1:3, 1].tolist()

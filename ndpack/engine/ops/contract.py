@@ -54,7 +54,8 @@ import threading
 
 import numpy as np
 
-from ndpack.engine import blas, workers
+from ndpack.engine.ops import blas
+from ndpack.engine.run import workers
 
 __all__ = ["Deal", "LANE_ACC_BYTES", "MIN_SPLIT", "Operand", "SCRATCH_BYTES", "SLAB_BYTES",
            "Tiler", "chunks_of", "contract_into", "flops", "grain_of", "run", "splittable",

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ndpack.engine.shape import _axis
+from ndpack.engine.ops.shape import _axis
 from ndpack.storage.constructors import asarray
 from ndpack.storage.ndarray import NDArray
 

@@ -21,10 +21,10 @@ How the work is cut (more in docs/linalg.md):
   either transposed); when the axes do not merge into matrices the leading axis is
   looped over (a sum of smaller products), and only as a last resort does
   ``np.tensordot`` copy.  Products add into the tile by accumulating BLAS calls
-  (``beta = 1``) through NumPy's OpenBLAS (:mod:`ndpack.engine.blas`), else through
+  (``beta = 1``) through NumPy's OpenBLAS (:mod:`ndpack.engine.ops.blas`), else through
   a reused scratch buffer.
 * **The workers multiply.**  While a product runs BLAS is held at one thread and the
-  engine's workers run the products themselves (:mod:`ndpack.engine.contract`): in
+  engine's workers run the products themselves (:mod:`ndpack.engine.ops.contract`): in
   lanes (each worker reads and multiplies its own steps, into its own accumulator)
   for small tiles, else each step cut into one part per worker.
 * **Reads in parallel, ahead.**  Both operands' tiles of a step are read at once on
@@ -52,12 +52,16 @@ import math
 import numpy as np
 
 from ndpack.codecs import CParams, get_nthreads
-from ndpack.engine import blas, contract, workers
-from ndpack.engine.output import new_output
+from ndpack.engine.expr.lazyexpr import LazyExpr, as_node
+from ndpack.engine.expr.nodes import Apply, Node, Operand, Reduce, elementwise, norm_axes, result_shape
+from ndpack.engine.ops.reductions import compute_reduction
+from ndpack.engine.ops import blas, contract
+from ndpack.engine.run import workers
+from ndpack.engine.run.output import new_output
 from ndpack.storage.grid import compute_chunks_blocks
 from ndpack.storage.ndarray import fill_from
 
-__all__ = ["LIVE_BYTES", "TILE_BYTES", "compute_contract", "matmul", "outer", "result_shape",
+__all__ = ["LIVE_BYTES", "TILE_BYTES", "compute_contract", "matmul", "outer",
            "tensordot", "vecdot"]
 
 TILE_BYTES = 64 * 2**20        # at most this many bytes in one operand read
@@ -72,37 +76,6 @@ def _shape_dtype(x):
         x = np.asarray(x)
     return x, tuple(int(s) for s in x.shape), np.dtype(x.dtype)
 
-
-def _norm_axes(axes, nd1, nd2):
-    if isinstance(axes, (int, np.integer)):
-        n = int(axes)
-        if n < 0 or n > min(nd1, nd2):
-            raise ValueError(f"axes={n} is out of range for arrays of {nd1} and {nd2} dims")
-        return list(range(nd1 - n, nd1)), list(range(n))
-    try:
-        a1, a2 = axes
-    except (TypeError, ValueError):
-        raise ValueError(f"axes must be an int or a pair of axis sequences, not {axes!r}") \
-            from None
-    a1 = [a1] if isinstance(a1, (int, np.integer)) else list(a1)
-    a2 = [a2] if isinstance(a2, (int, np.integer)) else list(a2)
-    if len(a1) != len(a2):
-        raise ValueError(f"axes {axes!r}: both sequences need the same length")
-    out = []
-    for ax, nd in ((a1, nd1), (a2, nd2)):
-        norm = []
-        for a in ax:
-            if not -nd <= a < nd:
-                raise ValueError(f"axis {a} is out of range for an array of {nd} dims")
-            norm.append(int(a) % nd)
-        if len(set(norm)) != len(norm):
-            raise ValueError(f"repeated axis in {ax!r}")
-        out.append(norm)
-    return out[0], out[1]
-
-
-# ---------------------------------------------------------------------------------------
-# planning: contracted steps
 
 
 def _fit(sizes, grain, chunk, order, per: int, limit: int, keep: bool):
@@ -200,7 +173,7 @@ def tensordot(x1, x2, axes=2, chunks=None, blocks=None, out=None, **storage):
     """
     x1, s1, d1 = _shape_dtype(x1)
     x2, s2, d2 = _shape_dtype(x2)
-    ax1, ax2 = _norm_axes(axes, len(s1), len(s2))
+    ax1, ax2 = norm_axes(axes, len(s1), len(s2))
     for a, b in zip(ax1, ax2):
         if s1[a] != s2[b]:
             raise ValueError(f"shape mismatch for sum: axis {a} of x1 has {s1[a]}, axis {b} "
@@ -377,11 +350,17 @@ def _batch_key(rb, own, batch):
 
 def vecdot(x1, x2, axis=-1, **storage):
     """``sum(conj(x1) * x2, axis=axis)`` (array API), streamed: returns NumPy."""
-    from ndpack.engine.lazyexpr import LazyExpr, _node
-    from ndpack.engine.reductions import sum as nd_sum
-    from ndpack.engine.tree import Apply
-    e = LazyExpr(Apply("multiply", (Apply("conj", (_node(x1),)), _node(x2))))
-    return nd_sum(e, axis=axis)
+    prod = Apply("multiply", (Apply("conj", (_leaf(x1),)), _leaf(x2)))
+    res = compute_reduction(Reduce("sum", prod, axis=axis))
+    return res[()] if res.ndim == 0 else res
+
+
+def _leaf(x) -> Node:
+    """`x` as a node the reduction can run: an expression with reductions or products
+    inside is read as an operand (its own ``[key]`` prepares it)."""
+    if isinstance(x, LazyExpr) and not elementwise(x.node):
+        return Operand(x)
+    return as_node(x)
 
 
 def outer(x1, x2, **storage):
@@ -391,52 +370,6 @@ def outer(x1, x2, **storage):
     if len(s1) != 1 or len(s2) != 1:
         raise ValueError("outer: takes 1-D arrays (use tensordot(x1, x2, axes=0) for more)")
     return tensordot(x1, x2, axes=0, **storage)
-
-
-def result_shape(op: str, s1: tuple, s2: tuple, kwargs: dict) -> tuple:
-    """Shape of ``op(x1, x2, **kwargs)`` for operands of shapes `s1`, `s2` (checks
-    that they fit, with NumPy's messages)."""
-    s1, s2 = tuple(s1), tuple(s2)
-    if op == "tensordot":
-        ax1, ax2 = _norm_axes(kwargs.get("axes", 2), len(s1), len(s2))
-        for a, b in zip(ax1, ax2):
-            if s1[a] != s2[b]:
-                raise ValueError(f"tensordot: axis {a} of the first array has {s1[a]}, "
-                                 f"axis {b} of the second {s2[b]}")
-        return tuple(n for d, n in enumerate(s1) if d not in ax1) + \
-            tuple(n for d, n in enumerate(s2) if d not in ax2)
-    if op == "outer":
-        if len(s1) != 1 or len(s2) != 1:
-            raise ValueError("outer: takes 1-D arrays")
-        return s1 + s2
-    if op == "vecdot":
-        try:
-            full = tuple(np.broadcast_shapes(s1, s2))
-        except ValueError:
-            raise ValueError(f"vecdot: shapes {s1} and {s2} do not broadcast") from None
-        axis = kwargs.get("axis", -1)
-        if not full or not -len(full) <= axis < len(full):
-            raise ValueError(f"vecdot: axis {axis} out of range for shape {full}")
-        axis %= len(full)
-        if s1[axis - len(full)] != s2[axis - len(full)]:
-            raise ValueError(f"vecdot: the arrays differ along axis {axis}")
-        return full[:axis] + full[axis + 1:]
-    if op == "matmul":
-        if not s1 or not s2:
-            raise ValueError("matmul: operands must have at least one dimension")
-        k2 = s2[-2] if len(s2) > 1 else s2[0]
-        if s1[-1] != k2:
-            raise ValueError(f"matmul: the first array has {s1[-1]} columns, the second "
-                             f"{k2} rows")
-        b1 = s1[:-2] if len(s1) > 1 else ()
-        b2 = s2[:-2] if len(s2) > 1 else ()
-        try:
-            batch = tuple(np.broadcast_shapes(b1, b2))
-        except ValueError:
-            raise ValueError(f"matmul: batch dimensions {b1} and {b2} do not broadcast") \
-                from None
-        return batch + ((s1[-2],) if len(s1) > 1 else ()) + ((s2[-1],) if len(s2) > 1 else ())
-    raise ValueError(f"unknown product {op!r}")
 
 
 def compute_contract(node, operand):

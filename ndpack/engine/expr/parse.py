@@ -2,7 +2,7 @@
 
 Accepted: names (resolved to operands or numbers), numeric and boolean constants,
 arithmetic, comparison (chained too), bitwise and boolean operators, calls of the
-functions in :mod:`ndpack.engine.functions` with their known keywords, reductions
+functions in :mod:`ndpack.engine.expr.functions` with their known keywords, reductions
 (``sum(a, axis=0)``, ``mean(a, axis=1, keepdims=True)``, ``where=`` a boolean
 expression), subscripts with constant integers, slices, ``None`` and ``...``
 (``a[1:3, ::-2]``, ``sin(a)[0]``) and ``.T``.  Everything else -- other attributes,
@@ -13,7 +13,7 @@ is never given to ``eval`` or ``exec``.
 Examples
 --------
 >>> import numpy as np
->>> from ndpack.engine.parse import parse
+>>> from ndpack.engine.expr.parse import parse
 >>> t = parse("sin(a) + 2 * b", {"a": np.zeros(3), "b": np.ones(3)})
 >>> t
 add(sin(a), multiply(2, b))
@@ -33,9 +33,10 @@ import operator
 
 import numpy as np
 
-from ndpack.engine.functions import BINARY_OPERATORS, FUNCTIONS, REDUCTIONS, UNARY_OPERATORS
-from ndpack.engine.tree import LINALG, Apply, Constant, Contract, Node, Operand, Reduce
-from ndpack.engine.views import SliceView, TransposeView
+from ndpack.engine.expr.functions import BINARY_OPERATORS, FUNCTIONS, REDUCTIONS, UNARY_OPERATORS
+from ndpack.engine.expr.nodes import LINALG, Apply, Constant, Contract, Node, Operand, Reduce
+from ndpack.engine.expr.views import SliceView, TransposeView
+from ndpack.engine.expr.lazyexpr import LazyExpr
 
 __all__ = ["parse", "MAX_LENGTH"]
 
@@ -148,7 +149,6 @@ class _Builder:
         value = self.names[name]
         if isinstance(value, (bool, int, float, complex, np.generic)):
             return Constant(value)
-        from ndpack.engine.lazyexpr import LazyExpr   # a saved sub-expression
         if isinstance(value, LazyExpr) and value.dtype == value.node.dtype:
             return value.node                         # (an astype() stays an operand)
         if name not in self.operands:
@@ -279,7 +279,6 @@ class _Builder:
             return value.array
         if isinstance(value, Constant):
             self.reject(node, "subscript of a number")
-        from ndpack.engine.lazyexpr import LazyExpr
         return LazyExpr(value)
 
     def visit_Attribute(self, node, depth):

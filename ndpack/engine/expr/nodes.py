@@ -7,7 +7,7 @@ any operand data.
 Examples
 --------
 >>> import numpy as np
->>> from ndpack.engine.tree import Operand, Apply, Constant
+>>> from ndpack.engine.expr.nodes import Operand, Apply, Constant
 >>> a = Operand(np.zeros((3, 1), np.int32))
 >>> b = Operand(np.zeros(4, np.int32))
 >>> t = Apply("divide", (a, b))
@@ -24,10 +24,10 @@ import warnings
 
 import numpy as np
 
-from ndpack.engine.functions import REDUCTIONS, lookup
+from ndpack.engine.expr.functions import REDUCTIONS, lookup
 
 __all__ = ["Node", "Operand", "Constant", "Apply", "Reduce", "Contract", "LINALG",
-           "operands_of"]
+           "operands_of", "elementwise", "result_shape", "norm_axes"]
 
 
 class Node:
@@ -119,7 +119,7 @@ class Apply(Node):
 
 
 # ---------------------------------------------------------------------------------------
-# reductions (computed by ndpack.engine.reductions before elementwise evaluation)
+# reductions (computed by ndpack.engine.ops.reductions before elementwise evaluation)
 
 _NUMPY_REDUCTIONS = {
     "sum": np.sum, "prod": np.prod, "mean": np.mean, "std": np.std, "var": np.var,
@@ -161,7 +161,7 @@ class Reduce(Node):
     Examples
     --------
     >>> import numpy as np
-    >>> from ndpack.engine.tree import Operand
+    >>> from ndpack.engine.expr.nodes import Operand
     >>> r = Reduce("mean", Operand(np.zeros((3, 4), np.int32)), axis=1, keepdims=True)
     >>> r.shape, r.dtype
     ((3, 1), dtype('float64'))
@@ -218,6 +218,15 @@ class Reduce(Node):
     def children(self) -> tuple:
         return (self.arg,) if self.where is None else (self.arg, self.where)
 
+    def with_children(self, arg: Node, where: Node | None) -> Reduce:
+        """This reduction over other children of the same shapes and dtypes (prepared
+        ones: see :func:`ndpack.engine.compute.prepare`)."""
+        new = object.__new__(Reduce)
+        for k in Reduce.__slots__:
+            setattr(new, k, getattr(self, k))
+        new.arg, new.where = arg, where
+        return new
+
     def numpy_kwargs(self) -> dict:
         """Keyword arguments of the equivalent NumPy call (without where)."""
         kw = {"axis": None if self.flat else self.axis, "keepdims": self.keepdims}
@@ -245,7 +254,7 @@ LINALG = {"matmul": (), "tensordot": ("axes",), "vecdot": ("axis",), "outer": ()
 class Contract(Node):
     """A linear-algebra product of two nodes (``matmul``, ``tensordot``, ``vecdot``,
     ``outer``): shape and dtype known without reading data; computed out of core by
-    :mod:`ndpack.engine.linalg` before the elementwise evaluation.
+    :mod:`ndpack.engine.ops.linalg` before the elementwise evaluation.
 
     Examples
     --------
@@ -259,7 +268,6 @@ class Contract(Node):
     __slots__ = ("op", "args", "kwargs", "shape", "dtype")
 
     def __init__(self, op: str, args: tuple, kwargs: dict | None = None):
-        from ndpack.engine.linalg import result_shape
         if op not in LINALG:
             raise ValueError(f"unknown product {op!r}; known: {', '.join(LINALG)}")
         if len(args) != 2:
@@ -287,6 +295,84 @@ class Contract(Node):
         inner = ", ".join([repr(a) for a in self.args] +
                           [f"{k}={v!r}" for k, v in self.kwargs.items()])
         return f"{self.op}({inner})"
+
+
+def result_shape(op: str, s1: tuple, s2: tuple, kwargs: dict) -> tuple:
+    """Shape of ``op(x1, x2, **kwargs)`` for operands of shapes `s1`, `s2` (checks
+    that they fit, with NumPy's messages)."""
+    s1, s2 = tuple(s1), tuple(s2)
+    if op == "tensordot":
+        ax1, ax2 = norm_axes(kwargs.get("axes", 2), len(s1), len(s2))
+        for a, b in zip(ax1, ax2):
+            if s1[a] != s2[b]:
+                raise ValueError(f"tensordot: axis {a} of the first array has {s1[a]}, "
+                                 f"axis {b} of the second {s2[b]}")
+        return tuple(n for d, n in enumerate(s1) if d not in ax1) + \
+            tuple(n for d, n in enumerate(s2) if d not in ax2)
+    if op == "outer":
+        if len(s1) != 1 or len(s2) != 1:
+            raise ValueError("outer: takes 1-D arrays")
+        return s1 + s2
+    if op == "vecdot":
+        try:
+            full = tuple(np.broadcast_shapes(s1, s2))
+        except ValueError:
+            raise ValueError(f"vecdot: shapes {s1} and {s2} do not broadcast") from None
+        axis = kwargs.get("axis", -1)
+        if not full or not -len(full) <= axis < len(full):
+            raise ValueError(f"vecdot: axis {axis} out of range for shape {full}")
+        axis %= len(full)
+        if s1[axis - len(full)] != s2[axis - len(full)]:
+            raise ValueError(f"vecdot: the arrays differ along axis {axis}")
+        return full[:axis] + full[axis + 1:]
+    if op == "matmul":
+        if not s1 or not s2:
+            raise ValueError("matmul: operands must have at least one dimension")
+        k2 = s2[-2] if len(s2) > 1 else s2[0]
+        if s1[-1] != k2:
+            raise ValueError(f"matmul: the first array has {s1[-1]} columns, the second "
+                             f"{k2} rows")
+        b1 = s1[:-2] if len(s1) > 1 else ()
+        b2 = s2[:-2] if len(s2) > 1 else ()
+        try:
+            batch = tuple(np.broadcast_shapes(b1, b2))
+        except ValueError:
+            raise ValueError(f"matmul: batch dimensions {b1} and {b2} do not broadcast") \
+                from None
+        return batch + ((s1[-2],) if len(s1) > 1 else ()) + ((s2[-1],) if len(s2) > 1 else ())
+    raise ValueError(f"unknown product {op!r}")
+
+
+def norm_axes(axes, nd1, nd2):
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        if n < 0 or n > min(nd1, nd2):
+            raise ValueError(f"axes={n} is out of range for arrays of {nd1} and {nd2} dims")
+        return list(range(nd1 - n, nd1)), list(range(n))
+    try:
+        a1, a2 = axes
+    except (TypeError, ValueError):
+        raise ValueError(f"axes must be an int or a pair of axis sequences, not {axes!r}") \
+            from None
+    a1 = [a1] if isinstance(a1, (int, np.integer)) else list(a1)
+    a2 = [a2] if isinstance(a2, (int, np.integer)) else list(a2)
+    if len(a1) != len(a2):
+        raise ValueError(f"axes {axes!r}: both sequences need the same length")
+    out = []
+    for ax, nd in ((a1, nd1), (a2, nd2)):
+        norm = []
+        for a in ax:
+            if not -nd <= a < nd:
+                raise ValueError(f"axis {a} is out of range for an array of {nd} dims")
+            norm.append(int(a) % nd)
+        if len(set(norm)) != len(norm):
+            raise ValueError(f"repeated axis in {ax!r}")
+        out.append(norm)
+    return out[0], out[1]
+
+
+# ---------------------------------------------------------------------------------------
+# planning: contracted steps
 
 
 def _numpy_call(red: Reduce, data, where) -> np.ndarray:
@@ -343,3 +429,21 @@ def operands_of(node: Node) -> list:
 
     walk(node)
     return out
+
+
+def elementwise(node: Node) -> bool:
+    """Whether the tree has no reduction or product left in it (the elementwise paths
+    run it as it is; otherwise it must be prepared first).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = Operand(np.ones(3))
+    >>> elementwise(Apply("sin", (x,))), elementwise(Reduce("sum", x))
+    (True, False)
+    """
+    if isinstance(node, (Reduce, Contract)):
+        return False
+    if isinstance(node, Apply):
+        return all(elementwise(a) for a in node.args)
+    return True

@@ -30,10 +30,12 @@ import threading
 
 import numpy as np
 
-from ndpack.engine.output import result_storage
-from ndpack.engine.workers import submit, workers
+from ndpack.engine.run.output import result_storage
+from ndpack.engine.run.workers import submit, workers
 from ndpack.storage.ndarray import NDArray, create, fill_from
 from ndpack.vmath import running_sum
+from ndpack.engine.expr.lazyexpr import LazyExpr
+from ndpack.engine.run.plan import default_region_shape, regions
 
 __all__ = ["cumulative_sum", "cumulative_prod"]
 
@@ -55,7 +57,6 @@ def _axis(axis, ndim: int, name: str) -> int:
 def _reader(x):
     """``(x, read, fresh)``: ``read(region) -> ndarray``; `fresh` when what it returns
     is a new array (NDArray, LazyExpr) that may be modified in place."""
-    from ndpack.engine.lazyexpr import LazyExpr
     if isinstance(x, (list, tuple)):
         x = np.asarray(x)
     for attr in ("shape", "dtype", "__getitem__"):
@@ -110,7 +111,6 @@ def _cumulative(name, ufunc, x, axis, dtype, include_initial, out, urlpath, kwar
         chunks = getattr(out, "chunks", None)
         if not (isinstance(chunks, tuple) and len(chunks) == len(out_shape)):
             chunks = None
-        from ndpack.engine.evaluate import default_region_shape, regions
         grid = chunks or default_region_shape(out_shape, rdtype.itemsize)
         for region in regions(out_shape, grid):
             out[region] = producer(region)

@@ -20,7 +20,7 @@ program once on one-element arrays, and must end in the tree's dtype.
 Examples
 --------
 >>> import numpy as np
->>> from ndpack.engine.tree import Apply, Constant, Operand
+>>> from ndpack.engine.expr.nodes import Apply, Constant, Operand
 >>> a, b = Operand(np.zeros(4)), Operand(np.zeros(4))
 >>> tree = Apply("add", (Apply("multiply", (a, Constant(2))), Apply("exp", (b,))))
 >>> prog = UfuncProgram.compile(tree, [a, b])
@@ -37,7 +37,7 @@ import threading
 
 import numpy as np
 
-from ndpack.engine.tree import Apply, Constant, Node, Operand
+from ndpack.engine.expr.nodes import Apply, Constant, Node, Operand
 from ndpack.vmath import cos as vcos
 from ndpack.vmath import sin as vsin
 

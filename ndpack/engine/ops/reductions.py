@@ -15,21 +15,18 @@ log(number of regions); variances by Chan's update of count/mean/M2) and the til
 written into an accumulator the size of the *result*.
 
 Inside expressions a :class:`Reduce` node knows its shape and dtype without reading
-data; :func:`materialize` (run once per evaluation, before the elementwise chunk loop)
-replaces each by an operand holding its computed result.
+data; :func:`ndpack.engine.compute.prepare` (run once per evaluation, before the
+elementwise chunk loop) calls :func:`compute_reduction` on each, children prepared
+first, and replaces it by an operand holding the result.  The public functions are in
+:mod:`ndpack.engine.statistical`.
 
 Examples
 --------
 >>> import numpy as np
 >>> from ndpack.storage.constructors import asarray
->>> x = np.arange(24.0).reshape(2, 3, 4)
->>> a = asarray(x, chunks=(1, 2, 3))
->>> float(sum(a)), sum(a, axis=(0, 2)).tolist()
-(276.0, [60.0, 92.0, 124.0])
->>> bool(np.allclose(std(a, axis=1, ddof=1), x.std(axis=1, ddof=1)))
-True
->>> int(argmax(a)), argmin(a, axis=2, keepdims=True).shape
-(23, (2, 3, 1))
+>>> a = asarray(np.arange(24.0).reshape(2, 3, 4), chunks=(1, 2, 3))
+>>> compute_reduction(Reduce("sum", Operand(a), axis=(0, 2))).tolist()
+[60.0, 92.0, 124.0]
 """
 
 from __future__ import annotations
@@ -42,22 +39,18 @@ import threading
 
 import numpy as np
 
-from ndpack.engine.chunksum import applies as fused_sum_applies
-from ndpack.engine.chunksum import fused_sum
-from ndpack.engine.evaluate import evaluate_region
-from ndpack.engine.tree import _NUMPY_REDUCTIONS as _NUMPY
-from ndpack.engine.tree import Apply, Constant, Contract, Node, Operand, Reduce, _numpy_call
-from ndpack.engine.views import SliceView, TransposeView
-from ndpack.engine.workers import submit, workers
+from ndpack.codecs import get_nthreads
+from ndpack.engine.expr.nodes import _NUMPY_REDUCTIONS as _NUMPY
+from ndpack.engine.expr.nodes import Constant, Node, Operand, Reduce, _numpy_call, operands_of
+from ndpack.engine.ops.chunksum import applies as fused_sum_applies
+from ndpack.engine.ops.chunksum import fused_sum
+from ndpack.engine.run import plan
+from ndpack.engine.run.foreign import read_new, reader
+from ndpack.engine.run.regions import evaluate_region
+from ndpack.engine.run.workers import submit, workers
 from ndpack.storage.ndarray import NDArray
 
-__all__ = ["Reduce", "materialize", "compute_reduction", "sum", "prod", "mean", "std",
-           "var", "min", "max", "any", "all", "argmin", "argmax", "count_nonzero"]
-
-_REGION_BYTES = 16 * 2**20       # regions of expressions and foreign arrays
-_CHUNK_MIN_BYTES = 1 << 20       # NDArray chunks at least this big are read one by one
-_GROUP_BYTES = 2 << 20           # rows of a chunk decoded and reduced together
-_GROUP_MULT = 2                  # chunks of at least this many groups are cut into groups
+__all__ = ["compute_reduction"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -244,32 +237,6 @@ def _reducer(red: Reduce, arg: Node):
 # sources: region grid and how to read a region
 
 
-def _grow(chunks, shape, itemsize) -> tuple:
-    """Multiples of `chunks` (trailing dimensions first) up to about _REGION_BYTES."""
-    target = _REGION_BYTES
-    out = [builtins.max(1, int(c)) for c in chunks]
-    for d in reversed(range(len(shape))):
-        cur = math.prod(out) * itemsize
-        if cur >= target:
-            break
-        out[d] = builtins.min(shape[d], out[d] * builtins.max(1, target // cur))
-    return tuple(builtins.max(1, c) for c in out)
-
-
-def _slabs(shape, itemsize) -> tuple:
-    """Regions of about _REGION_BYTES: whole trailing dimensions, slabs of leading ones."""
-    budget = builtins.max(_REGION_BYTES // itemsize, 1)
-    out = list(shape)
-    for d in range(len(shape)):
-        inner = math.prod(shape[d + 1:])
-        if inner * shape[d] <= budget:
-            break
-        out[d] = builtins.max(1, budget // inner) if inner <= budget else 1
-        if inner <= budget:
-            break
-    return tuple(builtins.max(1, c) for c in out)
-
-
 def _chunks_of(a, shape):
     chunks = getattr(a, "chunks", None)
     if isinstance(chunks, tuple) and len(chunks) == len(shape) and shape and builtins.all(
@@ -289,25 +256,23 @@ def _source(arg: Node, flat: bool = False, min_rows: int = 1):
         a = arg.array
         chunks = _chunks_of(a, shape)
         if isinstance(a, NDArray) and chunks and \
-                math.prod(chunks) * itemsize >= _CHUNK_MIN_BYTES:
+                math.prod(chunks) * itemsize >= plan.CHUNK_MIN_BYTES:
             return chunks, _chunk_reader(a, flat, min_rows)
-        grid = _grow(chunks, shape, itemsize) if chunks else _slabs(shape, itemsize)
+        grid = plan.grow(chunks, shape, itemsize) if chunks else \
+            plan.default_region_shape(shape, itemsize)
         return grid, _plain_reader(a)
-    from ndpack.engine.tree import operands_of
     for op in operands_of(arg):          # read along the chunks of an operand
         chunks = _chunks_of(op.array, shape) if op.shape == shape else None
         if chunks:
-            grid = _grow(chunks, shape, itemsize)
+            grid = plan.grow(chunks, shape, itemsize)
             break
     else:
-        grid = _slabs(shape, itemsize)
+        grid = plan.default_region_shape(shape, itemsize)
     return grid, lambda region: (False, [(region, lambda: (evaluate_region(arg, region,
                                                                             shape), False))])
 
 
 def _plain_reader(a):
-    from ndpack.codecs import get_nthreads
-    from ndpack.engine.direct import read_new, reader
     fast = reader(a)                   # h5py, zarr: chunks read on our own threads
 
     def read(region):
@@ -320,16 +285,16 @@ def _plain_reader(a):
 def _chunk_reader(a: NDArray, flat: bool = False, min_rows: int = 1):
     """Chunk by chunk; special chunks come back as their scalar, undecoded.  With the
     stored-order API and C-order blocks, a chunk is cut into groups of rows of about
-    _GROUP_BYTES that worker threads decode (one C thread each) into their own buffers
+    ``plan.REDUCE_GROUP_BYTES`` that worker threads decode (one C thread each) into their own buffers
     and reduce while the data is in their cache."""
     grid = tuple(-(-s // c) for s, c in zip(a.shape, a.chunks))
     ext = tuple(-(-c // b) * b for c, b in zip(a.chunks, a.blocks))
     per_block = math.prod(a.blocks)
     # big chunks are cut into row groups; smaller ones go whole to one worker each
     grouped = hasattr(a, "special_value") and getattr(a, "stored_c_order", False) and \
-        a.stored_elements * a.dtype.itemsize >= _GROUP_MULT * _GROUP_BYTES
+        a.stored_elements * a.dtype.itemsize >= plan.REDUCE_GROUP_MULT * plan.REDUCE_GROUP_BYTES
     row = math.prod(ext[1:]) * a.dtype.itemsize            # bytes of one leading index
-    step = builtins.max(min_rows, _GROUP_BYTES // builtins.max(row * a.blocks[0], 1))
+    step = builtins.max(min_rows, plan.REDUCE_GROUP_BYTES // builtins.max(row * a.blocks[0], 1))
     step = -(-step // a.blocks[0]) * a.blocks[0]
     blocks_per_row = math.prod(ext[1:]) // per_block if a.blocks[0] == 1 else None
     local = threading.local()
@@ -442,15 +407,17 @@ def _own(p):
 def compute_reduction(red: Reduce) -> np.ndarray:
     """The value of reduction node `red` as a NumPy array of ``red.shape``.
 
+    `red`'s children must be prepared (no reduction or product left under it:
+    :func:`ndpack.engine.compute.prepare` does that first).
+
     Examples
     --------
     >>> import numpy as np
-    >>> from ndpack.engine.tree import Operand
+    >>> from ndpack.engine.expr.nodes import Operand
     >>> compute_reduction(Reduce("sum", Operand(np.ones((2, 3))), axis=0)).tolist()
     [2.0, 2.0, 2.0]
     """
-    arg = materialize(red.arg)
-    where = None if red.where is None else materialize(red.where)
+    arg, where = red.arg, red.where
     shape = arg.shape
     if 0 in shape or (isinstance(arg, Operand) and isinstance(arg.array, np.ndarray)
                       and (where is None or isinstance(where, Constant) or
@@ -579,170 +546,3 @@ def compute_reduction(red: Reduce) -> np.ndarray:
                 tile, value = do_tile(ostart)
                 acc[tile] = value
     return acc.reshape(red.shape)
-
-
-def materialize(node: Node, memo: dict | None = None) -> Node:
-    """`node` with every reduction replaced by an operand holding its result (and
-    subscripted sub-expressions prepared the same way): what the elementwise
-    evaluator can run.  Each reduction is computed once."""
-    memo = {} if memo is None else memo
-    if id(node) in memo:
-        return memo[id(node)]
-    if isinstance(node, Reduce):
-        out = Operand(compute_reduction(node), repr(node))
-    elif isinstance(node, Contract):
-        from ndpack.engine.linalg import compute_contract
-        out = Operand(compute_contract(node, lambda a: _as_array(materialize(a, memo))),
-                      repr(node))
-    elif isinstance(node, Apply):
-        args = tuple(materialize(a, memo) for a in node.args)
-        out = node if builtins.all(a is b for a, b in zip(args, node.args)) else \
-            Apply(node.func.name, args, node.kwargs)
-    elif isinstance(node, Operand) and isinstance(node.array, (SliceView, TransposeView)):
-        view = _materialize_view(node.array, memo)
-        out = node if view is node.array else Operand(view, node.name)
-    else:
-        out = node
-    memo[id(node)] = out
-    return out
-
-
-def _as_array(node: Node):
-    """An array-like for a prepared node: an operand's array, or a lazy expression."""
-    from ndpack.engine.lazyexpr import LazyExpr
-    if isinstance(node, Operand):
-        return node.array
-    return LazyExpr(node)
-
-
-def _materialize_view(view, memo):
-    from ndpack.engine.lazyexpr import LazyExpr
-    base = view.base
-    if isinstance(base, (SliceView, TransposeView)):
-        new = _materialize_view(base, memo)
-    elif isinstance(base, LazyExpr):
-        inner = materialize(base.node, memo)
-        new = base if inner is base.node else LazyExpr(inner)
-    else:
-        return view
-    if new is base:
-        return view
-    return SliceView(new, view.key) if isinstance(view, SliceView) else TransposeView(new)
-
-
-# ---------------------------------------------------------------------------------------
-# public functions
-
-
-def _as_node(x) -> Node:
-    from ndpack.engine.lazyexpr import LazyExpr, _node
-    if isinstance(x, LazyExpr) and x.dtype != x.node.dtype:     # astype(): read it cast
-        return Operand(x)
-    return _node(x)
-
-
-def _reduce(op, x, axis=None, keepdims=False, dtype=None, ddof=0, where=None,
-            initial=None, out=None, **kwargs):
-    if kwargs:
-        raise TypeError(f"{op}() got unexpected keyword argument(s) "
-                        f"{', '.join(sorted(kwargs))}")
-    wnode = None if where is None else _as_node(where)
-    red = Reduce(op, _as_node(x), axis=axis, keepdims=keepdims, dtype=dtype, ddof=ddof,
-                 where=wnode, initial=initial)
-    res = compute_reduction(red)
-    if out is not None:
-        out[...] = res
-        return out
-    return res[()] if res.ndim == 0 else res
-
-
-def _doc(op, extra=""):
-    return (f"``{op}`` of an array or expression, streamed chunk by chunk (NumPy's "
-            f"semantics).\n\n    Parameters\n    ----------\n    ndarr : NDArray, "
-            f"LazyExpr or array-like\n        Anything with shape, dtype and __getitem__."
-            f"\n    axis : int, tuple of ints or None\n    keepdims : bool\n{extra}"
-            f"\n    Returns\n    -------\n    numpy.ndarray, or a NumPy scalar when every "
-            f"axis is reduced.\n")
-
-
-def sum(ndarr, axis=None, dtype=None, keepdims=False, where=None, **kwargs):
-    return _reduce("sum", ndarr, axis, keepdims, dtype, where=where, **kwargs)
-
-
-def prod(ndarr, axis=None, dtype=None, keepdims=False, where=None, **kwargs):
-    return _reduce("prod", ndarr, axis, keepdims, dtype, where=where, **kwargs)
-
-
-def mean(ndarr, axis=None, dtype=None, keepdims=False, where=None, **kwargs):
-    return _reduce("mean", ndarr, axis, keepdims, dtype, where=where, **kwargs)
-
-
-def _ddof(ddof, correction):
-    """NumPy's `ddof` or the array API's `correction` (the same number; not both)."""
-    if correction is None:
-        return ddof
-    if ddof not in (0, correction):
-        raise TypeError(f"ddof={ddof!r} and correction={correction!r} disagree: give one")
-    return correction
-
-
-def std(ndarr, axis=None, dtype=None, ddof=0, keepdims=False, where=None, *,
-        correction=None, **kwargs):
-    return _reduce("std", ndarr, axis, keepdims, dtype, _ddof(ddof, correction),
-                   where=where, **kwargs)
-
-
-def var(ndarr, axis=None, dtype=None, ddof=0, keepdims=False, where=None, *,
-        correction=None, **kwargs):
-    return _reduce("var", ndarr, axis, keepdims, dtype, _ddof(ddof, correction),
-                   where=where, **kwargs)
-
-
-def min(ndarr, axis=None, keepdims=False, where=None, initial=None, **kwargs):
-    return _reduce("min", ndarr, axis, keepdims, where=where, initial=initial, **kwargs)
-
-
-def max(ndarr, axis=None, keepdims=False, where=None, initial=None, **kwargs):
-    return _reduce("max", ndarr, axis, keepdims, where=where, initial=initial, **kwargs)
-
-
-def any(ndarr, axis=None, keepdims=False, where=None, **kwargs):
-    return _reduce("any", ndarr, axis, keepdims, where=where, **kwargs)
-
-
-def all(ndarr, axis=None, keepdims=False, where=None, **kwargs):
-    return _reduce("all", ndarr, axis, keepdims, where=where, **kwargs)
-
-
-def argmin(ndarr, axis=None, keepdims=False, **kwargs):
-    return _reduce("argmin", ndarr, axis, keepdims, **kwargs)
-
-
-def argmax(ndarr, axis=None, keepdims=False, **kwargs):
-    return _reduce("argmax", ndarr, axis, keepdims, **kwargs)
-
-
-def count_nonzero(ndarr, axis=None, keepdims=False, **kwargs):
-    return _reduce("count_nonzero", ndarr, axis, keepdims, **kwargs)
-
-
-_DTYPE = "    dtype : dtype, optional\n        Accumulator and result dtype.\n"
-_DDOF = ("    ddof, correction : int or float\n        Delta degrees of freedom (divisor "
-         "``N - ddof``); ``correction`` is the array API's name for it.\n")
-_WHERE = "    where : bool array or expression, optional\n        Elements to include.\n"
-_INITIAL = "    initial : scalar, optional\n        Needed with ``where``.\n"
-for _f, _extra in [(sum, _DTYPE + _WHERE), (prod, _DTYPE + _WHERE), (mean, _DTYPE + _WHERE),
-                   (std, _DTYPE + _DDOF + _WHERE), (var, _DTYPE + _DDOF + _WHERE),
-                   (min, _WHERE + _INITIAL), (max, _WHERE + _INITIAL), (any, _WHERE),
-                   (all, _WHERE), (argmin, ""), (argmax, ""), (count_nonzero, "")]:
-    _f.__doc__ = _doc(_f.__name__, _extra) + f"""
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from ndpack.storage.constructors import asarray
-    >>> x = np.arange(12.0).reshape(3, 4) - 5
-    >>> a = asarray(x, chunks=(2, 3))
-    >>> bool(np.allclose({_f.__name__}(a, axis=1), np.{_f.__name__}(x, axis=1)))
-    True
-"""
-del _f, _extra

@@ -3,7 +3,7 @@ where numexpr computes exactly the same thing, its numexpr spelling.
 
 Operators are functions too (``a + b`` is ``add(a, b)``), so a tree has one kind of
 inner node.  Reductions (:data:`REDUCTIONS`) are not elementwise: the parser builds
-:class:`ndpack.engine.reductions.Reduce` nodes for them.
+:class:`ndpack.engine.ops.reductions.Reduce` nodes for them.
 """
 
 from __future__ import annotations

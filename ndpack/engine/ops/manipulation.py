@@ -27,7 +27,7 @@ import operator
 
 import numpy as np
 
-from ndpack.engine.shape import (_array, _axis, _fill, _layout, _read, broadcast_to, concat,
+from ndpack.engine.ops.shape import (_array, _axis, _fill, _layout, _read, broadcast_to, concat,
                                  reshape)
 from ndpack.storage.ndarray import NDArray, create
 

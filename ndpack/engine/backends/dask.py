@@ -6,7 +6,7 @@
   pickles small and runs on ``dask.distributed`` workers that see the same file
   system.  An array in memory is put in the graph itself (one key shared by the
   tasks; a worker process receives it as contiguous-frame bytes, compressed).  A
-  :class:`~ndpack.engine.lazyexpr.LazyExpr` becomes one task per output chunk that
+  :class:`~ndpack.engine.expr.lazyexpr.LazyExpr` becomes one task per output chunk that
   evaluates the expression on that region with our engine (numexpr, block-only reads),
   with every reduction inside it a dask tree reduction (chunk / combine / aggregate)
   whose result feeds those tasks.
@@ -50,14 +50,17 @@ import uuid
 
 import numpy as np
 
-from ndpack.engine.output import new_output
-from ndpack.engine.tree import Apply, Constant, Node, Operand, Reduce, operands_of
-from ndpack.engine.views import SliceView, TransposeView
+from ndpack.engine.run.output import new_output
+from ndpack.engine.expr.nodes import Apply, Constant, Node, Operand, Reduce, operands_of
+from ndpack.engine.expr.views import SliceView, TransposeView
 from ndpack.errors import ParameterError
 from ndpack.storage.constructors import ndarray_from_cframe
 from ndpack.storage.grid import compute_chunks_blocks
 from ndpack.storage.ndarray import NDArray, fill_from
-from ndpack.storage.schunk import open as open_frame
+from ndpack.storage.dispatch import open as open_frame
+from ndpack.engine.api import lazyexpr
+from ndpack.engine.expr.lazyexpr import LazyExpr
+from ndpack.engine.ops.reductions import compute_reduction
 
 __all__ = [
     "StoredArray",
@@ -201,7 +204,6 @@ def _transform(node: Node, leaf, reduce, memo: dict) -> Node:
 
 
 def _transform_array(arr, leaf, reduce, memo):
-    from ndpack.engine.lazyexpr import LazyExpr
     if isinstance(arr, SliceView):
         base = _transform_array(arr.base, leaf, reduce, memo)
         return arr if base is arr.base else SliceView(base, arr.key)
@@ -269,7 +271,6 @@ def _grid_of(template: Node, shape: tuple, dtype) -> tuple:
 
 def _eval_block(template: Node, dtype, region: tuple, *values) -> np.ndarray:
     """One task: the template's values over `region` (our engine)."""
-    from ndpack.engine.lazyexpr import LazyExpr
     tree = _bind(template, values)
     if isinstance(tree, Operand) and not isinstance(tree.array, np.ndarray):
         res = np.asarray(tree.array[region])
@@ -281,7 +282,6 @@ def _eval_block(template: Node, dtype, region: tuple, *values) -> np.ndarray:
 def _reduce_task(template: Reduce, *values) -> np.ndarray:
     """One task: a reduction dask cannot express (``where=``, ``initial=``), streamed
     by our engine."""
-    from ndpack.engine.reductions import compute_reduction
     return compute_reduction(_bind(template, values))
 
 
@@ -401,7 +401,6 @@ def to_dask(x, chunks=None):
     np.int64(45)
     """
     _dask()
-    from ndpack.engine.lazyexpr import LazyExpr
     if isinstance(x, NDArray):
         return _leaf_array(_portable(x))
     if isinstance(x, LazyExpr):
@@ -565,7 +564,6 @@ def evaluate_with_dask(expression, local_dict=None, global_dict=None, out=None,
     """``evaluate(..., scheduler=)``: as :func:`compute_with_dask`, into `out` (NumPy,
     NDArray or any writable array, written by the client one block at a time in
     ``out.chunks`` when it has them) or, without `out`, returned as NumPy."""
-    from ndpack.engine.lazyexpr import LazyExpr, lazyexpr
     dask, _ = _dask()
     if kwargs:
         raise ParameterError(f"unknown argument(s) {sorted(kwargs)}")

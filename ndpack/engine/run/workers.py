@@ -14,6 +14,8 @@
 * :func:`serial_numexpr` holds numexpr at one thread while workers run, and gives back
   the caller's setting when the last concurrent user leaves.
 
+The pools themselves, and the reused ``buffers``, live in :mod:`ndpack.resources`.
+
 Examples
 --------
 >>> with serial_numexpr():
@@ -25,27 +27,18 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import os
 import threading
 
 import numexpr
 
+from ndpack import resources
+from ndpack.resources import buffers
+
 __all__ = ["prefetch", "on_engine_thread", "workers", "writer", "submit", "run_all",
            "run_leaves", "serial_numexpr", "buffers"]
 
-_POOLS: dict = {}
 _LOCK = threading.Lock()
 _STATE = threading.local()
-
-
-def _executor(kind: str, n: int) -> concurrent.futures.ThreadPoolExecutor:
-    key = (os.getpid(), kind, n)                # a forked child makes its own
-    with _LOCK:
-        pool = _POOLS.get(key)
-        if pool is None:
-            pool = _POOLS[key] = concurrent.futures.ThreadPoolExecutor(
-                n, thread_name_prefix=f"ndpack-{kind}")
-        return pool
 
 
 def _on_engine_thread(fn, *args):
@@ -73,7 +66,7 @@ def prefetch(fn, *args) -> concurrent.futures.Future:
     instead: a nested evaluation never waits on a pool that is waiting for it."""
     if on_engine_thread():
         return _now(fn, *args)
-    return _executor("prefetch", 1).submit(_on_engine_thread, fn, *args)
+    return resources.pool("prefetch", 1).submit(_on_engine_thread, fn, *args)
 
 
 class _Inline:
@@ -91,13 +84,13 @@ _INLINE = _Inline()
 def writer():
     """One thread (per process) that compresses and stores finished chunks in order
     (inline when called from an engine thread)."""
-    return _INLINE if on_engine_thread() else _executor("write", 1)
+    return _INLINE if on_engine_thread() else resources.pool("write", 1)
 
 
 def workers(n: int):
     """A pool of `n` evaluation worker threads shared per process; tasks should be
     submitted with :func:`submit` (inline when called from an engine thread)."""
-    return _INLINE if on_engine_thread() else _executor("eval", max(1, int(n)))
+    return _INLINE if on_engine_thread() else resources.pool("eval", max(1, int(n)))
 
 
 def run_all(calls: list, n: int) -> list:
@@ -106,7 +99,7 @@ def run_all(calls: list, n: int) -> list:
     from an engine thread, so nested reads never wait on a pool that waits on them)."""
     if len(calls) < 2 or n < 2 or on_engine_thread():
         return [c() for c in calls]
-    pool = _executor("read", n)
+    pool = resources.pool("read", n)
     futures = [pool.submit(_on_engine_thread, c) for c in calls]
     return [f.result() for f in futures]
 
@@ -118,7 +111,7 @@ def run_leaves(calls: list, n: int) -> list:
     run serially when there is one call, one thread, or when called from a leaf."""
     if len(calls) < 2 or n < 2 or getattr(_STATE, "leaf", False):
         return [c() for c in calls]
-    pool = _executor("leaf", n)
+    pool = resources.pool("leaf", n)
     futures = [pool.submit(_on_leaf_thread, c) for c in calls]
     return [f.result() for f in futures]
 
@@ -150,36 +143,3 @@ def serial_numexpr():
             _NUMEXPR["users"] -= 1
             if _NUMEXPR["users"] == 0:
                 numexpr.set_num_threads(_NUMEXPR["before"])
-
-
-class _BufferPool:
-    """Large byte buffers kept between computations: a fresh multi-MB buffer costs page
-    faults (and zero-filling, for bytearray) on every use, a kept one does not.
-
-    :meth:`take` hands out a buffer of at least `nbytes` (exclusive to the caller until
-    :meth:`give` returns it); at most `cap` bytes stay idle, the largest kept first.
-    """
-
-    def __init__(self, cap: int):
-        self.cap, self.free, self.lock = cap, [], threading.Lock()
-
-    def take(self, nbytes: int):
-        import numpy as np
-        with self.lock:
-            fits = [i for i, b in enumerate(self.free) if b.nbytes >= nbytes]
-            if fits:                      # the smallest that fits (arrays: no list.remove)
-                return self.free.pop(min(fits, key=lambda i: self.free[i].nbytes))
-        return np.empty(max(int(nbytes), 1), np.uint8)
-
-    def give(self, buf) -> None:
-        with self.lock:
-            if os.getpid() != getattr(self, "pid", os.getpid()):
-                self.free = []
-            self.pid = os.getpid()
-            self.free.append(buf)
-            self.free.sort(key=lambda b: -b.nbytes)
-            while sum(b.nbytes for b in self.free) > self.cap:
-                self.free.pop()                  # the smallest goes first
-
-
-buffers = _BufferPool(cap=512 * 2**20)

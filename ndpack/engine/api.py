@@ -1,0 +1,92 @@
+"""The engine's two entry points by string: :func:`lazyexpr` and :func:`evaluate`.
+
+Names in the string resolve from `operands`, then `local_dict`/`global_dict`, then the
+caller's locals and globals.  The string is parsed with a whitelist
+(:mod:`ndpack.engine.expr.parse`) and never evaluated as Python.
+
+Examples
+--------
+>>> import numpy as np
+>>> a = np.arange(5.0)
+>>> evaluate("a * 2 + 1")
+array([1., 3., 5., 7., 9.])
+>>> e = lazyexpr("sum(a) - a")
+>>> e.shape, e[()].tolist()
+((5,), [10.0, 9.0, 8.0, 7.0, 6.0])
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ndpack.engine.compute import check_fp_accuracy, evaluate_into
+from ndpack.engine.expr.lazyexpr import LazyExpr, as_node
+from ndpack.engine.expr.parse import parse
+from ndpack.errors import ParameterError
+
+__all__ = ["lazyexpr", "evaluate"]
+
+
+def _caller_names(depth: int) -> dict:
+    frame = sys._getframe(depth + 1)
+    names = dict(frame.f_globals)
+    names.update(frame.f_locals)
+    return names
+
+
+def lazyexpr(expression, operands=None, out=None, local_dict=None, global_dict=None):
+    """A lazy expression from a string (or an existing LazyExpr/array).
+
+    Parameters
+    ----------
+    expression : str or LazyExpr
+    operands : dict, optional
+    out : array-like, optional
+        Where :meth:`LazyExpr.compute` results go when evaluated with :func:`evaluate`.
+
+    Returns
+    -------
+    LazyExpr
+    """
+    if isinstance(expression, LazyExpr):
+        return expression
+    if not isinstance(expression, str):
+        return LazyExpr(as_node(expression))
+    names = {}
+    if global_dict is None and local_dict is None and operands is None:
+        names.update(_caller_names(1))
+    names.update(global_dict or {})
+    names.update(local_dict or {})
+    names.update(operands or {})
+    return LazyExpr(parse(expression, names))
+
+
+def evaluate(expression, local_dict=None, global_dict=None, out=None, scheduler=None,
+             **kwargs):
+    """Evaluate an expression chunk by chunk: a drop-in for ``numexpr.evaluate`` that
+    works on any array with ``shape``/``dtype``/``__getitem__`` and writes into `out` of
+    any kind (NumPy, NDArray, h5py Dataset, zarr Array).
+
+    Returns
+    -------
+    numpy.ndarray, or `out` when given.
+    """
+    if scheduler is not None:       # run as dask graphs (ndpack.engine.backends.dask)
+        from ndpack.engine.backends.dask import evaluate_with_dask      # seam: optional
+        return evaluate_with_dask(expression, local_dict, global_dict, out,
+                                  scheduler=scheduler, _depth=1, **kwargs)
+    check_fp_accuracy(kwargs.pop("fp_accuracy", None))
+    if kwargs:
+        raise ParameterError(f"unknown argument(s) {sorted(kwargs)}")
+    if isinstance(expression, str):
+        names = {}
+        if local_dict is None and global_dict is None:
+            names.update(_caller_names(1))
+        names.update(global_dict or {})
+        names.update(local_dict or {})
+        expr = LazyExpr(parse(expression, names))
+    else:
+        expr = lazyexpr(expression)
+    if out is None:
+        return expr[()]
+    return evaluate_into(expr, out)

@@ -1,0 +1,234 @@
+"""The driver: prepare a tree, then run it by the one evaluation path that applies.
+
+Every evaluation -- ``LazyExpr.compute()``, ``expr[key]``, ``evaluate(..., out=)``, a
+ufunc with ``out=`` -- goes through here in two steps:
+
+1. :func:`prepare`, bottom up: the parts of the tree that are not elementwise
+   (reductions, linear-algebra products) are computed by :mod:`ndpack.engine.ops`
+   and replaced by operands holding their results, each once;
+2. :func:`run_into` makes the single choice of path: the *aligned* path
+   (:mod:`ndpack.engine.run.aligned`) when every operand shares the output's chunk
+   layout, else the *region* path (:mod:`ndpack.engine.run.regions`), with region
+   sizes from :mod:`ndpack.engine.run.plan`.
+
+Examples
+--------
+>>> import numpy as np, ndpack
+>>> a = ndpack.asarray(np.arange(6.0).reshape(2, 3))
+>>> e = ndpack.lazyexpr("a - mean(a)")
+>>> node = prepare(e.node)             # the mean is computed here, once
+>>> node, type(node.args[1].array).__name__, float(node.args[1].array)
+(subtract(a, mean(a)), 'ndarray', 2.5)
+>>> compute_box(e, (slice(0, 1), slice(0, 3))).tolist()
+[[-2.5, -1.5, -0.5]]
+>>> out = np.empty((2, 3))
+>>> evaluate_into(e, out)[1].tolist()
+[0.5, 1.5, 2.5]
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+
+import numpy as np
+
+from ndpack.engine.expr.lazyexpr import LazyExpr
+from ndpack.engine.expr.nodes import Apply, Contract, Node, Operand, Reduce
+from ndpack.engine.expr.views import SliceView, TransposeView
+from ndpack.engine.ops.linalg import compute_contract
+from ndpack.engine.ops.reductions import compute_reduction
+from ndpack.engine.run.aligned import aligned_operands, compute_aligned, read_aligned
+from ndpack.engine.run.foreign import writing
+from ndpack.engine.run.output import new_output
+from ndpack.engine.run.plan import layout_of, plan_regions, regions
+from ndpack.engine.run.progress import progress_bar
+from ndpack.engine.run.regions import region_values
+from ndpack.errors import ParameterError
+from ndpack.storage.constructors import fill_from
+from ndpack.storage.ndarray import NDArray
+
+__all__ = ["prepare", "run_into", "compute", "compute_box", "evaluate_into", "FPAccuracy",
+           "check_fp_accuracy"]
+
+
+# ---- step 1: prepare ---------------------------------------------------------------------
+
+def prepare(node: Node, memo: dict | None = None) -> Node:
+    """`node` with every reduction and product replaced by an operand holding its
+    result (and subscripted sub-expressions prepared the same way): what the
+    elementwise paths can run.  Each is computed once, children first."""
+    memo = {} if memo is None else memo
+    if id(node) in memo:
+        return memo[id(node)]
+    if isinstance(node, Reduce):
+        arg = prepare(node.arg, memo)
+        where = None if node.where is None else prepare(node.where, memo)
+        red = node if arg is node.arg and where is node.where else node.with_children(arg,
+                                                                                     where)
+        out = Operand(compute_reduction(red), repr(node))
+    elif isinstance(node, Contract):
+        out = Operand(compute_contract(node, lambda a: _as_array(prepare(a, memo))),
+                      repr(node))
+    elif isinstance(node, Apply):
+        args = tuple(prepare(a, memo) for a in node.args)
+        out = node if all(a is b for a, b in zip(args, node.args)) else \
+            Apply(node.func.name, args, node.kwargs)
+    elif isinstance(node, Operand) and isinstance(node.array, (SliceView, TransposeView)):
+        view = _prepare_view(node.array, memo)
+        out = node if view is node.array else Operand(view, node.name)
+    else:
+        out = node
+    memo[id(node)] = out
+    return out
+
+
+def _as_array(node: Node):
+    """An array-like for a prepared node: an operand's array, or a lazy expression."""
+    if isinstance(node, Operand):
+        return node.array
+    return LazyExpr(node)
+
+
+def _prepare_view(view, memo):
+    base = view.base
+    if isinstance(base, (SliceView, TransposeView)):
+        new = _prepare_view(base, memo)
+    elif isinstance(base, LazyExpr):
+        inner = prepare(base.node, memo)
+        new = base if inner is base.node else LazyExpr(inner)
+    else:
+        return view
+    if new is base:
+        return view
+    return SliceView(new, view.key) if isinstance(view, SliceView) else TransposeView(new)
+
+
+# ---- step 2: the one choice of path --------------------------------------------------------
+
+def run_into(node: Node, expr: LazyExpr, out, fresh: bool = False, tick=None):
+    """Evaluate the prepared tree `node` of `expr` into `out`, whole, and return `out`.
+
+    `out` is a NumPy array, an NDArray (`fresh`: just created, empty, filled in chunk
+    order) or any writable array-like (h5py, zarr).  The aligned path runs when every
+    operand shares the layout of the output (an NDArray's own, else the first NDArray
+    operand's); otherwise regions of whole output chunks are evaluated and written.
+    """
+    shape, dtype = expr.shape, expr.dtype
+    if isinstance(out, NDArray):
+        ops = aligned_operands(node, shape, out.chunks, out.blocks) \
+            if fresh or out.dtype == dtype else None
+        if ops is not None:
+            return compute_aligned(node, ops, out, tick)
+    else:
+        chunks, blocks = layout_of(node, shape)
+        ops = None if chunks is None else aligned_operands(node, shape, chunks, blocks)
+        if ops is not None:
+            read_aligned(node, ops, out)
+            return out
+    if fresh:
+        nchunks = math.prod(-(-s // c) if c else 0 for s, c in zip(out.shape, out.chunks))
+        feed = region_values(node, shape, [out.chunk_region(n) for n in range(nchunks)],
+                             dtype)
+
+        def producer(region):
+            got, values = next(feed)
+            assert got == region, (got, region)       # fill_from's order is C order
+            if tick is not None:
+                tick()
+            return values
+        return fill_from(out, producer)
+    # whole multiples of the output's own chunks, around 16 MiB at a time
+    piece = plan_regions(node, shape, dtype.itemsize, chunks=getattr(out, "chunks", None))
+    into = (lambda region: out[region + (Ellipsis,)]) if isinstance(out, np.ndarray) else None
+    for region, values in region_values(node, shape, regions(shape, piece), dtype, into):
+        if into is None:
+            out[region] = values
+    return out
+
+
+# ---- the entry points ---------------------------------------------------------------------
+
+def compute_box(expr: LazyExpr, box: tuple) -> np.ndarray:
+    """The values of `expr` on `box` (step-1 slices, one per dimension) as NumPy."""
+    shape = tuple(s.stop - s.start for s in box)
+    out = np.empty(shape, expr.dtype)
+    node = prepare(expr.node)
+    if shape == expr.shape:
+        return run_into(node, expr, out)
+    local = list(regions(shape, plan_regions(node, shape, expr.dtype.itemsize)))
+    absolute = [tuple(slice(b.start + s.start, b.start + s.stop) for b, s in zip(box, r))
+                for r in local]
+    views = {_span(a): out[r + (Ellipsis,)] for a, r in zip(absolute, local)}
+    for _ in region_values(node, expr.shape, absolute, expr.dtype,
+                           lambda a: views[_span(a)]):
+        pass                                      # each region lands in its view
+    return out
+
+
+def _span(region: tuple) -> tuple:
+    """A hashable form of a region (slices are not hashable before Python 3.12)."""
+    return tuple((s.start, s.stop) for s in region)
+
+
+def compute(expr: LazyExpr, urlpath=None, mode="w", chunks=None, blocks=None,
+            cparams=None, dparams=None, progress=False, scheduler=None, fp_accuracy=None,
+            **kwargs) -> NDArray:
+    """:meth:`LazyExpr.compute`: a new NDArray (in memory or at `urlpath`), filled one
+    output chunk at a time."""
+    check_fp_accuracy(fp_accuracy)
+    if scheduler is not None:
+        from ndpack.engine.backends.dask import compute_with_dask     # seam: optional
+        return compute_with_dask(expr, scheduler=scheduler, urlpath=urlpath, mode=mode,
+                                 chunks=chunks, blocks=blocks, cparams=cparams,
+                                 dparams=dparams, **kwargs)
+    node = prepare(expr.node)
+    if chunks is None and blocks is None:
+        chunks, blocks = layout_of(node, expr.shape)
+
+    def write(out):
+        nchunks = math.prod(-(-s // c) if c else 0 for s, c in zip(out.shape, out.chunks))
+        with progress_bar(progress, nchunks,
+                          out.stored_elements * out.dtype.itemsize) as tick:
+            return run_into(node, expr, out, fresh=True, tick=tick)
+    return new_output(expr.shape, expr.dtype, urlpath, mode, write, chunks=chunks,
+                      blocks=blocks, cparams=cparams, dparams=dparams, **kwargs)
+
+
+def evaluate_into(expr: LazyExpr, out):
+    """`expr` computed into the existing array `out` (checked first); returns `out`."""
+    if tuple(out.shape) != expr.shape:
+        raise ValueError(f"out has shape {tuple(out.shape)}, the expression {expr.shape}")
+    if isinstance(out, np.ndarray) and not out.flags.writeable:
+        raise ValueError("out is a read-only NumPy array; pass a writable one")
+    _check_out_cast(expr.dtype, out)
+    with writing(out):            # an operand that is `out` is not read directly
+        return run_into(prepare(expr.node), expr, out)
+
+
+def _check_out_cast(dtype: np.dtype, out) -> None:
+    """NumPy's rule for ``out=`` of a ufunc: the result casts to `out` by 'same_kind'
+    (float64 into int8 is refused instead of truncated), else a TypeError."""
+    want = getattr(out, "dtype", None)
+    if want is not None and not np.can_cast(dtype, np.dtype(want), "same_kind"):
+        raise TypeError(f"out= has dtype {np.dtype(want)}, the expression's result "
+                        f"{dtype} cannot be cast to it with casting rule 'same_kind'")
+
+
+class FPAccuracy(enum.Enum):
+    """python-blosc2's floating-point accuracy modes of expressions.  ndpack computes
+    at ``HIGH`` always (NumPy's results; its own sin/cos within 1 ulp of glibc): a
+    ``MEDIUM`` request gets results at least as accurate."""
+
+    HIGH = 1
+    MEDIUM = 2
+
+
+def check_fp_accuracy(value) -> None:
+    """None or an FPAccuracy member (or its value): anything else is a ParameterError."""
+    if value is None or isinstance(value, FPAccuracy):
+        return
+    try:
+        FPAccuracy(value)
+    except ValueError:
+        raise ParameterError(f"fp_accuracy must be an FPAccuracy, not {value!r}") from None

@@ -1,0 +1,418 @@
+"""LazyExpr: the handle of an expression -- build a tree now, compute it later.
+
+A LazyExpr holds a tree (:mod:`ndpack.engine.expr.nodes`) and knows its shape and
+dtype without reading anything.  Python operators, NumPy ufuncs and the reduction
+methods build new expressions.  Computing is not this floor's business: the methods
+that compute (``compute``, ``[key]``, ``__array__``, ``save``, a ufunc with ``out=``,
+``__array_function__``, the reduction methods) reach the engine's top
+(:mod:`ndpack.engine.compute`) through one import each, the seams listed in
+``tests/test_layers.py``.
+
+An expression follows its operands: when a stored operand is resized after the tree
+was built, the tree is rebuilt over the current shapes (broadcasting and reductions
+re-checked) the next time it is used, so an expression never keeps a stale shape.
+
+Examples
+--------
+>>> import numpy as np, ndpack
+>>> a = ndpack.asarray(np.arange(12.0).reshape(3, 4))
+>>> b = np.ones(4)
+>>> e = ndpack.lazyexpr("a * 2 + sin(b)")      # nothing is read or computed here
+>>> e.shape, e.dtype
+((3, 4), dtype('float64'))
+>>> r = e.compute()                              # an NDArray, computed chunk by chunk
+>>> bool(np.allclose(r[:], np.arange(12.0).reshape(3, 4) * 2 + np.sin(1.0)))
+True
+>>> e[1, :2].tolist() == (np.arange(4.0, 6.0) * 2 + np.sin(1.0)).tolist()
+True
+>>> v = ndpack.asarray(np.arange(4.0))
+>>> f = ndpack.lazyexpr("v * 2 + sum(v)", operands={"v": v})
+>>> v.resize((6,)); v[4:] = [4, 5]
+>>> f.shape, f[()].tolist()
+((6,), [15.0, 17.0, 19.0, 21.0, 23.0, 25.0])
+"""
+
+from __future__ import annotations
+
+import ndindex
+import numpy as np
+
+from ndpack.engine.expr.functions import FUNCTIONS
+from ndpack.engine.expr.nodes import (LINALG, Apply, Constant, Contract, Node, Operand, Reduce,
+                                      operands_of)
+from ndpack.engine.expr.views import SliceView, TransposeView
+
+__all__ = ["LazyExpr", "as_node", "key_box", "lazy_ufunc", "OPERATORS", "REDUCTION_METHODS"]
+
+# Python operator -> function of the tree (binary ones also get their reflected form)
+_BINARY = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
+    "floordiv": "floor_divide", "mod": "remainder", "pow": "power",
+    "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+    "lshift": "left_shift", "rshift": "right_shift",
+}
+_COMPARE = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
+            "eq": "equal", "ne": "not_equal"}
+_UNARY = {"neg": "negative", "pos": "positive", "invert": "invert", "abs": "abs"}
+
+REDUCTION_METHODS = ("sum", "prod", "mean", "std", "var", "min", "max", "any", "all",
+                     "argmin", "argmax", "count_nonzero")
+
+
+def as_node(x) -> Node:
+    """The tree node for an operand: an expression's tree, a constant for scalars, an
+    operand (read when evaluated) for arrays and cast expressions."""
+    if isinstance(x, LazyExpr) and x.dtype != x.node.dtype:
+        return Operand(x)                 # astype(): its cast happens when it is read
+    if isinstance(x, LazyExpr):
+        return x.node
+    if isinstance(x, Node):
+        return x
+    if isinstance(x, (bool, int, float, complex, np.generic)):
+        return Constant(x)
+    if isinstance(x, (list, tuple)):
+        x = np.asarray(x)
+    return Operand(x)
+
+
+def _binary(func: str, reverse: bool = False):
+    def method(self, other):
+        a, b = (as_node(other), as_node(self)) if reverse else (as_node(self), as_node(other))
+        return LazyExpr(Apply(func, (a, b)))
+    method.__name__ = func
+    return method
+
+
+def _unary(func: str):
+    def method(self):
+        return LazyExpr(Apply(func, (as_node(self),)))
+    method.__name__ = func
+    return method
+
+
+def _product(op: str, reverse: bool = False):
+    def method(self, other):
+        a, b = (as_node(other), as_node(self)) if reverse else (as_node(self), as_node(other))
+        return LazyExpr(Contract(op, (a, b)))
+    method.__name__ = op
+    return method
+
+
+def _reduction(name: str):
+    def method(self, *args, **kwargs):
+        from ndpack.engine import statistical          # seam: reductions compute now
+        return getattr(statistical, name)(self, *args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = f"``{name}`` of the array (see :func:`ndpack.{name}`)."
+    return method
+
+
+class LazyExpr:
+    """An expression over arrays, evaluated only when asked (``compute()``, ``[key]``).
+
+    Build one with :func:`ndpack.lazyexpr`, from NDArray operators (``a + b``), or with
+    NumPy functions (``np.sin(a)``).  Operands are any objects with ``shape``,
+    ``dtype`` and ``__getitem__``: NDArray, NumPy, memmap, h5py and zarr arrays.
+    """
+
+    __array_priority__ = 100
+
+    def __init__(self, node: Node):
+        self._node = node
+        self._sig = _signature(node)
+        # NumPy operands keep their shape: only trees over other arrays can go stale
+        self._static = all(isinstance(op.array, np.ndarray) for op in operands_of(node))
+
+    @property
+    def node(self) -> Node:
+        """The tree, rebuilt first when an operand changed shape since it was built."""
+        if self._static:
+            return self._node
+        sig = _signature(self._node)
+        if sig != self._sig:
+            self._node, self._sig = _rebuild(self._node), sig
+        return self._node
+
+    # ---- metadata without computing ---------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        return self.node.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.node.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def operands(self) -> dict:
+        """The operands by name (unnamed ones get ``o0``, ``o1``, ...)."""
+        return {op.name or f"o{i}": op.array for i, op in enumerate(operands_of(self.node))}
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d expression")
+        return self.shape[0]
+
+    def __repr__(self):
+        return f"LazyExpr({self.node!r}, shape={self.shape}, dtype={self.dtype})"
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError(f"the truth value of an expression of shape {self.shape} is "
+                             "ambiguous; compute it and use .any() or .all()")
+        return bool(self[()].reshape(()))
+
+    # ---- building ----------------------------------------------------------------------
+    __add__, __radd__ = _binary("add"), _binary("add", True)
+    __sub__, __rsub__ = _binary("subtract"), _binary("subtract", True)
+    __mul__, __rmul__ = _binary("multiply"), _binary("multiply", True)
+    __truediv__, __rtruediv__ = _binary("divide"), _binary("divide", True)
+    __floordiv__, __rfloordiv__ = _binary("floor_divide"), _binary("floor_divide", True)
+    __mod__, __rmod__ = _binary("remainder"), _binary("remainder", True)
+    __pow__, __rpow__ = _binary("power"), _binary("power", True)
+    __and__, __rand__ = _binary("bitwise_and"), _binary("bitwise_and", True)
+    __or__, __ror__ = _binary("bitwise_or"), _binary("bitwise_or", True)
+    __xor__, __rxor__ = _binary("bitwise_xor"), _binary("bitwise_xor", True)
+    __lshift__, __rlshift__ = _binary("left_shift"), _binary("left_shift", True)
+    __rshift__, __rrshift__ = _binary("right_shift"), _binary("right_shift", True)
+    __lt__, __le__ = _binary("less"), _binary("less_equal")
+    __gt__, __ge__ = _binary("greater"), _binary("greater_equal")
+    __eq__, __ne__ = _binary("equal"), _binary("not_equal")
+    __neg__, __pos__ = _unary("negative"), _unary("positive")
+    __invert__, __abs__ = _unary("invert"), _unary("abs")
+    __matmul__, __rmatmul__ = _product("matmul"), _product("matmul", True)
+    __hash__ = object.__hash__           # __eq__ is elementwise
+
+    sum, prod, mean = _reduction("sum"), _reduction("prod"), _reduction("mean")
+    std, var = _reduction("std"), _reduction("var")
+    min, max = _reduction("min"), _reduction("max")
+    any, all = _reduction("any"), _reduction("all")
+    argmin, argmax = _reduction("argmin"), _reduction("argmax")
+    count_nonzero = _reduction("count_nonzero")
+
+    def _apply(self, func, *others, reverse=False):
+        args = [as_node(o) for o in others]
+        nodes = args + [self.node] if reverse else [self.node] + args
+        return LazyExpr(Apply(func, tuple(nodes)))
+
+    def where(self, x, y) -> LazyExpr:
+        """``where(self, x, y)``: x where the expression is true, else y."""
+        return LazyExpr(Apply("where", (self.node, as_node(x), as_node(y))))
+
+    def astype(self, dtype) -> LazyExpr:
+        """The expression cast to `dtype` (computed chunk by chunk)."""
+        return _Cast(self.node, np.dtype(dtype))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return lazy_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from ndpack.engine.protocols import array_function     # seam: NumPy functions
+        return array_function(func, types, args, kwargs)
+
+    # ---- computing (the engine's top: ndpack.engine.compute) ---------------------------
+    def __getitem__(self, key) -> np.ndarray:
+        """Compute only the selected region; returns NumPy."""
+        from ndpack.engine.compute import compute_box               # seam
+        box, rest = key_box(key, self.shape)
+        return compute_box(self, box)[rest]
+
+    def __array__(self, dtype=None, copy=None):
+        res = self[()]
+        return res if dtype is None else res.astype(dtype)
+
+    def compute(self, urlpath=None, mode="w", chunks=None, blocks=None, cparams=None,
+                dparams=None, progress=False, scheduler=None, fp_accuracy=None, **kwargs):
+        """Compute into a new NDArray, one output chunk at a time.
+
+        Parameters
+        ----------
+        urlpath : str, optional
+            Write the result to this file.  It appears under that name only when
+            complete: a failure (Ctrl-C included) leaves no half-written file behind.
+        chunks, blocks, cparams, dparams, mode, **kwargs
+            Storage of the result (defaults: the chunks of the first NDArray operand of
+            the same shape, else ``compute_chunks_blocks``).
+        progress : bool
+            Show progress (chunks done, throughput, time left) when the work takes more
+            than a second: a tqdm bar if tqdm is installed, else one line on stderr when
+            it is a terminal (:mod:`ndpack.engine.run.progress`).
+        scheduler : str or distributed.Client, optional
+            Run as dask graphs instead (``"dask"``, ``"threads"``, a Client, ...; see
+            :mod:`ndpack.engine.backends.dask`).
+        fp_accuracy : FPAccuracy, optional
+            python-blosc2's accuracy mode: ndpack always computes at ``HIGH``
+            (NumPy's results; sin/cos within 1 ulp), which ``MEDIUM`` also gets.
+
+        Returns
+        -------
+        NDArray
+        """
+        from ndpack.engine.compute import compute                   # seam
+        return compute(self, urlpath=urlpath, mode=mode, chunks=chunks, blocks=blocks,
+                       cparams=cparams, dparams=dparams, progress=progress,
+                       scheduler=scheduler, fp_accuracy=fp_accuracy, **kwargs)
+
+    def save(self, urlpath, **kwargs) -> None:
+        """Save the expression (not its values) to a ``.b2nd`` carrier that
+        ``ndpack.open`` (and python-blosc2) turns back into an expression; every
+        operand must be an NDArray on disk.  See :mod:`ndpack.engine.persist`."""
+        from ndpack.engine.persist import save_expr                 # seam
+        save_expr(self, urlpath, **kwargs)
+
+
+class _Cast(LazyExpr):
+    """An expression whose result is cast to a dtype."""
+
+    def __init__(self, node: Node, dtype: np.dtype):
+        super().__init__(node)
+        self._dtype = dtype
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+
+# names of the operators and methods that NDArray shares with LazyExpr
+OPERATORS = tuple(
+    [f"__{s}__" for s in _BINARY] + [f"__r{s}__" for s in _BINARY] +
+    [f"__{s}__" for s in _COMPARE] + [f"__{s}__" for s in _UNARY] +
+    ["__matmul__", "__rmatmul__", "__array_ufunc__", "__array_function__", "__hash__"])
+
+_UFUNC_NAMES = {"true_divide": "divide", "absolute": "abs"}
+
+
+def lazy_ufunc(ufunc, method, inputs, kwargs):
+    """A lazy expression for a NumPy ufunc call; with ``out=`` it is computed there."""
+    out = kwargs.pop("out", None)
+    if method != "__call__" or kwargs:
+        return NotImplemented
+    name = _UFUNC_NAMES.get(ufunc.__name__, ufunc.__name__)
+    if name in LINALG and len(inputs) == 2:           # np.matmul, np.vecdot are ufuncs
+        expr = LazyExpr(Contract(name, tuple(as_node(x) for x in inputs)))
+    elif name not in FUNCTIONS:
+        return NotImplemented
+    else:
+        expr = LazyExpr(Apply(name, tuple(as_node(x) for x in inputs)))
+    if out is None:
+        return expr
+    if len(out) != 1:
+        return NotImplemented
+    from ndpack.engine.compute import evaluate_into                 # seam
+    return evaluate_into(expr, out[0])
+
+
+# ---- indexing: the box of a basic key ---------------------------------------------------
+
+def key_box(key, shape: tuple) -> tuple:
+    """``(box, rest)`` for a basic index `key` on `shape`: the smallest box of step-1
+    slices holding every selected element, and the key that picks them from the box
+    (so ``full[key] == full[box][rest]``).
+
+    Examples
+    --------
+    >>> key_box((1, slice(None, None, 2)), (3, 5))
+    ((slice(1, 2, None), slice(0, 5, None)), (0, slice(0, 5, 2)))
+    """
+    if key == () or key is Ellipsis:              # the whole expression: no ndindex work
+        return tuple(slice(0, n) for n in shape), ()
+    idx = ndindex.ndindex(key).expand(shape)
+    box, rest, d = [], [], 0
+    for i in idx.args:
+        if isinstance(i, ndindex.Newaxis):
+            rest.append(None)
+            continue
+        n = shape[d]
+        d += 1
+        if isinstance(i, ndindex.Integer):
+            box.append(slice(i.raw, i.raw + 1))
+            rest.append(0)
+        elif isinstance(i, ndindex.Slice):
+            lo, hi = _bounds(i, n)
+            box.append(slice(lo, hi))
+            rest.append(_relative(i, lo))
+        else:
+            raise TypeError(f"{type(i).__name__} keys are not supported on expressions "
+                            "yet; compute() first, or use integers and slices")
+    return tuple(box), tuple(rest)
+
+
+def _bounds(s, n):
+    """Smallest step-1 range [lo, hi) holding every index of the reduced slice `s`."""
+    length = len(range(*s.raw.indices(n)))
+    if length == 0:
+        return 0, 0
+    last = s.start + (length - 1) * s.step
+    return min(s.start, last), max(s.start, last) + 1
+
+
+def _relative(s, lo):
+    """Slice `s` shifted to a box that starts at `lo`."""
+    start = s.start - lo
+    if s.stop is None:
+        stop = None
+    else:
+        stop = s.stop - lo
+        if stop < 0:          # a negative step running to the box start
+            stop = None
+    return slice(start, stop, s.step)
+
+
+# ---- trees that follow their operands -----------------------------------------------------
+
+def _leaf_shapes(node: Node, out: list) -> list:
+    if isinstance(node, Operand):
+        arr = node.array
+        while isinstance(arr, (SliceView, TransposeView)):
+            arr = arr.base
+        if isinstance(arr, LazyExpr):
+            _leaf_shapes(arr._node, out)
+        else:
+            out.append((id(arr), tuple(arr.shape)))
+    elif isinstance(node, Apply):
+        for a in node.args:
+            _leaf_shapes(a, out)
+    elif isinstance(node, (Reduce, Contract)):
+        for a in node.children:
+            _leaf_shapes(a, out)
+    return out
+
+
+def _signature(node: Node) -> tuple:
+    """The current shapes of the stored arrays under `node` (a cheap walk)."""
+    return tuple(_leaf_shapes(node, []))
+
+
+def _rebuild(node: Node) -> Node:
+    """The same tree over the operands' current shapes."""
+    if isinstance(node, Constant):
+        return node
+    if isinstance(node, Operand):
+        return Operand(_current(node.array), node.name)
+    if isinstance(node, Apply):
+        return Apply(node.func.name, tuple(_rebuild(a) for a in node.args), node.kwargs)
+    if isinstance(node, Reduce):
+        return Reduce(node.op, _rebuild(node.arg), axis=node.numpy_kwargs()["axis"],
+                      keepdims=node.keepdims, dtype=node.req_dtype, ddof=node.ddof,
+                      where=None if node.where is None else _rebuild(node.where),
+                      initial=node.initial)
+    if isinstance(node, Contract):
+        return Contract(node.op, tuple(_rebuild(a) for a in node.args), node.kwargs)
+    raise TypeError(f"cannot rebuild {type(node).__name__} nodes")
+
+
+def _current(arr):
+    if isinstance(arr, SliceView):
+        return SliceView(_current(arr.base), arr.key)
+    if isinstance(arr, TransposeView):
+        return TransposeView(_current(arr.base))
+    if isinstance(arr, LazyExpr):
+        arr.node                               # refreshes it if its operands changed
+    return arr

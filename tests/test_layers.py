@@ -1,0 +1,176 @@
+"""The package's floors: every module imports only from its own floor or below.
+
+Each module of ``ndpack/`` gets a floor (``FLOORS``, most specific prefix wins).  A
+module-level import of a higher floor fails the test, and so does any import made
+inside a function between two modules of the package unless it is one of the seams of
+``SEAMS`` (each with its reason).  Optional third-party packages (dask, h5py, zarr,
+tqdm) are not the package's and are not checked.  docs/architecture.md draws the same
+floors.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent / "ndpack"
+
+# floor of each module: the longest matching prefix decides
+FLOORS = {
+    "ndpack._core": 0,
+    "ndpack.errors": 0,
+    "ndpack.dtypes": 1,
+    "ndpack.codecs": 1,
+    "ndpack.chunks": 1,
+    "ndpack.vmath": 1,
+    "ndpack.resources": 2,
+    "ndpack.storage": 3,
+    "ndpack.inspection": 3,
+    "ndpack.engine.expr": 4,
+    "ndpack.engine.run": 5,
+    "ndpack.engine.ops": 6,
+    "ndpack.engine": 7,              # compute, api, operators, protocols, persist, ...
+    "ndpack.engine.backends": 8,
+    "ndpack": 9,                     # the namespace: __init__, linalg, fft, compat, cli
+}
+
+FLOOR_NAMES = {0: "core", 1: "codecs", 2: "resources", 3: "storage", 4: "engine.expr",
+               5: "engine.run", 6: "engine.ops", 7: "engine", 8: "engine.backends",
+               9: "ndpack"}
+
+# Imports made inside a function between modules of the package: (importer, imported)
+# -> why it cannot be at module level.  Nothing else may import inside a function.
+SEAMS = {
+    # LazyExpr (engine.expr) is the low handle; computing it is the engine's top
+    ("ndpack.engine.expr.lazyexpr", "ndpack.engine.compute"):
+        "LazyExpr.compute / __getitem__ / __array__ / ufunc out= run the driver",
+    ("ndpack.engine.expr.lazyexpr", "ndpack.engine.persist"): "LazyExpr.save",
+    ("ndpack.engine.expr.lazyexpr", "ndpack.engine.protocols"):
+        "LazyExpr.__array_function__",
+    ("ndpack.engine.expr.lazyexpr", "ndpack.engine.statistical"):
+        "LazyExpr.sum() and the other reduction methods",
+    ("ndpack.engine.compute", "ndpack.engine.backends.dask"):
+        "compute(scheduler=...) and evaluate(scheduler=...)",
+    ("ndpack.engine.api", "ndpack.engine.backends.dask"): "evaluate(scheduler=...)",
+    # a saved carrier may hold a user function: udf imports persist's helpers
+    ("ndpack.engine.persist", "ndpack.engine.udf"): "ndpack.open of a saved LazyUDF",
+}
+
+
+def module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+KNOWN = set(MODULES) | {"ndpack._core"}
+
+
+def floor(module: str) -> int:
+    best = max((k for k in FLOORS if module == k or module.startswith(k + ".")), key=len)
+    return FLOORS[best]
+
+
+def _targets(importer: str, node, is_package: bool) -> list[str]:
+    """The package modules an import statement names."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    base = node.module or ""
+    if node.level:
+        parts = importer.split(".")
+        if not is_package:
+            parts.pop()
+        parts = parts[:len(parts) - node.level + 1]
+        base = ".".join(parts + ([base] if base else []))
+    return [f"{base}.{a.name}" if f"{base}.{a.name}" in KNOWN else base for a in node.names]
+
+
+def imports(module: str) -> list[tuple[str, bool, int]]:
+    """``(imported module, inside a function?, line)`` for each import of the package."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(), str(path))
+    found = []
+
+    def walk(node, inside):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                for t in _targets(module, child, path.name == "__init__.py"):
+                    if t == "ndpack" or t.startswith("ndpack."):
+                        found.append((t, inside, child.lineno))
+            walk(child, inside or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                     ast.Lambda)))
+    walk(tree, False)
+    return found
+
+
+GRAPH = {m: imports(m) for m in MODULES}
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_point_down(module):
+    """A module-level import of a higher floor is an error."""
+    mine = floor(module)
+    bad = [f"line {line}: {t} ({FLOOR_NAMES[floor(t)]})" for t, inside, line in GRAPH[module]
+           if not inside and floor(t) > mine]
+    assert not bad, f"{module} ({FLOOR_NAMES[mine]}) imports upward: {bad}"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_function_level_imports_are_seams(module):
+    """Inside functions, only the listed seams may import from the package."""
+    bad = [f"line {line}: {t}" for t, inside, line in GRAPH[module]
+           if inside and t != module and (module, t) not in SEAMS
+           and not (t == "ndpack" or t == "ndpack._core")]
+    assert not bad, f"{module} imports inside functions: {bad} (add it at module level, " \
+                    "or to SEAMS with a reason if it must reach up)"
+
+
+def test_seams_exist():
+    """Every listed seam is still used (a stale allow-list hides nothing but misleads)."""
+    used = {(m, t) for m, found in GRAPH.items() for t, inside, _ in found if inside}
+    assert set(SEAMS) <= used, sorted(set(SEAMS) - used)
+
+
+def test_no_cycle_but_the_seams():
+    """The import graph, function-level imports included, is acyclic once the seams are
+    taken out."""
+    edges = {m: {t for t, _, _ in found if t in MODULES and t != m and (m, t) not in SEAMS
+                 and not MODULES[t].name == "__init__.py"}
+             for m, found in GRAPH.items()}
+    state, path = {}, []
+
+    def visit(m):
+        state[m] = 1
+        path.append(m)
+        for t in sorted(edges[m]):
+            if state.get(t) == 1:
+                raise AssertionError("import cycle: " + " -> ".join(path[path.index(t):] + [t]))
+            if t not in state:
+                visit(t)
+        path.pop()
+        state[m] = 2
+
+    for m in sorted(edges):
+        if m not in state:
+            visit(m)
+
+
+def test_floor_of_each_module():
+    """The floors mean what they say (a sanity check of ``floor``)."""
+    assert floor("ndpack.storage.ndarray") == 3
+    assert floor("ndpack.engine.expr.nodes") == 4
+    assert floor("ndpack.engine.compute") == 7
+    assert floor("ndpack.engine") == 7
+    assert floor("ndpack.linalg") == 9
+    assert floor("ndpack.engine.backends.dask") > floor("ndpack.engine.compute")
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_module_size(module):
+    """A module holds one noun: under 800 lines."""
+    n = len(MODULES[module].read_text().splitlines())
+    assert n <= 800, f"{module} has {n} lines"
