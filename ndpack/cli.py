@@ -56,8 +56,8 @@ def _describe(obj, path) -> dict:
            "codec": Codec(cp.codec).name, "clevel": int(cp.clevel),
            "filters": [Filter(f).name for f in cp.filters if f],
            "contiguous": bool(schunk.contiguous),
-           "checksums": ("crc32c" if schunk._frame.crcs is not None else
-                         "stale" if schunk._frame.crc_stale else "none"),
+           "checksums": ("crc32c" if schunk.frame.crcs is not None else
+                         "stale" if schunk.frame.crc_stale else "none"),
            "metalayers": sorted(schunk.meta), "vlmeta": _plain(dict(schunk.vlmeta))}
     if isinstance(obj, NDArray):
         out.update(shape=list(obj.shape), dtype=str(obj.dtype), chunks=list(obj.chunks),

@@ -290,23 +290,3 @@ def test_random_slices_vs_numpy(sizes, fixed, start, stop):
     assert len(s) == ref.size
     assert np.array_equal(np.frombuffer(s[start:stop], np.int32), ref[start:stop])
     assert np.array_equal(np.frombuffer(s.get_slice(start, stop), np.int32), ref[start:stop])
-
-
-def test_storage_imports_point_down():
-    """ndpack.storage never imports the package root or ndpack.engine (ARCHITECTURE.md)."""
-    import ast
-    import pathlib
-
-    root = pathlib.Path(ndpack.__file__).parent / "storage"
-    for path in sorted(root.glob("*.py")):
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0:
-                names = [node.module]
-            else:
-                continue
-            for name in names:
-                assert name != "ndpack", f"{path.name}: imports the package root"
-                assert not name.startswith("ndpack.engine"), f"{path.name}: imports engine"

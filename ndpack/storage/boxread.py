@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ndpack._core import BoxRead, PointRead
-from ndpack.storage.workspace import scratch
+from ndpack.resources import scratch
 
 #: Size of the buffer the blocks are decoded into (bytes): larger reads are done in
 #: batches of chunks (a batch holds one chunk's touched blocks at least).

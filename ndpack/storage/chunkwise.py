@@ -19,7 +19,8 @@ import numpy as np
 
 from ndpack.chunks import decompress_blocks
 from ndpack.storage.grid import prod
-from ndpack.storage.workspace import scratch, share
+from ndpack.resources import scratch
+from ndpack.storage.workspace import share
 
 
 def _distinct(q: np.ndarray) -> np.ndarray:

@@ -33,9 +33,7 @@ import os
 
 import numpy as np
 
-# decompress2/decompress_blocks: TODO(issue 20): tests/test_reductions.py patches these
-# names here (no code of this module decodes: see ndread.ChunkIO and ndstored)
-from ndpack.chunks import decompress2, decompress_blocks, special_chunk  # noqa: F401
+from ndpack.chunks import special_chunk
 from ndpack.codecs import CParams, SpecialValue, make_cparams, make_dparams
 from ndpack.errors import ParameterError
 from ndpack.storage.fancy import OIndex, VIndex, fancy_get, fancy_set, is_fancy
@@ -434,28 +432,6 @@ class NDArray(NDStored):
         shape (``layout.ext_chunks``, C order, padding included; special chunks
         expanded).  See :meth:`encode_chunk`."""
         return self._io.chunk_array(nchunk)
-
-    # engine/ops/shape.py's names, until it reads layout.grid, .nchunks, .chunk_nbytes,
-    # .ext_chunks, .region, .chunk_number, encode_chunk and decode_chunk instead
-    _grid = property(lambda self: self._layout.grid)  # TODO(issue 20): engine still reads this
-    _nchunks = property(  # TODO(issue 20): engine still reads this
-        lambda self: self._layout.nchunks)
-    _chunk_nbytes = property(  # TODO(issue 20): engine still reads this
-        lambda self: self._layout.chunk_nbytes)
-    _ext_chunks = property(  # TODO(issue 20): engine still reads this
-        lambda self: self._layout.ext_chunks)
-
-    def _chunk_region(self, coords):  # TODO(issue 20): engine still reads this
-        return self._layout.region(coords)
-
-    def _chunk_number(self, coords):  # TODO(issue 20): engine still reads this
-        return self._layout.chunk_number(coords)
-
-    def _encode(self, arr):  # TODO(issue 20): engine still reads this
-        return self._io.encode(arr)
-
-    def _chunk_array(self, n):  # TODO(issue 20): engine still reads this
-        return self._io.chunk_array(n)
 
     # --- item access ---------------------------------------------------------------------
     def __getitem__(self, key) -> np.ndarray:

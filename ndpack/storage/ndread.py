@@ -37,11 +37,10 @@ from ndpack.storage.frame import chunk_nbytes_of
 from ndpack.storage.framefile import ContiguousFrame
 from ndpack.storage.grid import compact_index, dim_parts, prod
 from ndpack.storage.validate import check_chunk
-from ndpack.storage.workspace import scratch, share
+from ndpack.resources import scratch
+from ndpack.storage.workspace import share
 
 __all__ = ["ChunkIO", "from_blocked", "stored_chunk", "to_blocked"]
-
-_scratch = scratch   # TODO(issue 20): engine still reads this (engine/ops/shape.py)
 
 # ---------------------------------------------------------------------------------------
 # block layout of one chunk

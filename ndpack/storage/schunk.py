@@ -313,8 +313,6 @@ class SChunk:
         if self._mode == "r":
             raise ParameterError("cannot modify a super-chunk opened in mode 'r'")
 
-    _check_writable = check_writable   # TODO(issue 20): engine still reads this
-
     def _compress(self, data) -> bytes:
         view = _as_bytes_view(data)
         if len(view) % self.typesize:

@@ -1,16 +1,13 @@
-"""Threads and reused buffers of storage's reads: one shared pool, per-thread scratch.
+"""How storage's reads share work: the caller first, pool threads when it lasts.
 
 Storage cannot use the engine's workers (it sits below the engine), so parallel chunk
-reads run on a small pool of their own, shared by every array (:func:`pool`), through
-:func:`share`: the caller works first and asks for help only when the work lasts.
-Decoded blocks and chunks read from files go to per-thread buffers that are reused
-(:func:`scratch`): fresh pages cost a page fault each (0.2-0.5 ms per MB here).
+reads run on the process's ``"storage"`` pool (:func:`pool`, from
+:mod:`ndpack.resources`, the one registry of threads and buffers) through
+:func:`share`.  Decoded blocks and chunks read from files go to the per-thread buffers
+of :func:`ndpack.resources.scratch`.
 
 Examples
 --------
->>> buf = scratch(1000, "doc")
->>> len(buf), buf.dtype.name, scratch(10, "doc").base is buf.base
-(1000, 'uint8', True)
 >>> done = []
 >>> share(list(range(5)), done.append, nthreads=2)
 >>> sorted(done)
@@ -20,20 +17,11 @@ Examples
 from __future__ import annotations
 
 import concurrent.futures
-import os
-import threading
 import time
 
-import numpy as np
+from ndpack import resources
 
-__all__ = ["HELP_AFTER_S", "SCRATCH_MAX", "pool", "scratch", "share"]
-
-_POOLS: dict = {}
-_POOL_LOCK = threading.Lock()
-_LOCAL = threading.local()
-
-#: Per-thread buffers larger than this (bytes) are not kept for the next call.
-SCRATCH_MAX = 256 * 2**20
+__all__ = ["HELP_AFTER_S", "pool", "share"]
 
 # Work shorter than this is done by the caller alone: waking pool threads costs about
 # as much here (measured: 50 blocks of 40 KB from 5 chunks, 0.89 ms with a helper
@@ -42,26 +30,8 @@ HELP_AFTER_S = 3e-4
 
 
 def pool(nthreads: int) -> concurrent.futures.ThreadPoolExecutor:
-    """A shared pool of `nthreads` worker threads for reading chunks in parallel."""
-    key = (os.getpid(), nthreads)                   # a forked child makes its own
-    with _POOL_LOCK:
-        p = _POOLS.get(key)
-        if p is None:
-            p = _POOLS[key] = concurrent.futures.ThreadPoolExecutor(
-                nthreads, thread_name_prefix="ndpack-read")
-        return p
-
-
-def scratch(nbytes: int, slot: str = "src") -> np.ndarray:
-    """A per-thread reusable byte buffer of `nbytes` (valid until the thread's next
-    call for the same `slot`): fresh pages cost page faults.  Buffers larger than
-    :data:`SCRATCH_MAX` are not kept."""
-    buf = getattr(_LOCAL, slot, None)
-    if buf is None or len(buf) < nbytes:
-        buf = np.empty(max(nbytes, 1 << 20), np.uint8)
-        if nbytes <= SCRATCH_MAX:
-            setattr(_LOCAL, slot, buf)
-    return buf[:nbytes]
+    """The process's pool of `nthreads` threads for reading chunks in parallel."""
+    return resources.pool("storage", nthreads)
 
 
 def share(items: list, work, nthreads: int) -> None:

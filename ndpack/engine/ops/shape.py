@@ -28,17 +28,17 @@ Examples
 
 from __future__ import annotations
 
-import concurrent.futures
 import itertools
 import operator
 import threading
 
 import numpy as np
 
+from ndpack import resources
+from ndpack.resources import scratch
 from ndpack.storage.constructors import asarray
 from ndpack.storage.grid import prod
 from ndpack.storage.ndarray import NDArray, create, fill_from
-from ndpack.storage.ndread import _scratch
 
 __all__ = [
     "broadcast_to",
@@ -110,10 +110,12 @@ def _same_layout(a, out, chunks=None, blocks=None) -> bool:
             and a.schunk.cparams.typesize == out.schunk.cparams.typesize)
 
 
-def _append(out, chunk) -> None:
-    """Append a chunk copied from an NDArray of the same layout (already validated
-    there: no validation copy)."""
-    out.schunk._frame.append(chunk)
+def _in_order(out):
+    """``put(chunk)``: store encoded chunks of `out` one after another, in C order
+    (chunks copied from an array of the same layout, or encoded by
+    :meth:`NDArray.encode_chunk`: no validation copy)."""
+    numbers = itertools.count()
+    return lambda chunk: out.write_encoded(next(numbers), chunk)
 
 
 def _cparams_agree(arrays, kwargs, out) -> bool:
@@ -137,29 +139,27 @@ def _fill(out, producer) -> NDArray:
     (``dparams.nthreads`` of them, at most 4), appended in order; a window of
     ``nthreads + 1`` chunks is in flight, so memory stays bounded."""
     nthreads = max(1, min(out.dparams.nthreads, 4))
-    if nthreads == 1 or out._nchunks < 2 or out._chunk_nbytes < SMALL_CHUNK_BYTES:
+    lay = out.layout
+    if nthreads == 1 or lay.nchunks < 2 or lay.chunk_nbytes < SMALL_CHUNK_BYTES:
         return fill_from(out, producer)
-    ext = out._ext_chunks
+    ext = lay.ext_chunks
 
     def one(coords):
-        region = out._chunk_region(coords)
+        region = lay.region(coords)
         data = np.asarray(producer(region), dtype=out.dtype)
         if data.shape != ext:
             buf = np.zeros(ext, out.dtype)
             buf[tuple(slice(0, r.stop - r.start) for r in region)] = data
             data = buf
-        return out._encode(data)
+        return out.encode_chunk(data)
 
-    out.schunk._check_writable()
-    frame = out.schunk._frame
-    with concurrent.futures.ThreadPoolExecutor(nthreads) as pool:
-        window = []
-        for coords in itertools.product(*[range(g) for g in out._grid]):
-            window.append(pool.submit(one, coords))
-            if len(window) > nthreads:
-                frame.append(window.pop(0).result())
-        for f in window:
-            frame.append(f.result())
+    put, pool, window = _in_order(out), resources.pool("shape", nthreads), []
+    for coords in lay.all_coords():
+        window.append(pool.submit(one, coords))
+        if len(window) > nthreads:
+            put(window.pop(0).result())
+    for f in window:
+        put(f.result())
     return out
 
 
@@ -226,11 +226,12 @@ def _copy_concat(arrays, out, axis) -> NDArray:
     owner = []                                    # output chunk row -> (array, its row)
     for a in arrays:
         owner += [(a, k) for k in range(-(-a.shape[axis] // c))]
-    for coords in itertools.product(*[range(g) for g in out._grid]):
+    put = _in_order(out)
+    for coords in out.layout.all_coords():
         a, k = owner[coords[axis]]
         src = list(coords)
         src[axis] = k
-        _append(out, a.get_chunk(a._chunk_number(src)))
+        put(a.get_chunk(a.layout.chunk_number(src)))
     return out
 
 
@@ -243,7 +244,7 @@ def _fill_concat(arrays, out, axis) -> NDArray:
         # into this thread's reused buffer (a fresh one per chunk costs page faults);
         # the chunk is encoded on this thread before its next region is read
         shape = tuple(r.stop - r.start for r in region)
-        buf = _scratch(prod(shape) * out.dtype.itemsize, "concat").view(out.dtype).reshape(shape)
+        buf = scratch(prod(shape) * out.dtype.itemsize, "concat").view(out.dtype).reshape(shape)
         for a, s0, s1 in zip(arrays, starts[:-1], starts[1:]):
             if s1 <= lo or s0 >= hi:
                 continue
@@ -298,9 +299,10 @@ def stack(arrays, axis=0, **kwargs) -> NDArray:
             and all(isinstance(a, NDArray) and _same_layout(a, out, a.chunks[:axis] + (1,) + a.chunks[axis:],
                                  a.blocks[:axis] + (1,) + a.blocks[axis:]) for a in arrays)
             and _cparams_agree(arrays, kwargs, out)):
-        for coords in itertools.product(*[range(g) for g in out._grid]):
+        put = _in_order(out)
+        for coords in out.layout.all_coords():
             a = arrays[coords[axis]]
-            _append(out, a.get_chunk(a._chunk_number(coords[:axis] + coords[axis + 1:])))
+            put(a.get_chunk(a.layout.chunk_number(coords[:axis] + coords[axis + 1:])))
         return out
 
     def producer(region):
@@ -354,29 +356,28 @@ def permute_dims(arr, axes=None, **kwargs) -> NDArray:
 
 def _permute_chunks(arr, out, axes) -> NDArray:
     """Each output chunk from one source chunk (decoded whole, padding included)."""
-    ogrid = out._grid
+    lay = out.layout
 
     def one(n):
-        coords = np.unravel_index(n, ogrid)
+        coords = lay.chunk_coords(n)
         src = [0] * len(axes)
         for j, a in enumerate(axes):
-            src[a] = int(coords[j])
-        return out._encode(arr._chunk_array(arr._chunk_number(src)).transpose(axes))
+            src[a] = coords[j]
+        return out.encode_chunk(arr.decode_chunk(arr.layout.chunk_number(src)).transpose(axes))
 
     nthreads = max(1, min(out.dparams.nthreads, 4))
-    frame = out.schunk._frame
-    if nthreads == 1 or out._nchunks < 2:
-        for n in range(out._nchunks):
-            frame.append(one(n))
+    put = _in_order(out)
+    if nthreads == 1 or lay.nchunks < 2:
+        for n in range(lay.nchunks):
+            put(one(n))
         return out
-    with concurrent.futures.ThreadPoolExecutor(nthreads) as pool:
-        window = []
-        for n in range(out._nchunks):
-            window.append(pool.submit(one, n))
-            if len(window) > nthreads:
-                frame.append(window.pop(0).result())
-        for f in window:
-            frame.append(f.result())
+    pool, window = resources.pool("shape", nthreads), []
+    for n in range(lay.nchunks):
+        window.append(pool.submit(one, n))
+        if len(window) > nthreads:
+            put(window.pop(0).result())
+    for f in window:
+        put(f.result())
     return out
 
 
@@ -421,8 +422,9 @@ def moveaxis(arr, source, destination, **kwargs) -> NDArray:
 
 
 def _copy_chunks(arr, out) -> NDArray:
+    put = _in_order(out)
     for n in range(arr.schunk.nchunks):
-        _append(out, arr.get_chunk(n))
+        put(arr.get_chunk(n))
     return out
 
 
