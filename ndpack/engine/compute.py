@@ -39,9 +39,10 @@ from ndpack.engine.expr.views import SliceView, TransposeView
 from ndpack.engine.ops.linalg import compute_contract
 from ndpack.engine.ops.reductions import compute_reduction
 from ndpack.engine.run.aligned import aligned_operands, compute_aligned, read_aligned
+from ndpack.engine.run.chunkout import chunk_writer
 from ndpack.engine.run.foreign import writing
 from ndpack.engine.run.output import new_output
-from ndpack.engine.run.plan import layout_of, plan_regions, regions
+from ndpack.engine.run.plan import layout_of, plan_regions, regions, valid_chunks
 from ndpack.engine.run.progress import progress_bar
 from ndpack.engine.run.regions import region_values
 from ndpack.errors import ParameterError
@@ -111,8 +112,10 @@ def run_into(node: Node, expr: LazyExpr, out, fresh: bool = False, tick=None):
 
     `out` is a NumPy array, an NDArray (`fresh`: just created, empty, filled in chunk
     order) or any writable array-like (h5py, zarr).  The aligned path runs when every
-    operand shares the layout of the output (an NDArray's own, else the first NDArray
-    operand's); otherwise regions of whole output chunks are evaluated and written.
+    operand shares the layout of the output (an NDArray's own; a NumPy array's or a
+    chunk-less array's: the first NDArray operand's); otherwise regions of whole output
+    chunks are evaluated and written -- for HDF5 datasets ndpack can encode, by a
+    direct chunk writer (:mod:`ndpack.engine.run.chunkout`).
     """
     shape, dtype = expr.shape, expr.dtype
     if isinstance(out, NDArray):
@@ -121,7 +124,16 @@ def run_into(node: Node, expr: LazyExpr, out, fresh: bool = False, tick=None):
         if ops is not None:
             return compute_aligned(node, ops, out, tick)
     else:
+        direct = None if isinstance(out, np.ndarray) else chunk_writer(out)
+        if direct is not None:   # HDF5: chunks encoded on our threads, stored directly
+            piece = plan_regions(node, shape, dtype.itemsize, chunks=direct.chunks)
+            for region, values in region_values(node, shape, regions(shape, piece), dtype):
+                direct.write(region, values)
+            return out
         chunks, blocks = layout_of(node, shape)
+        own = None if isinstance(out, np.ndarray) else getattr(out, "chunks", None)
+        if valid_chunks(own, shape) and tuple(own) != chunks:
+            chunks = None        # a foreign output with chunks of its own: whole ones
         ops = None if chunks is None else aligned_operands(node, shape, chunks, blocks)
         if ops is not None:
             read_aligned(node, ops, out)
@@ -138,7 +150,8 @@ def run_into(node: Node, expr: LazyExpr, out, fresh: bool = False, tick=None):
                 tick()
             return values
         return fill_from(out, producer)
-    # whole multiples of the output's own chunks, around 16 MiB at a time
+    # whole multiples of the output's own chunks (a foreign store never recompresses a
+    # chunk it was given in parts), around 16 MiB at a time
     piece = plan_regions(node, shape, dtype.itemsize, chunks=getattr(out, "chunks", None))
     into = (lambda region: out[region + (Ellipsis,)]) if isinstance(out, np.ndarray) else None
     for region, values in region_values(node, shape, regions(shape, piece), dtype, into):

@@ -11,7 +11,10 @@ several chunks are read at once on the engine's reader threads.
 right -- the caller then keeps ``obj[region]``:
 
 * **h5py**: a Dataset of a file opened with the default ``sec2`` driver (no user
-  block, no SWMR), chunked with no filter or deflate alone, or contiguous; a numeric
+  block, no SWMR), chunked with no filter, deflate alone or the Blosc2 filter (HDF5
+  filter 32026, as hdf5plugin and PyTables write it: each chunk a Blosc2 frame, a
+  b2nd array for chunks of 2 or more dimensions, of which only the blocks a region
+  touches are decoded), or contiguous; a numeric
   type whose file layout is NumPy's (byte order included); a defined fill value
   (unallocated chunks read as it).  A file open for writing is flushed first.
 * **zarr** (formats 2 and 3): an array of a ``LocalStore``, regular chunk grid, C
@@ -56,8 +59,12 @@ import numpy as np
 from ndpack.chunks import chunk_info, decompress2
 from ndpack.engine.run.workers import run_leaves
 from ndpack.resources import scratch
+from ndpack.storage.ndarray import NDArray
+from ndpack.storage.schunk import schunk_from_cframe
 
-__all__ = ["READS", "read_new", "reader", "writing"]
+__all__ = ["READS", "BLOSC2_FILTER", "read_new", "reader", "writing"]
+
+BLOSC2_FILTER = 32026          # the HDF5 filter id of Blosc2 (hdf5plugin, PyTables)
 
 READS: collections.Counter = collections.Counter()   # chunks read directly, by kind
 _GROUP_BYTES = 1 << 20         # chunks handed to one reader thread at a time, at least
@@ -225,10 +232,10 @@ class _Batch:
             try:
                 owner.load(coords, local, dstv)
             except Exception:      # noqa: BLE001 -- _Fallback, a codec error: the library decides
+                READS[owner.kind + " fallback"] += 1      # counted even if the library fails
                 origin = [i * c for i, c in zip(coords, owner.chunks)]
                 dstv[...] = owner.arr[tuple(slice(o + s.start, o + s.stop)
                                             for o, s in zip(origin, local))]
-                READS[owner.kind + " fallback"] += 1
                 continue
             READS[owner.kind] += 1
 
@@ -284,15 +291,15 @@ class _H5Reader(_GridReader):
         layout = dcpl.get_layout()
         filters = [dcpl.get_filter(i)[0] for i in range(dcpl.get_nfilters())]
         if layout == h5py.h5d.CHUNKED:
-            if filters not in ([], [h5py.h5z.FILTER_DEFLATE]):
+            if filters not in ([], [h5py.h5z.FILTER_DEFLATE], [BLOSC2_FILTER]):
                 return None
         elif layout != h5py.h5d.CONTIGUOUS or filters:
             return None
         if f.mode != "r":
             f.flush()                    # what h5py cached is on disk before we read
-        return cls(dset, layout == h5py.h5d.CHUNKED, bool(filters))
+        return cls(dset, layout == h5py.h5d.CHUNKED, filters[0] if filters else None)
 
-    def __init__(self, dset, chunked: bool, deflate: bool):
+    def __init__(self, dset, chunked: bool, codec: int | None):
         shape, dtype = tuple(dset.shape), np.dtype(dset.dtype)
         if chunked:
             chunks = tuple(dset.chunks)
@@ -300,7 +307,7 @@ class _H5Reader(_GridReader):
             chunks = _virtual_chunks(shape, dtype.itemsize)
             self.base = dset.id.get_offset()
         super().__init__(dset, chunks, dtype, dset.fillvalue)
-        self.chunked, self.deflate, self.info = chunked, deflate, {}
+        self.chunked, self.codec, self.info = chunked, codec, {}
         self.fd = os.open(dset.file.filename, os.O_RDONLY)
         weakref.finalize(self, os.close, self.fd)
         mine, theirs = os.fstat(self.fd), os.fstat(dset.file.id.get_vfd_handle())
@@ -328,7 +335,12 @@ class _H5Reader(_GridReader):
             dstv[...] = self.fill
             return
         nbytes = math.prod(stored) * self.raw.itemsize
-        if self.deflate and not mask & 1:
+        if self.codec == BLOSC2_FILTER and not mask & 1:
+            src = scratch(size, "foreign-packed")
+            _pread(self.fd, memoryview(src), offset)
+            _blosc2_frame_into(src, stored, local, dstv, self.raw)
+            return
+        if self.codec is not None and not mask & 1:
             src = scratch(size, "foreign-packed")
             _pread(self.fd, memoryview(src), offset)
             data = zlib.decompress(src, 15, nbytes)
@@ -355,6 +367,27 @@ class _H5Reader(_GridReader):
         _pread(self.fd, memoryview(buf), start)
         view = buf.view(self.raw).reshape((1,) * p + (rows.stop - rows.start,) + stored[p + 1:])
         dstv[...] = view[(slice(None),) * (p + 1) + tuple(local[p + 1:])]
+
+
+def _blosc2_frame_into(src, stored: tuple, local: tuple, dstv: np.ndarray, raw) -> None:
+    """Box `local` of an HDF5 chunk stored by the Blosc2 filter (a Blosc2 frame in
+    `src`: a b2nd array of the chunk's shape, or a super-chunk of one chunk for 1-d
+    datasets) into `dstv`; a b2nd chunk decodes only the blocks `local` touches."""
+    schunk = schunk_from_cframe(src)               # views of `src`: decoded right away
+    nbytes = math.prod(stored) * raw.itemsize
+    if "b2nd" in schunk.meta:
+        arr = NDArray(schunk)
+        if arr.shape != stored or arr.dtype.itemsize != raw.itemsize:
+            raise _Fallback("a Blosc2 frame of another shape or item size")
+        if dstv.dtype == raw and dstv.flags.c_contiguous:
+            arr.read_into(local, dstv.view(arr.dtype))
+        else:
+            dstv[...] = arr[local].view(raw)
+        return
+    if schunk.nchunks != 1 or schunk.nbytes != nbytes:
+        raise _Fallback("a Blosc2 frame that is not one chunk of the dataset's")
+    data = np.frombuffer(schunk.decompress_chunk(0), raw).reshape(stored)
+    dstv[...] = data[local]
 
 
 def _virtual_chunks(shape: tuple, itemsize: int) -> tuple:

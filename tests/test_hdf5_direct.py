@@ -1,0 +1,177 @@
+"""HDF5 as a first-class home: Blosc2-filtered chunks read and written by our core.
+
+The oracle is h5py itself (with hdf5plugin's Blosc2 filter): what ndpack writes
+directly, h5py reads back; what hdf5plugin writes, ndpack's direct reader reads the
+same as h5py.  Outputs of other layouts go through the general path, in whole chunks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ndpack
+from ndpack.engine.run import chunkout, foreign
+
+h5py = pytest.importorskip("h5py")
+hdf5plugin = pytest.importorskip("hdf5plugin")
+
+CODECS = [("lz4", 5, hdf5plugin.Blosc2.SHUFFLE), ("zstd", 1, hdf5plugin.Blosc2.BITSHUFFLE),
+          ("blosclz", 9, hdf5plugin.Blosc2.NOFILTER), ("lz4hc", 3, hdf5plugin.Blosc2.SHUFFLE)]
+
+
+def _blosc2(cname="lz4", clevel=5, filters=1):
+    return dict(hdf5plugin.Blosc2(cname=cname, clevel=clevel, filters=filters))
+
+
+@pytest.mark.parametrize("cname, clevel, shuffle", CODECS)
+@pytest.mark.parametrize("shape, chunks", [((50, 70), (16, 30)), ((9, 10, 11), (4, 5, 6)),
+                                           ((1000,), (256,))])
+def test_blosc2_datasets_read_directly(tmp_path, cname, clevel, shuffle, shape, chunks):
+    x = np.random.default_rng(1).standard_normal(shape).astype("f4")
+    with h5py.File(tmp_path / "a.h5", "w") as f:
+        f.create_dataset("x", data=x, chunks=chunks, **_blosc2(cname, clevel, shuffle))
+    with h5py.File(tmp_path / "a.h5", "r") as f:
+        ds = f["x"]
+        read = foreign.reader(ds)
+        assert read is not None
+        before = foreign.READS["h5py"]
+        key = tuple(slice(1, n - 2) for n in shape)
+        np.testing.assert_array_equal(foreign.read_new(read, ds, key, 2), x[key])
+        assert foreign.READS["h5py"] > before and foreign.READS["h5py fallback"] == 0
+        np.testing.assert_array_equal(ndpack.evaluate("ds * 2", local_dict={"ds": ds}),
+                                      x * 2)
+
+
+@settings(deadline=None, max_examples=25)
+@given(data=st.data())
+def test_blosc2_reads_and_writes_match_h5py(tmp_path_factory, data):
+    ndim = data.draw(st.integers(1, 3))
+    shape = tuple(data.draw(st.lists(st.integers(1, 17), min_size=ndim, max_size=ndim)))
+    chunks = tuple(data.draw(st.integers(1, n)) for n in shape)
+    dtype = data.draw(st.sampled_from(["f8", "i4", "u2", "i1", "c16", "?"]))
+    cname, clevel, shuffle = data.draw(st.sampled_from(CODECS))
+    x = (np.random.default_rng(len(shape)).standard_normal(shape) * 50).astype(dtype)
+    path = tmp_path_factory.mktemp("h5") / "a.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", data=x, chunks=chunks, **_blosc2(cname, clevel, shuffle))
+        out = f.create_dataset("y", shape=shape, dtype=dtype, chunks=chunks,
+                               **_blosc2(cname, clevel, shuffle))
+        before = chunkout.WRITES["h5py"]
+        ndpack.evaluate("x", local_dict={"x": ndpack.asarray(x)}, out=out)
+        assert chunkout.WRITES["h5py"] > before            # written directly
+    with h5py.File(path, "r") as f:
+        np.testing.assert_array_equal(f["y"][()], x)       # h5py + hdf5plugin read ours
+        key = tuple(slice(data.draw(st.integers(0, n - 1)), n) for n in shape)
+        read = foreign.reader(f["x"])
+        if dtype == "?":                   # h5py's booleans are an enum: h5py reads them
+            assert read is None
+            return
+        np.testing.assert_array_equal(foreign.read_new(read, f["x"], key, 2), x[key])
+
+
+@pytest.mark.parametrize("kw", [{}, {"compression": "gzip", "compression_opts": 1},
+                                _blosc2("zstd", 1, 1), _blosc2("lz4", 5, 2)])
+def test_evaluate_into_hdf5_writes_whole_chunks_directly(tmp_path, kw):
+    rng = np.random.default_rng(2)
+    xa, xb = rng.standard_normal((130, 90)), rng.standard_normal((130, 90))
+    a = ndpack.asarray(xa, chunks=(7, 90))             # not the output's chunking
+    b = ndpack.asarray(xb, chunks=(130, 11))
+    with h5py.File(tmp_path / "o.h5", "w") as f:
+        out = f.create_dataset("o", shape=(130, 90), dtype="f4", chunks=(50, 40),
+                               fillvalue=-1, **kw)
+        before = chunkout.WRITES["h5py"]
+        assert ndpack.evaluate("a * 2 + b", out=out) is out
+        assert chunkout.WRITES["h5py"] - before == 3 * 3    # every chunk once
+    with h5py.File(tmp_path / "o.h5", "r") as f:
+        np.testing.assert_allclose(f["o"][()], (xa * 2 + xb).astype("f4"), rtol=1e-6)
+
+
+def test_other_filters_take_the_general_path_in_whole_chunks(tmp_path, monkeypatch):
+    x = np.arange(60 * 50, dtype="f8").reshape(60, 50)
+    a = ndpack.asarray(x, chunks=(7, 50))
+    with h5py.File(tmp_path / "o.h5", "w") as f:
+        out = f.create_dataset("o", shape=x.shape, dtype="f8", chunks=(20, 25),
+                               compression="lzf", shuffle=True)
+        assert chunkout.chunk_writer(out) is None
+        seen = []
+        real = type(out).__setitem__
+
+        def spy(self, key, value):
+            seen.append(key)
+            return real(self, key, value)
+        monkeypatch.setattr(type(out), "__setitem__", spy)
+        ndpack.evaluate("a + 1", out=out)
+        monkeypatch.undo()
+        np.testing.assert_array_equal(out[()], x + 1)
+    for key in seen:                                   # regions of whole output chunks
+        for s, c, n in zip(key, (20, 25), x.shape):
+            assert s.start % c == 0 and (s.stop % c == 0 or s.stop == n)
+
+
+def test_whole_chunks_into_zarr(tmp_path, monkeypatch):
+    zarr = pytest.importorskip("zarr")
+    x = np.arange(90 * 40, dtype="f8").reshape(90, 40)
+    a = ndpack.asarray(x, chunks=(4, 40))              # small operand chunks
+    z = zarr.create_array(str(tmp_path / "z.zarr"), shape=x.shape, chunks=(30, 20),
+                          dtype="f8")
+    seen = []
+    real = type(z).__setitem__
+
+    def spy(self, key, value):
+        seen.append(key)
+        return real(self, key, value)
+    monkeypatch.setattr(type(z), "__setitem__", spy)
+    ndpack.evaluate("a * 3", out=z)
+    monkeypatch.undo()
+    np.testing.assert_array_equal(z[...], x * 3)
+    assert seen and all(s.start % c == 0 and (s.stop % c == 0 or s.stop == n)
+                        for key in seen for s, c, n in zip(key, (30, 20), x.shape))
+
+
+def test_unallocated_chunks_read_as_the_fill_value(tmp_path):
+    with h5py.File(tmp_path / "a.h5", "w") as f:
+        ds = f.create_dataset("x", shape=(40, 30), dtype="i4", chunks=(10, 10),
+                              fillvalue=7, **_blosc2())
+        ds[:10, :10] = 1                               # one chunk written
+    with h5py.File(tmp_path / "a.h5", "r") as f:
+        ds = f["x"]
+        got = foreign.read_new(foreign.reader(ds), ds, (slice(5, 25), slice(0, 30)), 2)
+        np.testing.assert_array_equal(got, ds[5:25, :])
+
+
+def test_a_corrupt_chunk_is_never_silently_wrong(tmp_path):
+    x = np.arange(400, dtype="f8").reshape(20, 20)
+    with h5py.File(tmp_path / "a.h5", "w") as f:
+        f.create_dataset("x", data=x, chunks=(10, 10), **_blosc2("lz4", 5, 1))
+        off = f["x"].id.get_chunk_info(1).byte_offset
+    with open(tmp_path / "a.h5", "r+b") as fh:          # damage chunk 1's frame header
+        fh.seek(off)
+        fh.write(b"\xff" * 16)
+    with h5py.File(tmp_path / "a.h5", "r") as f:
+        ds = f["x"]
+        read = foreign.reader(ds)
+        before = foreign.READS["h5py fallback"]
+        with pytest.raises(OSError):                   # h5py's filter fails too: an error
+            foreign.read_new(read, ds, (slice(0, 20), slice(0, 20)), 1)
+        assert foreign.READS["h5py fallback"] > before
+        np.testing.assert_array_equal(                  # the other chunks are fine
+            foreign.read_new(read, ds, (slice(0, 10), slice(0, 10)), 1), x[:10, :10])
+
+
+def test_writers_only_where_they_apply(tmp_path):
+    x = np.arange(16.0).reshape(4, 4)
+    with h5py.File(tmp_path / "a.h5", "w") as f:
+        f.create_dataset("c", data=np.zeros((4, 4)))                    # contiguous
+        f.create_dataset("two", data=np.zeros((4, 4)), chunks=(2, 2), compression="gzip",
+                         shuffle=True)                                 # two filters
+        be = f.create_dataset("be", shape=(4, 4), dtype=">f8", chunks=(2, 2), **_blosc2())
+        assert chunkout.chunk_writer(f["c"]) is None
+        assert chunkout.chunk_writer(f["two"]) is None
+        assert chunkout.chunk_writer(be) is not None      # big-endian bytes are NumPy's
+        ndpack.evaluate("x * 2", local_dict={"x": x}, out=be)
+    with h5py.File(tmp_path / "a.h5", "r") as f:
+        np.testing.assert_array_equal(f["be"][()], x * 2)
+        assert chunkout.chunk_writer(f["be"]) is None                   # read-only
