@@ -123,6 +123,11 @@ SPECS = {
                                              "python-blosc2 .b2z": "blosc2 b2z",
                                              "h5py": "h5py", "zarr": "zarr"}, "MB")],
               pivot=("peer", ["size"]))],
+    "bench_foreign": [Table(
+        "foreign", "HDF5 and Zarr as homes: evaluate into them, read operands from them",
+        ["direction", "target"],
+        [Metric("time", "nd_s", {B2: "b2_s", "dask": "dask_s", "h5py/zarr + NumPy": "own_s",
+                                 "ndpack on .b2nd": "native_s"})])],
     "bench_dask": [Table(
         "dask", "dask backend (ndpack's own engine vs its dask schedulers vs dask over zarr)",
         ["expression", "shape", "chunks"],

@@ -149,7 +149,7 @@ class _H5ChunkWriter:
             origin0, fut = pending.popleft()
             self._store(origin0, fut.result())
 
-    def _store(self, origin: tuple, data: bytes) -> None:
+    def _store(self, origin: tuple, data) -> None:
         self.dset.id.write_direct_chunk(origin, data, 0)
         WRITES[self.kind] += 1
 
@@ -162,7 +162,7 @@ class _H5ChunkWriter:
             part = full
         part = np.ascontiguousarray(part)
         if self.fid is None:
-            return part.tobytes()
+            return part                  # its buffer is the chunk: no copy
         if self.fid == BLOSC2_FILTER:
             if self.b2nd:
                 return asarray(part, chunks=self.chunks, blocks=self.blocks,
