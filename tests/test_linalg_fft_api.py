@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 import ndpack
 
+from tests.helpers import assert_eq
+
 xp = pytest.importorskip("array_api_strict")
 xp.set_array_api_strict_flags(api_version="2024.12")
 from hypothesis.extra.array_api import make_strategies_namespace  # noqa: E402
@@ -40,10 +42,9 @@ def _nd(x):
 
 
 def _close(got, want, rtol=1e-6):
-    g, w = np.asarray(got[()] if hasattr(got, "schunk") else got), np.asarray(want)
-    assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, w.shape, g.dtype, w.dtype)
-    np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * max(1.0, float(np.max(
-        np.abs(w), initial=0.0))), equal_nan=True)
+    """Metadata, then values to `rtol` of the result's scale."""
+    scale = max(1.0, float(np.max(np.abs(np.asarray(want)), initial=0.0)))
+    assert_eq(got, want, rtol=rtol, atol=rtol * scale)
 
 
 _FLOATS = {"min_value": -100.0, "max_value": 100.0, "allow_nan": False,

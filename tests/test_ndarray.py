@@ -29,6 +29,8 @@ from ndpack.storage import (
 )
 from ndpack.storage import open as nd_open
 
+from tests.helpers import assert_eq
+
 DTYPES = ["i1", "u2", "i4", "i8", "f4", "f8", "c16", "?", "S3", "U2", ">i4",
           [("a", "<i2"), ("b", "<f4")]]
 
@@ -78,21 +80,16 @@ def _data(shape, dtype, seed=0):
     return np.frombuffer(raw.tobytes(), dt).reshape(shape).copy()
 
 
-def _eq(a, b):
-    assert a.shape == b.shape and a.dtype == b.dtype
-    assert a.tobytes() == b.tobytes()
-
-
 @given(layouts(), st.sampled_from(DTYPES), st.data())
 def test_getitem_matches_numpy(layout, dtype, data):
     shape, chunks, blocks = layout
     ref = _data(shape, dtype)
     a = asarray(ref, chunks=chunks, blocks=blocks)
     assert (a.shape, a.chunks, a.blocks, a.dtype) == (shape, chunks, blocks, ref.dtype)
-    _eq(a[...], ref)
+    assert_eq(a[...], ref, bitwise=True)
     for _ in range(3):
         key = data.draw(keys(shape))
-        _eq(a[key], np.asarray(ref[key], dtype=ref.dtype))
+        assert_eq(a[key], np.asarray(ref[key], dtype=ref.dtype), bitwise=True)
 
 
 @given(layouts(max_nd=3), st.sampled_from(DTYPES), st.data())
@@ -109,9 +106,9 @@ def test_setitem_matches_numpy(layout, dtype, data):
             value = _data(sel_shape, dtype, i + 2)
         ref[key] = value
         a[key] = value
-        _eq(a[...], ref)
+        assert_eq(a[...], ref, bitwise=True)
     # padding stays zero and the array survives a frame round trip
-    _eq(ndarray_from_cframe(a.to_cframe())[...], ref)
+    assert_eq(ndarray_from_cframe(a.to_cframe())[...], ref, bitwise=True)
 
 
 @given(layouts(max_nd=3), st.data())
@@ -128,7 +125,7 @@ def test_resize_keeps_data(layout, data):
         common = tuple(slice(0, min(x, y)) for x, y in zip(ref.shape, new))
         grown[common] = ref[common]
         ref = grown
-        _eq(a[...], ref)
+        assert_eq(a[...], ref, bitwise=True)
         assert a.schunk.nchunks == int(np.prod([-(-s // c) for s, c in zip(new, chunks)]))
 
 
@@ -139,7 +136,7 @@ def test_setitem_cast_and_broadcast_across_chunks():
     ref = np.zeros((7, 5), "i4")
     ref[1:6, 1:] = 2
     ref[:, 0] = np.arange(7)
-    _eq(a[:], ref)
+    assert_eq(a[:], ref, bitwise=True)
     with pytest.raises(ValueError, match=r"shape \(3,\)"):
         a[0, :] = np.arange(3)
 
@@ -185,24 +182,25 @@ def test_like_constructors_and_copy():
     c[0, 0] = 100
     assert a[0, 0] == 0 and c[0, 0] == 100
     d = a.copy(dtype="f8", chunks=(3, 3), blocks=(3, 1))
-    _eq(d[...], np.arange(24.).reshape(4, 6))
-    _eq(a.T[...], np.arange(24).reshape(4, 6).T)
+    assert_eq(d[...], np.arange(24.).reshape(4, 6), bitwise=True)
+    assert_eq(a.T[...], np.arange(24).reshape(4, 6).T, bitwise=True)
     s = a.slice((slice(3, 0, -1), None, slice(1, 6, 2)))
-    _eq(s[...], np.arange(24).reshape(4, 6)[3:0:-1, None, 1:6:2])
+    assert_eq(s[...], np.arange(24).reshape(4, 6)[3:0:-1, None, 1:6:2], bitwise=True)
 
 
 def test_arange_linspace_frombuffer():
-    _eq(arange(3, 50, 4, chunks=(5,), blocks=(2,))[...], np.arange(3, 50, 4))
-    _eq(arange(10, -7, -3)[...], np.arange(10, -7, -3))
+    assert_eq(arange(3, 50, 4, chunks=(5,), blocks=(2,))[...], np.arange(3, 50, 4),
+              bitwise=True)
+    assert_eq(arange(10, -7, -3)[...], np.arange(10, -7, -3), bitwise=True)
     np.testing.assert_allclose(arange(0.5, 3.0, 0.1)[...], np.arange(0.5, 3.0, 0.1))
-    _eq(arange(60, shape=(3, 4, 5), chunks=(2, 3, 2), blocks=(1, 2, 2))[...],
-        np.arange(60).reshape(3, 4, 5))
+    assert_eq(arange(60, shape=(3, 4, 5), chunks=(2, 3, 2), blocks=(1, 2, 2))[...],
+              np.arange(60).reshape(3, 4, 5), bitwise=True)
     for args in [(0, 1, 11), (-3, 7, 50, False), (2, 2, 1), (1, 5, 0)]:
         np.testing.assert_array_equal(
             linspace(*args[:3], endpoint=args[3] if len(args) > 3 else True)[...],
             np.linspace(*args[:3], endpoint=args[3] if len(args) > 3 else True))
-    _eq(frombuffer(bytes(range(24)), (2, 3), dtype="<i4")[...],
-        np.frombuffer(bytes(range(24)), "<i4").reshape(2, 3))
+    assert_eq(frombuffer(bytes(range(24)), (2, 3), dtype="<i4")[...],
+              np.frombuffer(bytes(range(24)), "<i4").reshape(2, 3), bitwise=True)
 
 
 def test_zero_d_and_zero_size():
@@ -296,14 +294,15 @@ def test_reads_decode_only_touched_chunks_and_blocks(monkeypatch):
     ref = np.arange(24 * 30, dtype="i4").reshape(24, 30)
     a = asarray(ref, chunks=(8, 10), blocks=(2, 5))         # 3x3 chunks, 4x2 blocks each
     spy = _Spy(monkeypatch)
-    _eq(a[3, 12], ref[3, 12])
+    assert_eq(a[3, 12], ref[3, 12], bitwise=True)
     assert spy.whole == [] and spy.blocks == [[2]]          # block (1, 0) of chunk (0, 1)
-    _eq(a[0:2, 0:10], ref[0:2, 0:10])
+    assert_eq(a[0:2, 0:10], ref[0:2, 0:10], bitwise=True)
     assert spy.blocks[-1] == [0, 1]
-    _eq(a[:8, :10], ref[:8, :10])                            # whole chunk: plain decode
+    assert_eq(a[:8, :10], ref[:8, :10], bitwise=True)      # whole chunk: plain decode
     assert spy.whole == [1]
     spy.blocks.clear()
-    _eq(a[1:23:7, 4], ref[1:23:7, 4])              # rows 1 | 8, 15 | 22 of chunk rows 0 | 1 | 2
+    # rows 1 | 8, 15 | 22 of chunk rows 0 | 1 | 2
+    assert_eq(a[1:23:7, 4], ref[1:23:7, 4], bitwise=True)
     assert sorted(spy.blocks) == [[0], [0, 6], [6]]         # chunks decode in parallel
 
 
@@ -332,11 +331,11 @@ def test_save_open_sparse_and_properties(tmp_path):
     a.vlmeta["note"] = "x"
     a.save(tmp_path / "a.b2nd")
     b = nd_open(tmp_path / "a.b2nd", mode="r")
-    _eq(b[...], ref)
+    assert_eq(b[...], ref, bitwise=True)
     assert b.meta["units"] == "m" and b.vlmeta["note"] == "x"
     a.save(tmp_path / "s.b2nd", contiguous=False)
     c = nd_open(tmp_path / "s.b2nd", mode="a")
-    _eq(c[...], ref)
+    assert_eq(c[...], ref, bitwise=True)
     assert c.vlmeta["note"] == "x" and c.meta["units"] == "m" and not c.schunk.contiguous
     c[0] = 7
     assert nd_open(tmp_path / "s.b2nd")[0, 6] == 7
@@ -349,12 +348,12 @@ def test_resize_through_zero_and_zero_chunks():
     a.resize((0, 5))
     assert a.schunk.nchunks == 0 and a[...].shape == (0, 5)
     a.resize((3, 5))
-    _eq(a[...], np.zeros((3, 5)))
+    assert_eq(a[...], np.zeros((3, 5)), bitwise=True)
     f = full((5, 3), 7, chunks=(2, 2), blocks=(1, 1))     # value chunks: padding holds 7
     f.resize((7, 4))
     expected = np.zeros((7, 4), int)
     expected[:5, :3] = 7
-    _eq(f[...], expected)
+    assert_eq(f[...], expected, bitwise=True)
     with pytest.raises(ValueError, match=r"zero-sized chunks \(0, 5\)"):
         zeros((0, 5)).resize((3, 5))
 
@@ -372,9 +371,9 @@ def test_asarray_reads_foreign_objects_chunk_by_chunk():
             return out
 
     a = asarray(Foreign(), chunks=(1, 20, 40), blocks=(1, 5, 8))
-    _eq(a[...], ref)
+    assert_eq(a[...], ref, bitwise=True)
     assert Foreign.largest == 20 * 40                  # one chunk at a time
-    _eq(np.asarray(a, copy=True), ref)
+    assert_eq(np.asarray(a, copy=True), ref, bitwise=True)
 
 
 # --- eye, fromiter, save/load, append --------------------------------------------------

@@ -7,6 +7,8 @@ import pytest
 from ndpack.storage import NDArray, asarray, full, nans, ndarray_from_cframe, zeros
 from ndpack.storage import open as nd_open
 
+from tests.helpers import assert_eq
+
 DTYPES = ["?", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8", "c8", "c16",
           "S5", "U3", "M8[ns]", [("a", "<i4"), ("b", "<f8"), ("c", "S2")]]
 SHAPES = [((13,), (5,), (3,)),
@@ -36,11 +38,6 @@ def _data(shape, dtype):
     return rng.integers(0, 100, n).astype(dt).reshape(shape)
 
 
-def _eq(a, b):
-    assert a.shape == b.shape and a.dtype == b.dtype
-    assert a.tobytes() == b.tobytes()
-
-
 def _keys(ndim):
     yield (slice(None),) * ndim
     yield (slice(1, None, 2),) + (slice(None, None, -1),) * (ndim - 1)
@@ -59,7 +56,7 @@ def test_ndpack_file_in_python_blosc2(tmp_path, dtype, layout):
     assert (b.shape, b.chunks, b.blocks, b.dtype) == (shape, chunks, blocks, ref.dtype)
     assert b.vlmeta["who"] == "ndpack"
     for key in _keys(len(shape)):
-        _eq(b[key], np.asarray(ref[key], dtype=ref.dtype))
+        assert_eq(b[key], np.asarray(ref[key], dtype=ref.dtype), bitwise=True)
     # python-blosc2 writes into our file and resizes it; we read the result
     region = (slice(1, 3),) * len(shape)
     ref[region] = ref[(slice(0, 2),) * len(shape)]
@@ -72,7 +69,7 @@ def test_ndpack_file_in_python_blosc2(tmp_path, dtype, layout):
     del b
     c = nd_open(path, mode="r")
     assert isinstance(c, NDArray)
-    _eq(c[...], grown)
+    assert_eq(c[...], grown, bitwise=True)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -85,7 +82,7 @@ def test_python_blosc2_file_in_ndpack(tmp_path, dtype, layout):
     a = nd_open(path, mode="a")
     assert (a.shape, a.chunks, a.blocks, a.dtype) == (shape, chunks, blocks, ref.dtype)
     for key in _keys(len(shape)):
-        _eq(a[key], np.asarray(ref[key], dtype=ref.dtype))
+        assert_eq(a[key], np.asarray(ref[key], dtype=ref.dtype), bitwise=True)
     region = (slice(2, None, 2),) * len(shape)
     ref[region] = ref[(0,) * len(shape)]
     a[region] = ref[(0,) * len(shape)]
@@ -93,13 +90,13 @@ def test_python_blosc2_file_in_ndpack(tmp_path, dtype, layout):
     a.resize(new)
     grown = np.zeros(new, ref.dtype)
     grown[tuple(slice(0, s) for s in shape)] = ref
-    _eq(a[...], grown)
+    assert_eq(a[...], grown, bitwise=True)
     b = blosc2.open(path, mode="r")
     assert b.shape == new
-    _eq(b[...], grown)
+    assert_eq(b[...], grown, bitwise=True)
     # in-memory frames both ways
-    _eq(blosc2.ndarray_from_cframe(a.to_cframe())[...], grown)
-    _eq(ndarray_from_cframe(b.to_cframe())[...], grown)
+    assert_eq(blosc2.ndarray_from_cframe(a.to_cframe())[...], grown, bitwise=True)
+    assert_eq(ndarray_from_cframe(b.to_cframe())[...], grown, bitwise=True)
 
 
 def test_special_arrays_both_ways(tmp_path):
@@ -108,8 +105,8 @@ def test_special_arrays_both_ways(tmp_path):
     theirs = [blosc2.zeros((9, 7), dtype="f8", **kw), blosc2.full((9, 7), 1.25, **kw),
               blosc2.nans((9, 7), dtype="f4", **kw)]
     for x, y in zip(ours, theirs):
-        _eq(blosc2.ndarray_from_cframe(x.to_cframe())[...], y[...])
-        _eq(ndarray_from_cframe(y.to_cframe())[...], x[...])
+        assert_eq(blosc2.ndarray_from_cframe(x.to_cframe())[...], y[...], bitwise=True)
+        assert_eq(ndarray_from_cframe(y.to_cframe())[...], x[...], bitwise=True)
         assert x.cbytes <= y.cbytes + 8 * x.schunk.nchunks
 
 
@@ -117,9 +114,9 @@ def test_zero_d_and_zero_size_both_ways(tmp_path):
     for ref in (np.array(2.5), np.zeros((3, 0), "i4")):
         a = asarray(ref, urlpath=tmp_path / "z.b2nd", mode="w")
         del a
-        _eq(blosc2.open(str(tmp_path / "z.b2nd"))[...], ref)
+        assert_eq(blosc2.open(str(tmp_path / "z.b2nd"))[...], ref, bitwise=True)
         blosc2.asarray(ref, urlpath=str(tmp_path / "y.b2nd"), mode="w")
-        _eq(nd_open(tmp_path / "y.b2nd")[...], ref)
+        assert_eq(nd_open(tmp_path / "y.b2nd")[...], ref, bitwise=True)
 
 
 def test_setitem_and_zero_chunks_read_by_python_blosc2(tmp_path):
@@ -131,5 +128,5 @@ def test_setitem_and_zero_chunks_read_by_python_blosc2(tmp_path):
     ref = np.zeros((10, 10), "i8")
     ref[9, 9] = -5
     b = blosc2.open(path)
-    _eq(b[...], ref)
+    assert_eq(b[...], ref, bitwise=True)
     assert sum(1 for i in b.iterchunks_info() if i.special == blosc2.SpecialValue.ZERO) == 8

@@ -13,23 +13,18 @@ import ndpack
 from ndpack.engine.ops import reductions
 from ndpack.engine.run import plan
 
+from tests.helpers import assert_eq
+
 OPS = ["sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin", "argmax",
        "count_nonzero"]
 
 
-def assert_eq(got, expected, rtol=1e-12, atol=0.0):
-    """Metadata first (type of result, shape, dtype), then values (NaN equal NaN)."""
-    expected = np.asarray(expected) if not np.isscalar(expected) else expected
-    if np.ndim(expected) == 0:
-        assert np.ndim(got) == 0, (got, expected)
-    else:
+def assert_reduced(got, expected, rtol=1e-12, atol=0.0):
+    """A reduction gives what NumPy gives: a NumPy array (a 0-d value where NumPy gives
+    one), then metadata and values as ``assert_eq`` (floats to ``rtol``, NaN equal NaN)."""
+    if np.ndim(expected) > 0:
         assert isinstance(got, np.ndarray), type(got)
-    assert np.shape(got) == np.shape(expected)
-    assert np.asarray(got).dtype == np.asarray(expected).dtype
-    if np.asarray(expected).dtype.kind in "fc":
-        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
-    else:
-        np.testing.assert_array_equal(got, expected)
+    assert_eq(got, expected, rtol=rtol, atol=atol)
 
 
 def _tol(dtype):
@@ -119,8 +114,8 @@ def test_reductions_match_numpy(c):
     with use_chunk_path(c["chunk_path"]), use_fused(c["fused"]):
         got = getattr(ndpack, c["op"])(a, **kw)
         method = getattr(a, c["op"])(**kw)
-    assert_eq(got, expected, rtol=_tol(x.dtype))
-    assert_eq(method, expected, rtol=_tol(x.dtype))
+    assert_reduced(got, expected, rtol=_tol(x.dtype))
+    assert_reduced(method, expected, rtol=_tol(x.dtype))
 
 
 @pytest.mark.parametrize("op", ["sum", "prod", "mean", "std", "var"])
@@ -132,7 +127,7 @@ def test_dtype_argument(op, dtype):
         dtype = "float64"         # NumPy's integer std truncates the mean: not followed
     for axis in (None, 0, (1, 2)):
         expected = getattr(np, op)(x, axis=axis, dtype=dtype)
-        assert_eq(getattr(ndpack, op)(a, axis=axis, dtype=dtype), expected,
+        assert_reduced(getattr(ndpack, op)(a, axis=axis, dtype=dtype), expected,
                   rtol=_tol(dtype or "f8"))
 
 
@@ -146,7 +141,7 @@ def test_accumulator_dtype_rules(dtype):
                 expected = getattr(np, op)(x, axis=axis)
             got = getattr(ndpack, op)(a, axis=axis)
             assert np.asarray(got).dtype == np.asarray(expected).dtype, (op, axis)
-            assert_eq(got, expected, rtol=_tol(dtype))
+            assert_reduced(got, expected, rtol=_tol(dtype))
 
 
 @pytest.mark.parametrize("ddof", [0, 1, 2, 5, 40])
@@ -156,8 +151,8 @@ def test_ddof(ddof):
     a = ndpack.asarray(x, chunks=(2, 2))
     with np.errstate(all="ignore"), pytest.warns(RuntimeWarning) if ddof >= 9 else _null():
         for axis in (None, 0, 1):
-            assert_eq(ndpack.var(a, axis=axis, ddof=ddof), np.var(x, axis=axis, ddof=ddof))
-            assert_eq(ndpack.std(a, axis=axis, ddof=ddof), np.std(x, axis=axis, ddof=ddof))
+            assert_reduced(ndpack.var(a, axis=axis, ddof=ddof), np.var(x, axis=axis, ddof=ddof))
+            assert_reduced(ndpack.std(a, axis=axis, ddof=ddof), np.std(x, axis=axis, ddof=ddof))
 
 
 class _null:
@@ -175,7 +170,7 @@ def test_nan_rules_like_numpy():
         with use_chunk_path(chunk_path):
             for op in ("min", "max", "argmin", "argmax", "sum", "mean"):
                 for axis in (None, 0, 1):
-                    assert_eq(getattr(ndpack, op)(a, axis=axis), getattr(np, op)(x, axis=axis))
+                    assert_reduced(getattr(ndpack, op)(a, axis=axis), getattr(np, op)(x, axis=axis))
     # ties: first occurrence wins, across chunks
     y = np.array([3, 1, 7, 7, 1, 7, 0, 0])
     b = ndpack.asarray(y, chunks=(3,))
@@ -198,28 +193,28 @@ def test_where(chunk_path, blocks):
             with use_chunk_path(chunk_path):
                 got = getattr(ndpack, op)(a, axis=axis, where=mask)
                 got2 = getattr(ndpack, op)(a, axis=axis, where=ndpack.asarray(mask))
-            assert_eq(got, expected)
-            assert_eq(got2, expected)
-    assert_eq(ndpack.max(a, axis=1, where=mask, initial=-10), np.max(x, axis=1, where=mask,
+            assert_reduced(got, expected)
+            assert_reduced(got2, expected)
+    assert_reduced(ndpack.max(a, axis=1, where=mask, initial=-10), np.max(x, axis=1, where=mask,
                                                                     initial=-10))
-    assert_eq(ndpack.min(a, where=mask, initial=10), np.min(x, where=mask, initial=10))
+    assert_reduced(ndpack.min(a, where=mask, initial=10), np.min(x, where=mask, initial=10))
     # where= an expression
     e = a > 0
-    assert_eq(ndpack.sum(a, axis=2, where=e), np.sum(x, axis=2, where=x > 0))
+    assert_reduced(ndpack.sum(a, axis=2, where=e), np.sum(x, axis=2, where=x > 0))
     r = ndpack.lazyexpr("sum(a, axis=0, where=a > 0) * 2", operands={"a": a})[()]
-    assert_eq(r, np.sum(x, axis=0, where=x > 0) * 2)
+    assert_reduced(r, np.sum(x, axis=0, where=x > 0) * 2)
 
 
 def test_empty_and_zero_d():
     x = np.zeros((0, 3))
     a = ndpack.asarray(x)
-    assert_eq(ndpack.sum(a, axis=0), np.sum(x, axis=0))
-    assert_eq(ndpack.sum(a), np.sum(x))
+    assert_reduced(ndpack.sum(a, axis=0), np.sum(x, axis=0))
+    assert_reduced(ndpack.sum(a), np.sum(x))
     with pytest.raises(ValueError):
         ndpack.max(a)
     z = ndpack.asarray(np.array(3.5))
-    assert_eq(ndpack.sum(z), np.float64(3.5))
-    assert_eq(ndpack.argmax(z), np.argmax(np.array(3.5)))
+    assert_reduced(ndpack.sum(z), np.float64(3.5))
+    assert_reduced(ndpack.argmax(z), np.argmax(np.array(3.5)))
 
 
 @pytest.mark.parametrize("text,oracle", [
@@ -257,12 +252,12 @@ def test_reduction_of_expressions_and_methods():
     a = ndpack.asarray(x, chunks=(7, 6))
     e = np.sin(a) * 2 + a
     ref = np.sin(x) * 2 + x
-    assert_eq(e.sum(axis=1), ref.sum(axis=1))
-    assert_eq(ndpack.mean(e, axis=0, keepdims=True), ref.mean(axis=0, keepdims=True))
-    assert_eq(e.argmin(), ref.argmin())
-    assert_eq(np.sum(a), x.sum())                     # NumPy dispatches to the method
-    assert_eq(np.mean(a, axis=0), x.mean(axis=0))
-    assert_eq(ndpack.sum(x.tolist()), x.sum())        # plain Python sequences
+    assert_reduced(e.sum(axis=1), ref.sum(axis=1))
+    assert_reduced(ndpack.mean(e, axis=0, keepdims=True), ref.mean(axis=0, keepdims=True))
+    assert_reduced(e.argmin(), ref.argmin())
+    assert_reduced(np.sum(a), x.sum())                     # NumPy dispatches to the method
+    assert_reduced(np.mean(a, axis=0), x.mean(axis=0))
+    assert_reduced(ndpack.sum(x.tolist()), x.sum())        # plain Python sequences
     assert ndpack.sum(e > 1).dtype == np.int64
 
 
@@ -299,7 +294,7 @@ def test_foreign_operands(tmp_path):
         for op in ("sum", "std", "argmax", "max"):
             for arr in (d, z):
                 for axis in (None, 0, 1):
-                    assert_eq(getattr(ndpack, op)(arr, axis=axis), getattr(np, op)(x, axis=axis))
+                    assert_reduced(getattr(ndpack, op)(arr, axis=axis), getattr(np, op)(x, axis=axis))
         e = ndpack.lazyexpr("d - mean(z, axis=0)", operands={"d": d, "z": z})
         np.testing.assert_allclose(e[()], x - x.mean(0), rtol=1e-12)
 
@@ -317,12 +312,12 @@ def test_special_chunks_are_not_decoded(monkeypatch):
     with use_chunk_path():
         assert ndpack.sum(z) == 0 and ndpack.sum(z, axis=1).shape == (40, 20)
         assert ndpack.max(z) == 0 and ndpack.argmax(z, axis=0).max() == 0
-        assert_eq(ndpack.sum(f, axis=0), np.full(30, 100.0))
-        assert_eq(ndpack.mean(f), np.float64(2.5))
-        assert_eq(ndpack.std(f, axis=1), np.zeros(40))
-        assert_eq(ndpack.count_nonzero(f, axis=1), np.full(40, 30))
-        assert_eq(ndpack.argmin(f), np.int64(0))
-        assert_eq(ndpack.prod(ndpack.full((4, 3), 2, dtype="i4", chunks=(2, 2)), axis=0),
+        assert_reduced(ndpack.sum(f, axis=0), np.full(30, 100.0))
+        assert_reduced(ndpack.mean(f), np.float64(2.5))
+        assert_reduced(ndpack.std(f, axis=1), np.zeros(40))
+        assert_reduced(ndpack.count_nonzero(f, axis=1), np.full(40, 30))
+        assert_reduced(ndpack.argmin(f), np.int64(0))
+        assert_reduced(ndpack.prod(ndpack.full((4, 3), 2, dtype="i4", chunks=(2, 2)), axis=0),
                   np.full(3, 16, np.int64))
     monkeypatch.undo()
     # a mixed array: some chunks special, some not
@@ -332,7 +327,7 @@ def test_special_chunks_are_not_decoded(monkeypatch):
     with use_chunk_path():
         for op in ("sum", "mean", "max", "argmax", "var"):
             for axis in (None, 0, 1):
-                assert_eq(getattr(ndpack, op)(m, axis=axis), getattr(np, op)(ref, axis=axis))
+                assert_reduced(getattr(ndpack, op)(m, axis=axis), getattr(np, op)(ref, axis=axis))
 
 
 class Recording:
@@ -356,10 +351,10 @@ def test_streaming_never_reads_the_whole_operand():
             mp.setattr(plan, "REGION_BYTES", 16 * 16 * 32 * 8)
             got = ndpack.sum(r, axis=axis)
             assert r.largest <= 16 * 16 * 32 < x.size
-            assert_eq(got, x.sum(axis=axis))
+            assert_reduced(got, x.sum(axis=axis))
             e = ndpack.lazyexpr("a * 2", operands={"a": r})
             r.largest = 0
-            assert_eq(ndpack.std(e, axis=axis), (x * 2).std(axis=axis))
+            assert_reduced(ndpack.std(e, axis=axis), (x * 2).std(axis=axis))
             assert r.largest < x.size
 
 
@@ -510,7 +505,7 @@ def test_reductions_of_cast_expressions():
     x = (np.arange(600) % 200).astype(np.uint8).reshape(6, 100)
     a = ndpack.asarray(x, chunks=(4, 30))
     e = (a * 2).astype("i2")                  # uint8 * 2 wraps; the cast comes after
-    assert_eq(ndpack.sum(e, axis=1), (x * 2).astype("i2").sum(axis=1))
-    assert_eq(e.max(), (x * 2).astype("i2").max())
+    assert_reduced(ndpack.sum(e, axis=1), (x * 2).astype("i2").sum(axis=1))
+    assert_reduced(e.max(), (x * 2).astype("i2").max())
     np.testing.assert_array_equal(ndpack.cumulative_sum(e.astype("f4"), axis=0)[()],
                                   np.cumsum((x * 2).astype("f4"), axis=0))

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import ndpack
 
-from .helpers import as_operand
+from tests.helpers import as_operand, assert_eq
 
 xp = pytest.importorskip("array_api_strict")
 xp.set_array_api_strict_flags(api_version="2024.12")
@@ -38,10 +38,7 @@ def _arrays(draw, min_dims=1):
 
 
 def _same(got, want):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype,
-                                                                  got.shape, want.shape)
-    np.testing.assert_array_equal(got, want)
+    assert_eq(got, want, rtol=0)
 
 
 KINDS = st.sampled_from(["ndarray", "lazyexpr", "numpy"])
