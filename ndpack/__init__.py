@@ -57,6 +57,7 @@ from ndpack.engine.compute import FPAccuracy
 from ndpack.engine.persist import MissingOperandsError, open
 from ndpack.engine.backends.dask import from_dask, to_dask
 from ndpack.engine.udf import LazyUDF, lazyudf
+from ndpack.engine.hdf5 import from_hdf5, to_hdf5
 from . import fft, linalg  # noqa: E402 -- the standard's extensions (ndpack.linalg, ndpack.fft)
 from ndpack.compat import *  # noqa: F403 -- python-blosc2's constants and aliases
 from . import compat as _compat
@@ -91,7 +92,7 @@ __all__ = [
     "load",
     "DictStore", "TreeStore", "EmbedStore",
     "LazyExpr", "lazyexpr", "evaluate", "FPAccuracy",
-    "to_dask", "from_dask",
+    "to_dask", "from_dask", "to_hdf5", "from_hdf5",
     "sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin", "argmax",
     "count_nonzero", "cumulative_sum", "cumulative_prod",
     "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis", "linalg", "fft",

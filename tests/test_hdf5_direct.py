@@ -175,3 +175,59 @@ def test_writers_only_where_they_apply(tmp_path):
     with h5py.File(tmp_path / "a.h5", "r") as f:
         np.testing.assert_array_equal(f["be"][()], x * 2)
         assert chunkout.chunk_writer(f["be"]) is None                   # read-only
+
+
+@pytest.mark.parametrize("shape, chunks, blocks", [((30, 41), (8, 10), (3, 4)),
+                                                   ((9, 10, 11), (4, 5, 6), (2, 5, 3))])
+def test_to_hdf5_copies_chunks_that_h5py_reads(tmp_path, shape, chunks, blocks):
+    x = np.random.default_rng(3).integers(-1000, 1000, shape).astype("i8")
+    x[: chunks[0]] = 0                                   # special (zero) chunks too
+    a = ndpack.asarray(x, chunks=chunks, blocks=blocks,
+                       cparams={"codec": ndpack.Codec.ZSTD, "clevel": 3})
+    before = ndpack.engine.hdf5.COPIED["to_hdf5"]
+    with h5py.File(tmp_path / "a.h5", "w") as f:
+        d = ndpack.to_hdf5(a, f, "a")
+        fid, _, values, _ = d.id.get_create_plist().get_filter(0)
+        assert d.chunks == chunks and fid == 32026 and values[4:7] == (3, 1, 5)
+    assert ndpack.engine.hdf5.COPIED["to_hdf5"] - before == a.schunk.nchunks
+    with h5py.File(tmp_path / "a.h5", "r") as f:
+        np.testing.assert_array_equal(f["a"][()], x)              # hdf5plugin decodes
+        b = ndpack.from_hdf5(f["a"])                               # and back, copied
+        assert (b.chunks, b.blocks) == (chunks, blocks)
+        np.testing.assert_array_equal(b[()], x)
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: x,                                                    # NumPy
+    lambda x: ndpack.asarray(x, chunks=(7, 13)) * 1,               # an expression
+    lambda x: ndpack.asarray(x.reshape(-1)),                        # 1-d: encoded
+])
+def test_to_hdf5_computes_everything_else(tmp_path, make):
+    x = np.linspace(0, 1, 40 * 26).reshape(40, 26)
+    src = make(x)
+    with h5py.File(tmp_path / "a.h5", "w") as f:
+        d = ndpack.to_hdf5(src, f, "a", cparams={"codec": ndpack.Codec.BLOSCLZ, "clevel": 7})
+        with pytest.raises(ndpack.ParameterError, match="exists"):
+            ndpack.to_hdf5(src, f, "a")
+    with h5py.File(tmp_path / "a.h5", "r") as f:
+        np.testing.assert_array_equal(f["a"][()], np.asarray(src[()]))
+
+
+def test_from_hdf5_of_other_layouts(tmp_path):
+    x = np.arange(50 * 20, dtype="f4").reshape(50, 20)
+    with h5py.File(tmp_path / "a.h5", "w") as f:
+        f.create_dataset("gz", data=x, chunks=(16, 20), compression="gzip")
+        d = f.create_dataset("holes", shape=x.shape, dtype="f4", chunks=(10, 10),
+                             fillvalue=2.5, **_blosc2())
+        d[10:20, :] = x[10:20]                            # two of ten chunks stored
+        f.create_dataset("plugin", data=x, chunks=(16, 8), **_blosc2("zstd", 1, 2))
+    with h5py.File(tmp_path / "a.h5", "r") as f:
+        g = ndpack.from_hdf5(f["gz"], urlpath=str(tmp_path / "gz.b2nd"))
+        assert g.chunks == (16, 20) and g.urlpath == str(tmp_path / "gz.b2nd")
+        np.testing.assert_array_equal(g[()], x)
+        before = ndpack.engine.hdf5.COPIED["from_hdf5"]
+        h = ndpack.from_hdf5(f["holes"])
+        assert ndpack.engine.hdf5.COPIED["from_hdf5"] - before == 2
+        np.testing.assert_array_equal(h[()], f["holes"][()])
+        p = ndpack.from_hdf5(f["plugin"])                  # hdf5plugin's own frames
+        np.testing.assert_array_equal(p[()], x)
