@@ -231,3 +231,30 @@ def test_from_hdf5_of_other_layouts(tmp_path):
         np.testing.assert_array_equal(h[()], f["holes"][()])
         p = ndpack.from_hdf5(f["plugin"])                  # hdf5plugin's own frames
         np.testing.assert_array_equal(p[()], x)
+
+
+@pytest.mark.parametrize("kind", ["hdf5 deflate", "zarr gzip"])
+def test_each_foreign_chunk_is_decoded_once(tmp_path, kind, monkeypatch):
+    """Output regions smaller than the operand's chunks (one 60 x 50 chunk, outputs of
+    6 rows): the chunk is inflated once per evaluation, not once per region."""
+    x = np.random.default_rng(4).standard_normal((60, 50))
+    if kind.startswith("hdf5"):
+        f = h5py.File(tmp_path / "a.h5", "w")
+        src = f.create_dataset("x", data=x, chunks=(60, 50), compression="gzip")
+    else:
+        zarr = pytest.importorskip("zarr")
+        src = zarr.create_array(str(tmp_path / "z.zarr"), shape=x.shape, chunks=(60, 50),
+                                dtype="f8", compressors=zarr.codecs.GzipCodec(level=1))
+        src[...] = x
+    calls = []
+    real = foreign.zlib.decompress
+    monkeypatch.setattr(foreign.zlib, "decompress",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    before = foreign.READS[kind.split()[0].replace("hdf5", "h5py")]
+    r = ndpack.lazyexpr("s * 2", operands={"s": src}).compute(chunks=(6, 50), blocks=(6, 50))
+    np.testing.assert_array_equal(r[()], x * 2)
+    assert len(calls) == 1
+    assert foreign.READS[kind.split()[0].replace("hdf5", "h5py")] - before == 10
+    monkeypatch.undo()
+    if kind.startswith("hdf5"):
+        f.close()

@@ -58,7 +58,7 @@ import numpy as np
 
 from ndpack.chunks import chunk_info, decompress2
 from ndpack.engine.run.workers import run_leaves
-from ndpack.resources import scratch
+from ndpack.resources import memory_limit, scratch
 from ndpack.storage.ndarray import NDArray
 from ndpack.storage.schunk import schunk_from_cframe
 
@@ -181,6 +181,7 @@ class _GridReader:
     def __init__(self, arr, chunks: tuple, raw: np.dtype, fill):
         self.arr, self.shape, self.chunks = arr, tuple(arr.shape), tuple(chunks)
         self.raw, self.fill = np.dtype(raw), fill
+        self.decoded = _Decoded(math.prod(self.chunks) * self.raw.itemsize)
 
     def __call__(self, key: tuple, dst: np.ndarray, nthreads: int = 1) -> None:
         if not _plain_key(key, self.shape) or dst.shape != tuple(s.stop - s.start
@@ -218,6 +219,32 @@ class _GridReader:
         """Whether the whole chunk goes as is into `dstv` (same dtype, contiguous)."""
         return (dstv.dtype == self.raw and dstv.flags.c_contiguous
                 and all(s.start == 0 and s.stop == n for s, n in zip(local, stored)))
+
+
+class _Decoded:
+    """Whole chunks a reader decoded for regions that cut them, kept while they fit in
+    an eighth of the memory limit (least recently used out first): a chunk whose codec
+    cannot decode a part is decoded once per evaluation, not once per region that
+    touches it (a reader lives for one evaluation)."""
+
+    def __init__(self, chunk_bytes: int):
+        self.room = max(0, memory_limit() // 8 // max(chunk_bytes, 1))
+        self.kept, self.lock = collections.OrderedDict(), threading.Lock()
+
+    def get(self, coords, decode) -> np.ndarray:
+        """Chunk `coords`, from `decode()` the first time."""
+        with self.lock:
+            got = self.kept.get(coords)
+            if got is not None:
+                self.kept.move_to_end(coords)
+                return got
+        got = decode()
+        if self.room:
+            with self.lock:
+                self.kept[coords] = got
+                while len(self.kept) > self.room:
+                    self.kept.popitem(last=False)
+        return got
 
 
 class _Batch:
@@ -341,12 +368,15 @@ class _H5Reader(_GridReader):
             _blosc2_frame_into(src, stored, local, dstv, self.raw)
             return
         if self.codec is not None and not mask & 1:
-            src = scratch(size, "foreign-packed")
-            _pread(self.fd, memoryview(src), offset)
-            data = zlib.decompress(src, 15, nbytes)
-            if len(data) != nbytes:
-                raise _Fallback("the chunk inflates to the wrong size")
-            dstv[...] = np.frombuffer(data, self.raw).reshape(stored)[local]
+            def inflate():
+                src = scratch(size, "foreign-packed")
+                _pread(self.fd, memoryview(src), offset)
+                data = zlib.decompress(src, 15, nbytes)
+                if len(data) != nbytes:
+                    raise _Fallback("the chunk inflates to the wrong size")
+                return np.frombuffer(data, self.raw).reshape(stored)
+            whole = all(s.start == 0 and s.stop == n for s, n in zip(local, stored))
+            dstv[...] = (inflate() if whole else self.decoded.get(coords, inflate))[local]
             return
         if size != nbytes:
             raise _Fallback("an unfiltered chunk of an unexpected size")
@@ -441,23 +471,40 @@ class _ZarrReader(_GridReader):
             self.zstd = numcodecs.Zstd()
 
     def load(self, coords, local, dstv) -> None:
-        try:
-            fd = os.open(os.path.join(self.root, self.key(coords)), os.O_RDONLY)
-        except FileNotFoundError:
+        path = os.path.join(self.root, self.key(coords))
+        if not os.path.exists(path):
             dstv[...] = self.fill
             return
+        nbytes = math.prod(self.chunks) * self.raw.itemsize
+        if self.straight(self.chunks, local, dstv):
+            self._decode(self._read(path), _bytes_of(dstv), nbytes)
+            return
+        whole = all(s.start == 0 and s.stop == n for s, n in zip(local, self.chunks))
+
+        def decode(into=None):
+            into = np.empty(self.chunks, self.raw) if into is None else into
+            self._decode(self._read(path), _bytes_of(into), nbytes)
+            return into
+        if whole:            # a whole chunk of another dtype or layout: no keeping
+            dstv[...] = decode(scratch(nbytes, "foreign-chunk").view(self.raw)
+                               .reshape(self.chunks))
+        else:
+            dstv[...] = self.decoded.get(coords, decode)[local]
+
+    @staticmethod
+    def _read(path: str) -> np.ndarray:
+        """The bytes of the chunk file at `path` (a scratch buffer of this thread)."""
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise _Fallback("the chunk file went away") from None
         try:
             size = os.fstat(fd).st_size
             src = scratch(size, "foreign-packed")
             _pread(fd, memoryview(src), 0)
         finally:
             os.close(fd)
-        nbytes = math.prod(self.chunks) * self.raw.itemsize
-        straight = self.straight(self.chunks, local, dstv)
-        into = dstv if straight else scratch(nbytes, "foreign-chunk").view(self.raw)
-        self._decode(src, _bytes_of(into), nbytes)
-        if not straight:
-            dstv[...] = into.reshape(self.chunks)[local]
+        return src
 
     def _decode(self, src: np.ndarray, into: memoryview, nbytes: int) -> None:
         if self.codec == "none":
