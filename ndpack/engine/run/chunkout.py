@@ -16,8 +16,15 @@ with ``write_direct_chunk``, in order:
   of the filter's parameters, so h5py with hdf5plugin, PyTables and ndpack's direct
   reader all read it back.
 
-Chunks at the dataset's edge are padded with its fill value (HDF5 stores whole
-chunks).  :func:`chunk_writer` returns None for anything else (other filters, other
+Zarr arrays (formats 2 and 3) of a local store, regular grid, C order, no filter or
+sharding, with no compressor, Blosc, zstd, gzip or zlib get the same: each chunk is
+encoded on the workers with numcodecs' codec of the array's exact configuration
+(zarr reads it back with its own pipeline) and written to its chunk file under a
+temporary name, then renamed; a chunk equal to the fill value is not stored (zarr's
+``write_empty_chunks=False``, its default) and an old file of it is removed.
+
+Chunks at the edge are padded with the fill value (HDF5 and zarr store whole chunks).
+:func:`chunk_writer` returns None for anything else (other filters and codecs, other
 layouts, byte orders NumPy does not share): the caller then writes regions of whole
 chunks with ``out[region] = values``.  ``WRITES`` counts the chunks written, by kind.
 
@@ -38,7 +45,9 @@ Examples
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
+import os
 import sys
 import zlib
 
@@ -66,15 +75,75 @@ def chunk_writer(out):
     True
     """
     mod = type(out).__module__ or ""
-    if not (mod.startswith("h5py") and "h5py" in sys.modules):
+    if mod.startswith("h5py") and "h5py" in sys.modules:
+        make = _H5ChunkWriter.make
+    elif mod.startswith("zarr") and "zarr" in sys.modules:
+        make = _ZarrChunkWriter.make
+    else:
         return None
     try:
-        return _H5ChunkWriter.make(out)
+        return make(out)
     except Exception:            # noqa: BLE001 -- unexpected metadata: the general path
         return None
 
 
-class _H5ChunkWriter:
+class _ChunkWriter:
+    """Regions of whole chunks split into chunks, encoded on the workers, stored in
+    order by the calling thread."""
+
+    kind = ""
+    chunks: tuple
+    shape: tuple
+    dtype: np.dtype
+
+    def write(self, region: tuple, values: np.ndarray) -> None:
+        """Store `values` for `region`, which starts on chunk boundaries and ends on
+        them or at the array's edge."""
+        values = np.asarray(values, self.dtype)
+        ranges = [range(s.start // c, -(-s.stop // c)) for s, c in zip(region, self.chunks)]
+        coords = list(itertools.product(*ranges))
+        nthreads = max(1, get_nthreads())
+        pool = workers(nthreads) if nthreads > 1 and len(coords) > 1 and self.encodes \
+            else None
+        pending = collections.deque()
+        for cc in coords:
+            origin = tuple(i * c for i, c in zip(cc, self.chunks))
+            part = values[tuple(slice(o - s.start, min(o + c, n) - s.start)
+                                for o, c, n, s in zip(origin, self.chunks, self.shape,
+                                                      region))]
+            if pool is None:
+                self._store(cc, origin, self._encode(self._padded(part)))
+                continue
+            pending.append((cc, origin, submit(pool, self._encode_padded, part)))
+            if len(pending) > 2 * nthreads:
+                c0, o0, fut = pending.popleft()
+                self._store(c0, o0, fut.result())
+        while pending:
+            c0, o0, fut = pending.popleft()
+            self._store(c0, o0, fut.result())
+
+    encodes = True
+
+    def _encode_padded(self, part):
+        return self._encode(self._padded(part))
+
+    def _padded(self, part: np.ndarray) -> np.ndarray:
+        """The chunk's values, padded with the fill value at the edge, C-contiguous."""
+        if part.shape != self.chunks:
+            full = np.empty(self.chunks, self.dtype)
+            full[...] = self.fill
+            full[tuple(slice(0, n) for n in part.shape)] = part
+            part = full
+        return np.ascontiguousarray(part)
+
+    def _encode(self, part: np.ndarray):
+        raise NotImplementedError
+
+    def _store(self, coords: tuple, origin: tuple, data) -> None:
+        raise NotImplementedError
+
+
+class _H5ChunkWriter(_ChunkWriter):
     """Whole chunks of an HDF5 dataset, encoded by us and stored directly."""
 
     kind = "h5py"
@@ -105,6 +174,7 @@ class _H5ChunkWriter:
         self.dtype = np.dtype(dset.dtype)
         fill = dset.fillvalue
         self.fill = np.zeros((), self.dtype) if fill is None else np.asarray(fill, self.dtype)
+        self.encodes = fid is not None          # raw chunks: nothing to encode
         if fid == h5py.h5z.FILTER_DEFLATE:
             self.level = int(values[0]) if values else 6
         elif fid == BLOSC2_FILTER:
@@ -124,43 +194,12 @@ class _H5ChunkWriter:
             self.blocks = compute_chunks_blocks(self.chunks, chunks=self.chunks,
                                                 dtype=self.dtype)[1]
 
-    def write(self, region: tuple, values: np.ndarray) -> None:
-        """Store `values` for `region`, which starts on chunk boundaries and ends on
-        them or at the dataset's edge."""
-        values = np.asarray(values, self.dtype)
-        ranges = [range(s.start // c, -(-s.stop // c)) for s, c in zip(region, self.chunks)]
-        coords = list(itertools.product(*ranges))
-        nthreads = max(1, get_nthreads())
-        pool = workers(nthreads) if nthreads > 1 and len(coords) > 1 else None
-        pending = collections.deque()
-        for cc in coords:
-            origin = tuple(i * c for i, c in zip(cc, self.chunks))
-            part = values[tuple(slice(o - s.start, min(o + c, n) - s.start)
-                                for o, c, n, s in zip(origin, self.chunks, self.shape,
-                                                      region))]
-            if pool is None:
-                self._store(origin, self._encode(part))
-                continue
-            pending.append((origin, submit(pool, self._encode, part)))
-            if len(pending) > 2 * nthreads:
-                origin0, fut = pending.popleft()
-                self._store(origin0, fut.result())
-        while pending:
-            origin0, fut = pending.popleft()
-            self._store(origin0, fut.result())
-
-    def _store(self, origin: tuple, data) -> None:
+    def _store(self, coords: tuple, origin: tuple, data) -> None:
         self.dset.id.write_direct_chunk(origin, data, 0)
         WRITES[self.kind] += 1
 
-    def _encode(self, part: np.ndarray) -> bytes:
-        """The stored bytes of one chunk from its values (padded at the edge)."""
-        if part.shape != self.chunks:
-            full = np.empty(self.chunks, self.dtype)
-            full[...] = self.fill
-            full[tuple(slice(0, n) for n in part.shape)] = part
-            part = full
-        part = np.ascontiguousarray(part)
+    def _encode(self, part: np.ndarray):
+        """The stored bytes of one chunk from its (padded) values."""
         if self.fid is None:
             return part                  # its buffer is the chunk: no copy
         if self.fid == BLOSC2_FILTER:
@@ -171,3 +210,111 @@ class _H5ChunkWriter:
                           cparams=self.cparams).to_cframe()
         return zlib.compress(part.tobytes(), self.level)
 
+
+
+class _ZarrChunkWriter(_ChunkWriter):
+    """Chunk files of a zarr array on a local store, encoded with numcodecs."""
+
+    kind = "zarr"
+
+    @classmethod
+    def make(cls, arr):
+        import zarr
+        from zarr.storage import LocalStore
+        if not isinstance(arr, zarr.Array) or not arr.shape or 0 in arr.shape \
+                or not isinstance(arr.store, LocalStore) or arr.read_only \
+                or arr.fill_value is None:
+            return None
+        meta = arr.metadata
+        if meta.zarr_format == 2:
+            codec = _v2_codec(meta)
+        elif meta.zarr_format == 3:
+            codec = _v3_codec(meta, zarr)
+        else:
+            return None
+        if codec is False:
+            return None
+        raw = np.dtype(meta.dtype.to_native_dtype()) if meta.zarr_format == 2 else \
+            _v3_raw(meta)
+        if raw is None or raw.kind not in "biufc" or \
+                raw.newbyteorder("=") != np.dtype(arr.dtype).newbyteorder("="):
+            return None
+        empty = getattr(getattr(arr, "_async_array", None), "config", None)
+        return cls(arr, codec, raw, getattr(empty, "write_empty_chunks", False))
+
+    def __init__(self, arr, codec, raw: np.dtype, write_empty: bool):
+        self.arr, self.codec, self.dtype = arr, codec, raw
+        self.chunks, self.shape = tuple(arr.chunks), tuple(arr.shape)
+        self.fill = np.asarray(arr.fill_value).astype(raw)
+        self.write_empty = write_empty
+        self.root = os.path.join(str(arr.store.root), arr.path)
+        self.key = arr.metadata.encode_chunk_key
+
+    def _encode(self, part: np.ndarray):
+        if not self.write_empty and np.array_equal(
+                part, np.broadcast_to(self.fill, part.shape),
+                equal_nan=self.dtype.kind in "fc"):
+            return None                          # zarr stores no chunk of fill values
+        return part.tobytes() if self.codec is None else bytes(self.codec.encode(part))
+
+    def _store(self, coords: tuple, origin: tuple, data) -> None:
+        path = os.path.join(self.root, self.key(coords))
+        if data is None:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+            WRITES[self.kind] += 1
+            return
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.ndpack-tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+        WRITES[self.kind] += 1
+
+
+def _v2_codec(meta):
+    """numcodecs' codec of a zarr v2 array we can write (None: no compressor), or
+    False."""
+    import numcodecs
+    if meta.filters or meta.order != "C":
+        return False
+    comp = meta.compressor
+    if comp is None:
+        return None
+    if type(comp) in (numcodecs.Zstd, numcodecs.Blosc, numcodecs.GZip, numcodecs.Zlib):
+        return comp
+    return False
+
+
+def _v3_codec(meta, zarr):
+    """numcodecs' codec equal to a zarr v3 array's codec chain, or False."""
+    import numcodecs
+    from zarr.core.chunk_grids import RegularChunkGrid
+    codecs = tuple(meta.codecs)
+    if meta.storage_transformers or not isinstance(meta.chunk_grid, RegularChunkGrid) \
+            or not codecs or type(codecs[0]) is not zarr.codecs.BytesCodec or len(codecs) > 2:
+        return False
+    if len(codecs) == 1:
+        return None
+    c = codecs[1]
+    if type(c) is zarr.codecs.ZstdCodec:
+        return numcodecs.Zstd(level=c.level, checksum=c.checksum)
+    if type(c) is zarr.codecs.GzipCodec:
+        return numcodecs.GZip(level=c.level)
+    if type(c) is zarr.codecs.BloscCodec:
+        shuffle = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}[
+            getattr(c.shuffle, "value", c.shuffle)]
+        if c.typesize is not None and c.typesize != meta.data_type.to_native_dtype().itemsize:
+            return False
+        return numcodecs.Blosc(cname=getattr(c.cname, "value", c.cname), clevel=c.clevel,
+                               shuffle=shuffle, blocksize=c.blocksize or 0)
+    return False
+
+
+def _v3_raw(meta):
+    """The dtype of a zarr v3 array's chunk bytes (its byte order), or None."""
+    raw = np.dtype(meta.data_type.to_native_dtype())
+    endian = tuple(meta.codecs)[0].endian
+    if endian is not None and raw.itemsize > 1:
+        raw = raw.newbyteorder("<" if getattr(endian, "value", endian) == "little" else ">")
+    return raw
