@@ -10,7 +10,8 @@ with ``write_direct_chunk``, in order:
 * no filter: the chunk's bytes;
 * deflate alone: a zlib stream at the dataset's level (what HDF5's deflate filter
   stores);
-* the Blosc2 filter (HDF5 filter 32026, hdf5plugin's and PyTables' layout): a Blosc2
+* the Blosc2 filter (HDF5 filter 32026, hdf5plugin's and PyTables' layout; PyTables
+  ``CArray``/``EArray`` through its ``write_chunk``): a Blosc2
   frame per chunk -- a b2nd array of the chunk's shape when it has 2 or more
   dimensions, else a super-chunk of one chunk -- with the codec, level and shuffle
   of the filter's parameters, so h5py with hdf5plugin, PyTables and ndpack's direct
@@ -79,6 +80,8 @@ def chunk_writer(out):
         make = _H5ChunkWriter.make
     elif mod.startswith("zarr") and "zarr" in sys.modules:
         make = _ZarrChunkWriter.make
+    elif mod.startswith("tables") and "tables" in sys.modules:
+        make = _TablesChunkWriter.make
     else:
         return None
     try:
@@ -200,8 +203,8 @@ class _H5ChunkWriter(_ChunkWriter):
 
     def _encode(self, part: np.ndarray):
         """The stored bytes of one chunk from its (padded) values."""
-        if self.fid is None:
-            return part                  # its buffer is the chunk: no copy
+        if self.fid is None:             # its bytes are the chunk: no copy
+            return part.reshape(-1).view(np.uint8)
         if self.fid == BLOSC2_FILTER:
             if self.b2nd:
                 return asarray(part, chunks=self.chunks, blocks=self.blocks,
@@ -210,6 +213,47 @@ class _H5ChunkWriter(_ChunkWriter):
                           cparams=self.cparams).to_cframe()
         return zlib.compress(part.tobytes(), self.level)
 
+
+
+class _TablesChunkWriter(_H5ChunkWriter):
+    """Whole chunks of a PyTables ``CArray``/``EArray`` (no filter, or Blosc2 alone),
+    stored with PyTables' ``write_chunk``."""
+
+    kind = "tables"
+
+    @classmethod
+    def make(cls, arr):
+        import tables
+        if not isinstance(arr, tables.Array) or arr.chunkshape is None or not arr.shape \
+                or 0 in arr.shape or arr._v_file.mode == "r":
+            return None
+        dtype, flt = np.dtype(arr.dtype), arr.filters
+        order = {"little": "<", "big": ">"}.get(arr.byteorder, "=")
+        if dtype.kind not in "biufc" or (dtype.newbyteorder(order) != dtype
+                                          and dtype.itemsize > 1) or flt.fletcher32:
+            return None
+        if not flt.complevel:
+            return cls(arr, None, ())
+        lib = flt.complib or ""
+        if not lib.startswith("blosc2"):
+            return None
+        codec = Codec[(lib.split(":")[1] if ":" in lib else "blosclz").upper()]
+        shuffle = 2 if flt.bitshuffle else int(bool(flt.shuffle))
+        return cls(arr, BLOSC2_FILTER, (1, 0, dtype.itemsize, 0, flt.complevel, shuffle,
+                                        int(codec)))
+
+    def __init__(self, arr, fid, values: tuple):
+        self.dset, self.fid, self.values = arr, fid, values
+        self.chunks, self.shape = tuple(arr.chunkshape), tuple(arr.shape)
+        self.dtype = np.dtype(arr.dtype)
+        self.fill = np.asarray(arr.atom.dflt, self.dtype)
+        self.encodes = fid is not None
+        if fid == BLOSC2_FILTER:
+            self._blosc2_params(values)
+
+    def _store(self, coords: tuple, origin: tuple, data) -> None:
+        self.dset.write_chunk(origin, data, 0)
+        WRITES[self.kind] += 1
 
 
 class _ZarrChunkWriter(_ChunkWriter):

@@ -103,6 +103,8 @@ def reader(arr):
         make = _H5Reader.make
     elif mod.startswith("zarr") and "zarr" in sys.modules:
         make = _ZarrReader.make
+    elif mod.startswith("tables") and "tables" in sys.modules:
+        make = _TablesReader.make
     if make is None:
         return None
     try:
@@ -160,6 +162,8 @@ def _identity(arr):
             import h5py
             info = h5py.h5o.get_info(arr.id)
             return ("h5", os.path.realpath(arr.file.filename), info.fileno, info.addr)
+        if mod.startswith("tables") and hasattr(arr, "_v_pathname"):
+            return ("h5", os.path.realpath(arr._v_file.filename), arr._v_pathname)
         if mod.startswith("zarr") and hasattr(arr, "store_path"):
             root = getattr(arr.store, "root", None)
             where = str(arr.store_path) if root is None else os.path.realpath(str(root))
@@ -397,6 +401,44 @@ class _H5Reader(_GridReader):
         _pread(self.fd, memoryview(buf), start)
         view = buf.view(self.raw).reshape((1,) * p + (rows.stop - rows.start,) + stored[p + 1:])
         dstv[...] = view[(slice(None),) * (p + 1) + tuple(local[p + 1:])]
+
+
+class _TablesReader(_H5Reader):
+    """Chunks of a PyTables ``CArray``/``EArray`` (no filter, or Blosc2 alone), read
+    with ``os.preadv`` at the offsets PyTables' ``chunk_info`` gives."""
+
+    kind = "tables"
+
+    @classmethod
+    def make(cls, arr):
+        import tables
+        if not isinstance(arr, tables.Leaf) or not isinstance(arr, tables.Array) \
+                or arr.chunkshape is None or not arr.shape or 0 in arr.shape:
+            return None
+        dtype, flt = np.dtype(arr.dtype), arr.filters
+        order = {"little": "<", "big": ">"}.get(arr.byteorder, "=")
+        if not _numeric(dtype) or dtype.newbyteorder(order) != dtype \
+                and dtype.itemsize > 1 or flt.fletcher32:
+            return None
+        if flt.complevel and not (flt.complib or "").startswith("blosc2"):
+            return None
+        if arr._v_file.mode != "r":
+            arr._v_file.flush()
+        return cls(arr, BLOSC2_FILTER if flt.complevel else None)
+
+    def __init__(self, arr, codec):
+        _GridReader.__init__(self, arr, tuple(arr.chunkshape), np.dtype(arr.dtype),
+                             np.asarray(arr.atom.dflt, arr.dtype))
+        self.chunked, self.codec, self.info, self.base = True, codec, {}, None
+        self.fd = os.open(arr._v_file.filename, os.O_RDONLY)
+        weakref.finalize(self, os.close, self.fd)
+
+    def _locate(self, coords):
+        got = self.info.get(coords)
+        if got is None:
+            origin = tuple(i * c for i, c in zip(coords, self.chunks))
+            got = self.info[coords] = self.arr.chunk_info(origin)
+        return got.offset, got.size, got.filter_mask, self.chunks
 
 
 def _blosc2_frame_into(src, stored: tuple, local: tuple, dstv: np.ndarray, raw) -> None:
