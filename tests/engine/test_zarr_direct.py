@@ -88,3 +88,17 @@ def test_writers_only_where_they_apply(tmp_path):
     assert chunkout.chunk_writer(z) is not None
     assert chunkout.chunk_writer(zarr.open_array(base, mode="r")) is None   # read-only
     assert chunkout.chunk_writer(zarr.zeros((4,), chunks=(2,))) is None     # in memory
+
+
+def test_sharded_arrays_both_ways_through_zarr(tmp_path):
+    """Sharded arrays get no direct reader or writer: zarr's own path, right values."""
+    from ndpack.engine.run import foreign
+    x = np.arange(24 * 20, dtype="f8").reshape(24, 20)
+    src = zarr.create_array(str(tmp_path / "s.zarr"), shape=x.shape, chunks=(4, 5),
+                            shards=(8, 10), dtype="f8")
+    src[...] = x
+    out = zarr.create_array(str(tmp_path / "o.zarr"), shape=x.shape, chunks=(4, 5),
+                            shards=(12, 20), dtype="f8")
+    assert foreign.reader(src) is None and chunkout.chunk_writer(out) is None
+    ndpack.evaluate("s * 2 + 1", local_dict={"s": src}, out=out)
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "o.zarr"))[...], x * 2 + 1)

@@ -58,6 +58,7 @@ import numpy as np
 
 from ndpack.chunks import chunk_info, decompress2
 from ndpack.engine.run.workers import run_leaves
+from ndpack.errors import FormatError
 from ndpack.resources import memory_limit, scratch
 from ndpack.storage.ndarray import NDArray
 from ndpack.storage.schunk import schunk_from_cframe
@@ -262,13 +263,28 @@ class _Batch:
         for coords, local, dstv in self.jobs:
             try:
                 owner.load(coords, local, dstv)
-            except Exception:      # noqa: BLE001 -- _Fallback, a codec error: the library decides
+            except Exception as exc:   # noqa: BLE001 -- _Fallback, a codec error: the library decides
                 READS[owner.kind + " fallback"] += 1      # counted even if the library fails
                 origin = [i * c for i, c in zip(coords, owner.chunks)]
-                dstv[...] = owner.arr[tuple(slice(o + s.start, o + s.stop)
-                                            for o, s in zip(origin, local))]
+                try:
+                    dstv[...] = owner.arr[tuple(slice(o + s.start, o + s.stop)
+                                                for o, s in zip(origin, local))]
+                except Exception as again:
+                    raise FormatError(
+                        f"{owner.kind} array {_name_of(owner.arr)}: the chunk at {tuple(origin)}"
+                        f" cannot be read ({exc}; {type(again).__name__}: {again})") from again
                 continue
             READS[owner.kind] += 1
+
+
+def _name_of(arr) -> str:
+    """A name for a foreign array in messages: its file and path inside it."""
+    for file_attr, path_attr in (("file", "name"), ("_v_file", "_v_pathname")):
+        f, path = getattr(arr, file_attr, None), getattr(arr, path_attr, None)
+        if f is not None and path is not None:
+            return f"{getattr(f, 'filename', '?')}:{path}"
+    store = getattr(arr, "store_path", None)
+    return repr(str(store)) if store is not None else type(arr).__name__
 
 
 def _plain_key(key, shape) -> bool:
