@@ -44,11 +44,11 @@ fuzz:
 	ninja -C build/asan fuzz_chunk
 	NDPACK_VECTORS=$(VECTORS) ./build/asan/fuzz_chunk --iterations 1000000
 
-# Python-level fuzzing of frames, arrays, stores and saved expressions (tests/fuzzing.py):
+# Python-level fuzzing of frames, arrays, stores and saved expressions (tests/tools/fuzzing.py):
 # FUZZ_CASES mutated inputs, each in a worker subprocess (crashes and hangs are counted).
 FUZZ_CASES ?= 20000
 fuzz-py:
-	NDPACK_VECTORS=$(VECTORS) $(PYTHON) -m tests.fuzzing --cases $(FUZZ_CASES) --seed 0
+	NDPACK_VECTORS=$(VECTORS) $(PYTHON) -m tests.tools.fuzzing --cases $(FUZZ_CASES) --seed 0
 
 # Every benchmarks/bench_*.py against its peers, ratios printed; bench-report also
 # writes benchmarks/results/report.md and PNG plots (BENCH_ARGS= for full sizes).
@@ -68,7 +68,7 @@ docs:
 
 # Every notebook of notebooks/, executed with nbclient (also part of `make test`).
 notebooks:
-	$(PYTHON) -m pytest -q tests/test_notebooks.py
+	$(PYTHON) -m pytest -q tests/tools/test_notebooks.py
 
 # Install what is missing, build, and run the main job with a short report.
 demo:

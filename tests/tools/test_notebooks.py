@@ -2,13 +2,13 @@
 temporary working directory) and is stored without outputs."""
 
 import importlib.util
-import pathlib
 import re
 import time
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+from tests.helpers import REPO
+
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 RUNNERS = ("nbclient", "nbformat", "ipykernel")
 MISSING = [m for m in RUNNERS if importlib.util.find_spec(m) is None]

@@ -22,10 +22,10 @@ case being run, counted, and the batch goes on in a new worker.  Outcomes:
 ``hang``      no answer within the deadline
 ``crash``     the worker died (signal, abort)
 
-Run ``python -m tests.fuzzing --cases 20000`` (``--jobs``, ``--seed``, ``--batch``,
+Run ``python -m tests.tools.fuzzing --cases 20000`` (``--jobs``, ``--seed``, ``--batch``,
 ``--deadline``); it prints the counts and the first failures and exits 1 when a case
 crashed, hung, ran out of memory or raised something other than a clean error.
-``tests/test_fuzz.py`` runs a quick sample; ``NDPACK_FUZZ_CASES`` sets its size.
+``tests/tools/test_fuzz.py`` runs a quick sample; ``NDPACK_FUZZ_CASES`` sets its size.
 """
 
 from __future__ import annotations
@@ -421,9 +421,9 @@ def worker(job: dict) -> None:
 def _run_batch(job: dict, deadline: float, results: dict, names: dict) -> int:
     """Run cases from job['start']; returns the first case not finished (the batch's
     stop when all finished)."""
-    cmd = [sys.executable, "-c", "import json, sys; from tests.fuzzing import worker; "
+    cmd = [sys.executable, "-c", "import json, sys; from tests.tools.fuzzing import worker; "
            "worker(json.loads(sys.stdin.read()))"]
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=repo + os.pathsep + os.environ.get("PYTHONPATH", ""),
                OMP_NUM_THREADS="1")
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,

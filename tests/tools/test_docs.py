@@ -3,12 +3,12 @@ temporary working directory)."""
 
 import linecache
 import os
-import pathlib
 import re
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+from tests.helpers import REPO
+
 FILES = [REPO / "README.md"] + sorted((REPO / "docs").glob("*.md"))
 
 

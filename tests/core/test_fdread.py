@@ -13,7 +13,7 @@ import ndpack
 from ndpack import chunks
 from ndpack.errors import NdpackError
 
-from .helpers import file_with_a_bad_block_start
+from tests.helpers import file_with_a_bad_block_start
 
 PIPELINES = [
     {"filters": [ndpack.Filter.SHUFFLE]},

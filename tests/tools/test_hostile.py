@@ -245,7 +245,7 @@ def test_failed_allocation_is_a_memory_error():
 
 
 def test_lengths_read_from_a_file_never_allocate_beyond_it(tmp_path):
-    """A chunk length taken from a mutated frame header (found by tests/fuzzing.py,
+    """A chunk length taken from a mutated frame header (found by tests/tools/fuzzing.py,
     seed 0 case 5698: 2**63 bytes) is a FormatError, never a MemoryError."""
     from ndpack.storage.framefile import _Reader, _read_exact
     path = tmp_path / "f.bin"

@@ -79,7 +79,7 @@ def test_general_path_gives_the_same_values(count_aligned):
     other = e.compute(chunks=(10, 10), blocks=(5, 5))     # another layout: general path
     assert len(count_aligned) == count_fast > 0
     np.testing.assert_array_equal(fast[()], other[()])
-    # float64 sin comes from the C core: within 1 ulp of NumPy's (tests/test_vmath.py)
+    # float64 sin comes from the C core: within 1 ulp of NumPy's (tests/core/test_vmath.py)
     np.testing.assert_allclose(e[3:40, 1:], (raw[0] * raw[1] + np.sin(raw[2]))[3:40, 1:],
                                rtol=1e-15, atol=1e-13)
 

@@ -343,7 +343,7 @@ def test_variable_frame_index_bounded_by_its_chunks():
 
 
 def test_zip_member_with_an_empty_name(tmp_path):
-    """Found by tests/fuzzing.py: zipfile's is_dir() raised IndexError on it."""
+    """Found by tests/tools/fuzzing.py: zipfile's is_dir() raised IndexError on it."""
     import zipfile
     p = tmp_path / "e.b2z"
     with zipfile.ZipFile(p, "w") as z:

@@ -15,7 +15,9 @@ import pathlib
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent / "ndpack"
+from tests.helpers import REPO
+
+ROOT = REPO / "ndpack"
 
 # floor of each module: the longest matching prefix decides
 FLOORS = {

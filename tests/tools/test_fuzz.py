@@ -1,6 +1,6 @@
 """Python-level fuzzing of frames, b2nd files, stores and saved expressions
-(:mod:`tests.fuzzing`): a quick sample here; ``NDPACK_FUZZ_CASES=20000`` (or
-``python -m tests.fuzzing --cases 20000``) for the full run."""
+(:mod:`tests.tools.fuzzing`): a quick sample here; ``NDPACK_FUZZ_CASES=20000`` (or
+``python -m tests.tools.fuzzing --cases 20000``) for the full run."""
 
 import os
 import random
@@ -8,7 +8,7 @@ import tempfile
 
 import pytest
 
-from tests import fuzzing
+from tests.tools import fuzzing
 
 CASES = int(os.environ.get("NDPACK_FUZZ_CASES", "600"))
 # every clean error is ndpack's own now (MissingOperandsError is an NdpackError too)

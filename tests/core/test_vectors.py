@@ -6,7 +6,7 @@ import pytest
 
 import ndpack
 
-from .conftest import vectors_dir
+from tests.conftest import vectors_dir
 
 
 def _chunk_entries():

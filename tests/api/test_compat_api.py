@@ -9,6 +9,8 @@ import pytest
 
 import ndpack
 
+from tests.helpers import REPO
+
 blosc2 = pytest.importorskip("blosc2")
 
 
@@ -91,10 +93,9 @@ def test_parameter_records_wherever_dicts_are_taken(tmp_path):
 
 
 def test_every_python_blosc2_name_is_here_or_documented():
-    import pathlib
     import re
     import types
-    doc = pathlib.Path(__file__).resolve().parent.parent / "docs" / "compat.md"
+    doc = REPO / "docs" / "compat.md"
     first_cells = [line.split("|")[1] for line in doc.read_text().splitlines()
                    if line.startswith("| `")]            # the table's name column
     listed = set(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", " ".join(first_cells)))

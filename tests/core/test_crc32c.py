@@ -1,0 +1,79 @@
+"""The crc32c kernel of chunk checksums (C core, through the binding): known answers,
+the SIMD kernels against the scalar reference, ISA levels.  The integrity record of
+frames is tested in tests/storage/test_checksum.py."""
+
+from __future__ import annotations
+
+import platform
+import zlib
+
+import numpy as np
+import pytest
+
+from ndpack import _core
+from ndpack.chunks import crc32c
+
+
+def _bitwise_crc32c(data: bytes) -> int:
+    """The definition, one bit at a time (reflected Castagnoli polynomial)."""
+    r = 0xFFFFFFFF
+    for b in data:
+        r ^= b
+        for _ in range(8):
+            r = (r >> 1) ^ 0x82F63B78 if r & 1 else r >> 1
+    return r ^ 0xFFFFFFFF
+
+
+def test_known_answers():
+    assert crc32c(b"123456789") == 0xE3069283
+    assert crc32c(b"123456789", reference=True) == 0xE3069283
+    assert crc32c(b"") == 0 and crc32c(b"", 5) == 5
+    assert crc32c(bytes(32)) == 0x8A9136AA                      # RFC 3720 B.4
+    assert crc32c(b"\xff" * 32) == 0x62A8AB43
+    assert crc32c(bytes(range(32))) == 0x46DD794E
+    assert crc32c(bytes(range(31, -1, -1))) == 0x113FDB5C
+    assert crc32c(b"123456789") != zlib.crc32(b"123456789")    # not zlib's polynomial
+
+
+def test_kernel_equals_reference_on_ragged_sizes():
+    rng = np.random.default_rng(1)
+    buf = rng.integers(0, 256, 3 * 3 * 4096 + 5000, dtype=np.uint8).tobytes()
+    sizes = list(range(0, 70)) + [767, 768, 769, 3 * 4096 - 1, 3 * 4096, 3 * 4096 + 1,
+                                  2 * 3 * 4096 + 3 * 256 + 13]
+    sizes += [511, 512, 513, 527, 528, 767, 1024, 1039, 4096 + 15, 4096 + 16 * 7 + 9]
+    sizes += [int(n) for n in rng.integers(0, len(buf) - 16, 60)]
+    for n in sizes:
+        off = int(rng.integers(0, 16))
+        piece = memoryview(buf)[off:off + n]
+        want = crc32c(piece, reference=True)
+        assert crc32c(piece) == want, (off, n)
+        cut = int(rng.integers(0, n + 1))
+        assert crc32c(piece[cut:], crc32c(piece[:cut])) == want, (off, n, cut)
+    small = buf[:300]
+    assert crc32c(small) == _bitwise_crc32c(small)
+
+
+def test_isa_levels_choose_the_kernel():
+    """NDPACK_ISA/set_isa lowers the kernel: scalar -> the reference, sse2 -> the SSE4.2
+    streams; every level gives the reference's values."""
+    before = _core.isa()
+    buf = np.random.default_rng(2).integers(0, 256, 70_001, dtype=np.uint8)
+    want = [crc32c(buf[i:], reference=True) for i in (0, 3, 517, 69_000)]
+    try:
+        for isa, kernel in (("scalar", "scalar"), ("sse2", "sse4.2")):
+            if isa == "sse2" and platform.machine().lower() not in ("x86_64", "amd64"):
+                continue
+            _core.set_isa(isa)
+            assert _core.crc32c_kernel() == kernel
+            assert crc32c(b"123456789") == 0xE3069283
+            assert [crc32c(buf[i:]) for i in (0, 3, 517, 69_000)] == want
+    finally:
+        _core.set_isa(before)
+    assert _core.crc32c_kernel() in ("avx512-vpclmul", "sse4.2", "scalar")
+
+
+def test_accepts_arrays_and_refuses_str():
+    a = np.arange(1000, dtype=np.float64)
+    assert crc32c(a) == crc32c(a.tobytes())
+    with pytest.raises(TypeError):
+        crc32c("text")

@@ -1,0 +1,1 @@
+"""ndpack.engine: expressions, evaluation paths, reductions, linear algebra, shape ops, foreign operands, dask, persistence."""
