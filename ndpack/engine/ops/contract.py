@@ -56,6 +56,7 @@ import numpy as np
 
 from ndpack.engine.ops import blas
 from ndpack.engine.run import workers
+from ndpack.resources import scratch
 
 __all__ = ["Deal", "LANE_ACC_BYTES", "MIN_SPLIT", "Operand", "SCRATCH_BYTES", "SLAB_BYTES",
            "Tiler", "chunks_of", "contract_into", "flops", "grain_of", "run", "splittable",
@@ -448,13 +449,8 @@ _LOCAL = threading.local()
 
 def _chunk_buffer(nbytes: int, slot: int) -> np.ndarray:
     """This thread's reused buffer `slot` for compressed chunks read from files, of at
-    least `nbytes` (fresh pages cost page faults; pages are touched only as far as
-    chunks fill them).  A chunk that does not fit is read into new bytes instead."""
-    bufs = _LOCAL.__dict__.setdefault("chunk", {})
-    buf = bufs.get(slot)
-    if buf is None or buf.nbytes < nbytes:
-        buf = bufs[slot] = np.empty(nbytes, np.uint8)
-    return buf
+    least `nbytes` (:func:`ndpack.resources.scratch`: fresh pages cost page faults)."""
+    return scratch(nbytes, f"contract-chunk-{slot}")
 
 
 def _release(bufs) -> None:
