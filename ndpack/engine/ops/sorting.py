@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ndpack.engine.ops.shape import _axis
+from ndpack.engine.ops.mergesort import sort_array
 from ndpack.storage.constructors import asarray
 from ndpack.storage.ndarray import NDArray
 
@@ -52,33 +52,62 @@ def _result(values: np.ndarray, like=None) -> NDArray:
     return asarray(values)
 
 
-def _argsort(v: np.ndarray, axis: int, descending: bool, stable: bool) -> np.ndarray:
-    kind = "stable" if stable else None
-    if not descending:
-        return np.argsort(v, axis=axis, kind=kind)
-    # stable descending: sort the reversed array ascending, reverse back, and map the
-    # positions -- equal elements keep their order, NaNs (last ascending) come first
-    n = v.shape[axis]
-    idx = np.argsort(np.flip(v, axis), axis=axis, kind=kind)
-    return n - 1 - np.flip(idx, axis)
+def sort(x, /, *, axis=-1, descending=False, stable=True, urlpath=None,
+         **kwargs) -> NDArray:
+    """`x` sorted along `axis`, out of core.
+
+    Parameters
+    ----------
+    x : NDArray, LazyExpr or array-like
+        Anything with ``shape``, ``dtype`` and ``__getitem__`` (NumPy, h5py, zarr), of
+        at least one dimension; structured dtypes are refused (TypeError).
+    axis : int
+        The axis to sort along (an AxisError when out of range).
+    descending : bool
+        Largest first; equal values keep their order (NaNs come first).
+    stable : bool
+        Equal values keep their order (the default; ``False`` allows any order of
+        equal values, which only shows for -0.0/0.0 and NaNs).
+    urlpath : str, optional
+        Write the result to this file (``mode='w'`` replaces an existing one; it
+        appears under its name only once complete).
+    **kwargs
+        Storage of the result: ``chunks``, ``blocks`` (default: the input's),
+        ``cparams``, ``dparams``, ``contiguous``, ``mode``.
+
+    Returns
+    -------
+    NDArray
+        NaNs last (first when descending), as NumPy.  Tiles of the array holding whole
+        lines along `axis` are sorted in parallel; lines longer than the memory budget
+        are sorted as runs merged on disk (see :mod:`ndpack.engine.ops.mergesort`).
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> a = ndpack.asarray(np.array([[2.0, np.nan, -1.0], [0.0, 3.0, 0.5]]), chunks=(1, 2))
+    >>> ndpack.sort(a)[()].tolist()
+    [[-1.0, 2.0, nan], [0.0, 0.5, 3.0]]
+    >>> ndpack.sort(a, axis=0, descending=True)[()].tolist()
+    [[2.0, nan, 0.5], [0.0, 3.0, -1.0]]
+    """
+    return sort_array(x, axis, descending, stable, False, urlpath, "sort", **kwargs)
 
 
-def sort(x, /, *, axis=-1, descending=False, stable=True) -> NDArray:
-    """`x` sorted along `axis` (stable by default; NaNs last, first when descending)."""
-    v = _values(x, "sort")
-    if v.ndim == 0:
-        raise ValueError("sort needs an array of at least one dimension")
-    ax = _axis(axis, v.ndim)
-    idx = _argsort(v, ax, descending, stable)
-    return _result(np.take_along_axis(v, idx, axis=ax), x)
+def argsort(x, /, *, axis=-1, descending=False, stable=True, urlpath=None,
+            **kwargs) -> NDArray:
+    """Positions (int64) that sort `x` along `axis`, as :func:`sort` orders it, out of
+    core (parameters as :func:`sort`).
 
-
-def argsort(x, /, *, axis=-1, descending=False, stable=True) -> NDArray:
-    """Positions (int64) that sort `x` along `axis`, as :func:`sort` orders it."""
-    v = _values(x, "argsort")
-    if v.ndim == 0:
-        raise ValueError("argsort needs an array of at least one dimension")
-    return _result(_argsort(v, _axis(axis, v.ndim), descending, stable).astype(np.int64), x)
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> ndpack.argsort(np.array([3, 1, 2, 1]))[()].tolist()
+    [1, 3, 2, 0]
+    >>> ndpack.argsort(np.array([3, 1, 2, 1]), descending=True)[()].tolist()
+    [0, 2, 1, 3]
+    """
+    return sort_array(x, axis, descending, stable, True, urlpath, "argsort", **kwargs)
 
 
 def searchsorted(x1, x2, /, *, side="left", sorter=None) -> NDArray:
