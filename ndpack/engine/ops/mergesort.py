@@ -57,14 +57,14 @@ import numpy as np
 from ndpack import resources
 from ndpack.codecs import SpecialValue, get_nthreads
 from ndpack.engine.ops.merge import LaneMerge, make_run, order, sorted_values
-from ndpack.engine.ops.shape import _array, _axis
+from ndpack.engine.ops.shape import _array, _axis, _flat_read
 from ndpack.engine.ops.spool import Spool
 from ndpack.engine.run.output import new_output
 from ndpack.engine.run.workers import submit, workers
 from ndpack.storage.ndarray import NDArray, fill_from
 
-__all__ = ["sort_array", "run_items", "piece_items", "check_sortable", "RUN_ITEMS",
-           "PIECE_ITEMS"]
+__all__ = ["sort_array", "sorted_stream", "run_items", "piece_items", "check_sortable",
+           "Tracked", "RUN_ITEMS", "PIECE_ITEMS"]
 
 RUN_ITEMS = None       # items of a sorted run (None: from the memory limit)
 PIECE_ITEMS = None     # items of a piece of a run read at once by the merge (None: idem)
@@ -147,7 +147,7 @@ def sort_array(x, axis=-1, descending=False, stable=True, positions=False, urlpa
     return new_output(shape, odtype, urlpath, mode, job.into, **_storage(x, kwargs))
 
 
-class _Tracked:
+class Tracked:
     """A pool whose tasks still queued are cancelled, and running ones waited for, when
     the block ends (an error must not leave tasks writing into a closed spool)."""
 
@@ -196,7 +196,7 @@ class _Sort:
         limit = run_items(lay.dtype.itemsize, self.positions, self.nthreads)
         folder = None if out.urlpath is None else \
             os.path.dirname(os.path.abspath(os.fspath(out.urlpath)))
-        pool = self.pool = _Tracked(workers(self.nthreads))
+        pool = self.pool = Tracked(workers(self.nthreads))
         window: collections.deque = collections.deque()
         with Spool(folder) as spool, pool:
             for t in tiles:
@@ -324,3 +324,62 @@ class _Sort:
             return [make_run(spool, vals[i], o[i], piece, offset=a) for i in range(len(v))]
         vals = sorted_values(v, -1, self.descending, self.stable)
         return [make_run(spool, vals[i], None, piece) for i in range(len(v))]
+
+
+# ---------------------------------------------------------------------------------------
+# the sorted stream of a flattened array (unique_*, quantiles)
+
+
+def _split(n: int, limit: int, nthreads: int) -> int:
+    """Items of each run of `n` items: the limit, or a quarter of a thread's share when
+    `n` fits but is large enough to sort in parallel (see SPLIT_ITEMS)."""
+    if n > limit:
+        return limit
+    if n >= SPLIT_ITEMS and nthreads > 1:
+        return max(SPLIT_ITEMS // 4, -(-n // (4 * nthreads)))
+    return max(n, 1)
+
+
+def sorted_stream(x, positions: bool, spool, step: int | None = None):
+    """The items of `x` flattened in C order and sorted stably (NaNs last), as pieces
+    ``(values, positions)`` of about `step` items (positions: int64 flat positions, or
+    None).  Runs are flat ranges read and sorted on the workers and written to `spool`;
+    one run is sorted in memory and never written."""
+    shape = tuple(int(s) for s in x.shape)
+    n = math.prod(shape)
+    itemsize = np.dtype(x.dtype).itemsize
+    nthreads = max(1, get_nthreads())
+    m = _split(n, run_items(itemsize, positions, nthreads), nthreads)
+    starts = list(range(0, n, m))
+    piece = piece_items(len(starts), 1, itemsize, positions)
+    step = step or max(piece, 1 << 16)
+
+    def run(a: int, b: int, keep: bool):
+        v = np.asarray(_flat_read(x, shape, a, b)).reshape(-1)
+        o = order(v) if positions else None
+        vals = v[o] if positions else sorted_values(v)
+        if keep:
+            return vals, None if o is None else o.astype(np.int64) + a
+        return make_run(spool, vals, o, piece, offset=a)
+
+    if len(starts) <= 1:
+        vals, pos = run(0, n, True)
+        for i in range(0, n, step):
+            yield vals[i:i + step], None if pos is None else pos[i:i + step]
+        return
+    runs: list = [None] * len(starts)
+    with Tracked(workers(nthreads)) as pool:
+        window: collections.deque = collections.deque()
+        for i, a in enumerate(starts):
+            window.append((i, pool.submit(run, a, min(a + m, n), False)))
+            while len(window) > nthreads:
+                k, f = window.popleft()
+                runs[k] = f.result()
+        for k, f in window:
+            runs[k] = f.result()
+    merge = LaneMerge(spool, runs, False, np.dtype(x.dtype))
+    while True:
+        vals, pos = merge.take(step)
+        if not len(vals):
+            return
+        yield vals, pos

@@ -2,10 +2,15 @@
 
 ``sort``, ``argsort``, ``searchsorted``, ``nonzero`` and the ``unique_*`` functions
 follow the standard's semantics (stable sorts, NaNs last when ascending and first when
-descending, every NaN its own unique value, int64 indices) and return NDArrays.  They
-compute in memory for now: the input is decoded whole (the sort of arrays larger than
-memory, by chunks and an external merge, is the next step); the results are
-compressed like any other array.
+descending, every NaN its own unique value, int64 indices) and return NDArrays.
+
+* ``sort``/``argsort`` run out of core (:mod:`~ndpack.engine.ops.mergesort`): tiles of
+  whole lanes in parallel, longer lanes as compressed runs and a k-way merge
+  (:mod:`~ndpack.engine.ops.merge`).
+* the ``unique_*`` functions are run lengths over the sorted stream of the flattened
+  input (:mod:`~ndpack.engine.ops.uniques`).
+* ``searchsorted`` of a sorted 1-d NDArray reads only the blocks the values fall in.
+* ``nonzero`` decodes its input (for now).
 
 Examples
 --------
@@ -26,6 +31,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ndpack.engine.ops.mergesort import sort_array
+from ndpack.engine.ops.uniques import unique
 from ndpack.storage.constructors import asarray
 from ndpack.storage.ndarray import NDArray
 
@@ -188,48 +194,58 @@ class UniqueInverseResult(NamedTuple):
     inverse_indices: NDArray
 
 
-def _unique(x, name: str):
-    """Sorted unique values of the flattened input, every NaN distinct (the standard's
-    rule), with first indices, inverse indices (the input's shape) and counts."""
-    v = _values(x, name)
-    flat = v.reshape(-1)
-    order = np.argsort(flat, kind="stable")
-    s = flat[order]
-    new = np.ones(s.size, dtype=bool)
-    if s.size > 1:
-        same = s[1:] == s[:-1]                 # NaN != NaN: each NaN starts a group
-        new[1:] = ~same
-    starts = np.flatnonzero(new)
-    values = s[starts]
-    counts = np.diff(np.append(starts, s.size))
-    group = np.cumsum(new) - 1
-    inverse = np.empty(flat.size, dtype=np.int64)
-    inverse[order] = group
-    return (values, order[starts].astype(np.int64), inverse.reshape(v.shape),
-            counts.astype(np.int64))
-
-
 def unique_values(x, /) -> NDArray:
-    """The distinct values of `x`, sorted (a 1-d NDArray; each NaN is its own value)."""
-    return _result(_unique(x, "unique_values")[0])
+    """The distinct values of `x`, sorted, out of core (a 1-d NDArray; -0.0 and 0.0 are
+    one value, every NaN is its own, last).
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> ndpack.unique_values(np.array([2.0, np.nan, 2.0, -1.0, np.nan]))[()].tolist()
+    [-1.0, 2.0, nan, nan]
+    """
+    return unique("unique_values", x)
 
 
 def unique_counts(x, /) -> UniqueCountsResult:
-    """``(values, counts)``: the distinct values of `x` and how often each occurs."""
-    values, _, _, counts = _unique(x, "unique_counts")
-    return UniqueCountsResult(_result(values), _result(counts))
+    """``(values, counts)``: the distinct values of `x` and how often each occurs (out
+    of core, see :func:`unique_values`).
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> r = ndpack.unique_counts(np.array([[1, 3], [3, 3]]))
+    >>> r.values[()].tolist(), r.counts[()].tolist()
+    ([1, 3], [1, 3])
+    """
+    return UniqueCountsResult(*unique("unique_counts", x))
 
 
 def unique_inverse(x, /) -> UniqueInverseResult:
     """``(values, inverse_indices)``: the distinct values and, for every element of `x`
-    (same shape), the position of its value among them."""
-    values, _, inverse, _ = _unique(x, "unique_inverse")
-    return UniqueInverseResult(_result(values), _result(inverse))
+    (same shape, and the chunks of an NDArray `x`), the position of its value among
+    them (out of core).
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> r = ndpack.unique_inverse(np.array([[5, 1], [1, 7]]))
+    >>> r.values[()].tolist(), r.inverse_indices[()].tolist()
+    ([1, 5, 7], [[1, 0], [0, 2]])
+    """
+    return UniqueInverseResult(*unique("unique_inverse", x))
 
 
 def unique_all(x, /) -> UniqueAllResult:
     """``(values, indices, inverse_indices, counts)``: the distinct values, the first
-    position of each in the flattened `x`, the inverse indices and the counts."""
-    values, first, inverse, counts = _unique(x, "unique_all")
-    return UniqueAllResult(_result(values), _result(first), _result(inverse),
-                           _result(counts))
+    position of each in the flattened `x`, the inverse indices and the counts (out of
+    core).
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> r = ndpack.unique_all(np.array([4, 2, 4, 4]))
+    >>> [v[()].tolist() for v in r]
+    [[2, 4], [1, 0], [1, 0, 1, 1], [1, 3]]
+    """
+    return UniqueAllResult(*unique("unique_all", x))
