@@ -15,9 +15,11 @@ import pathlib
 
 import pytest
 
-from tests.helpers import REPO
+import ndpack
 
-ROOT = REPO / "ndpack"
+# the package being tested: the source tree, or the installed wheel when the suite runs
+# outside the tree (.ci/wheel.sh), where a path next to tests/ would find no module
+ROOT = pathlib.Path(ndpack.__file__).resolve().parent
 
 # floor of each module: the longest matching prefix decides
 FLOORS = {
