@@ -11,6 +11,6 @@
   ``statistical``, ``elementwise``), operators and protocols, persistence, UDFs;
 * :mod:`ndpack.engine.backends` -- other schedulers (dask).
 
-Each floor imports only the floors below it (``tests/test_layers.py``).  Importing
+Each floor imports only the floors below it (``tests/tools/test_layers.py``).  Importing
 this package imports nothing: ``ndpack/__init__.py`` assembles the namespace.
 """

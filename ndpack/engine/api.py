@@ -13,6 +13,9 @@ array([1., 3., 5., 7., 9.])
 >>> e = lazyexpr("sum(a) - a")
 >>> e.shape, e[()].tolist()
 ((5,), [10.0, 9.0, 8.0, 7.0, 6.0])
+>>> o = np.zeros(5)
+>>> lazyexpr("a + 1", out=o).compute() is o, o.tolist()
+(True, [1.0, 2.0, 3.0, 4.0, 5.0])
 """
 
 from __future__ import annotations
@@ -42,23 +45,32 @@ def lazyexpr(expression, operands=None, out=None, local_dict=None, global_dict=N
     expression : str or LazyExpr
     operands : dict, optional
     out : array-like, optional
-        Where :meth:`LazyExpr.compute` results go when evaluated with :func:`evaluate`.
+        An existing array (NumPy, NDArray, h5py, zarr, ...) that
+        :meth:`LazyExpr.compute` fills and returns instead of making a new NDArray.
 
     Returns
     -------
     LazyExpr
     """
-    if isinstance(expression, LazyExpr):
+    if isinstance(expression, LazyExpr) and out is None:
         return expression
-    if not isinstance(expression, str):
-        return LazyExpr(as_node(expression))
-    names = {}
-    if global_dict is None and local_dict is None and operands is None:
-        names.update(_caller_names(1))
-    names.update(global_dict or {})
-    names.update(local_dict or {})
-    names.update(operands or {})
-    return LazyExpr(parse(expression, names))
+    if isinstance(expression, LazyExpr):
+        expr = LazyExpr(expression.node) if type(expression) is LazyExpr else expression
+    elif not isinstance(expression, str):
+        expr = LazyExpr(as_node(expression))
+    else:
+        names = {}
+        if global_dict is None and local_dict is None and operands is None:
+            names.update(_caller_names(1))
+        names.update(global_dict or {})
+        names.update(local_dict or {})
+        names.update(operands or {})
+        expr = LazyExpr(parse(expression, names))
+    if out is not None:
+        if tuple(out.shape) != expr.shape:
+            raise ValueError(f"out has shape {tuple(out.shape)}, the expression {expr.shape}")
+        expr.output = out            # compute() fills it (python-blosc2's lazyexpr(out=))
+    return expr
 
 
 def evaluate(expression, local_dict=None, global_dict=None, out=None, scheduler=None,

@@ -188,8 +188,20 @@ def compute(expr: LazyExpr, urlpath=None, mode="w", chunks=None, blocks=None,
             cparams=None, dparams=None, progress=False, scheduler=None, fp_accuracy=None,
             **kwargs) -> NDArray:
     """:meth:`LazyExpr.compute`: a new NDArray (in memory or at `urlpath`), filled one
-    output chunk at a time."""
+    output chunk at a time; with ``out=`` (or an `out` given to ``lazyexpr``), the
+    existing array `out` (any kind, as :func:`evaluate_into`) filled and returned."""
     check_fp_accuracy(fp_accuracy)
+    out = kwargs.pop("out", None)
+    if out is None:
+        out = getattr(expr, "output", None)
+    if out is not None:
+        given = [k for k, v in (("urlpath", urlpath), ("chunks", chunks), ("blocks", blocks),
+                                ("cparams", cparams), ("dparams", dparams)) if v is not None]
+        if given or kwargs or scheduler is not None:
+            raise ParameterError(f"compute(out=...) writes into an existing array: "
+                                 f"{sorted(given + list(kwargs)) or ['scheduler']} cannot "
+                                 "be given with it")
+        return evaluate_into(expr, out)
     if scheduler is not None:
         from ndpack.engine.backends.dask import compute_with_dask     # seam: optional
         return compute_with_dask(expr, scheduler=scheduler, urlpath=urlpath, mode=mode,

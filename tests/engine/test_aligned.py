@@ -271,9 +271,14 @@ def test_read_chunk_buffers(tmp_path):
 
 
 def test_aligned_into_h5py_and_zarr(tmp_path, count_aligned):
+    """Outputs with no chunks of their own (a contiguous HDF5 dataset) take the aligned
+    path; chunked HDF5 and zarr outputs get whole chunks from their chunk writers."""
     import h5py
     import zarr
+
+    from ndpack.engine.run import chunkout
     raw, nd = _arrays((70, 25), (16, 25), (4, 25))
+    writes = dict(chunkout.WRITES)
     ops = dict(zip("abc", nd))
     want = raw[0] * raw[1] - np.cos(raw[2])
     with h5py.File(tmp_path / "o.h5", "w") as f:
@@ -286,4 +291,6 @@ def test_aligned_into_h5py_and_zarr(tmp_path, count_aligned):
     z = zarr.create_array(tmp_path / "o.zarr", shape=(70, 25), dtype="f8", chunks=(33, 7))
     ndpack.evaluate("a * b - cos(c)", local_dict=ops, out=z)
     np.testing.assert_allclose(z[()], want, rtol=1e-14)
-    assert len(count_aligned) == 3 * 5
+    assert len(count_aligned) == 5                       # the contiguous dataset only
+    assert chunkout.WRITES["h5py"] - writes.get("h5py", 0) == 7
+    assert chunkout.WRITES["zarr"] - writes.get("zarr", 0) == 3 * 4

@@ -266,3 +266,26 @@ def test_computed_results_default_to_fast_cparams(tmp_path):
     np.testing.assert_array_equal(blosc2.open(str(tmp_path / "r.b2nd"))[:], a[:] * 2 + 1)
     given = (a * 2).compute(cparams={"codec": ndpack.Codec.LZ4, "clevel": 3})
     assert (given.cparams.codec, given.cparams.clevel) == (ndpack.Codec.LZ4, 3)
+
+
+def test_zero_d_expressions_are_arrays_to_numpy():
+    e = ndpack.lazyexpr("sum(a)", operands={"a": ndpack.asarray(np.arange(4.0))})
+    got = np.asarray(e)
+    assert isinstance(got, np.ndarray) and got.shape == () and float(got) == 6.0
+    assert np.ndim(e) == 0 and np.asarray(e, dtype="f4").dtype == np.float32
+
+
+def test_compute_into_out():
+    x = np.arange(12.0).reshape(3, 4)
+    a = ndpack.asarray(x)
+    o = np.zeros((3, 4))
+    assert ndpack.lazyexpr("a * 2", operands={"a": a}).compute(out=o) is o
+    np.testing.assert_array_equal(o, x * 2)
+    nd_out = ndpack.zeros((3, 4), chunks=(2, 2))
+    e = ndpack.lazyexpr("a + 1", operands={"a": a}, out=nd_out)   # python-blosc2's out=
+    assert e.compute() is nd_out
+    np.testing.assert_array_equal(nd_out[()], x + 1)
+    with pytest.raises(ndpack.ParameterError, match="urlpath"):
+        (a * 2).compute(out=o, urlpath="x.b2nd")
+    with pytest.raises(ValueError, match="shape"):
+        ndpack.lazyexpr("a * 2", operands={"a": a}, out=np.zeros(3))

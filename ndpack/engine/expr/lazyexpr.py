@@ -6,7 +6,7 @@ methods build new expressions.  Computing is not this floor's business: the meth
 that compute (``compute``, ``[key]``, ``__array__``, ``save``, a ufunc with ``out=``,
 ``__array_function__``, the reduction methods) reach the engine's top
 (:mod:`ndpack.engine.compute`) through one import each, the seams listed in
-``tests/test_layers.py``.
+``tests/tools/test_layers.py``.
 
 An expression follows its operands: when a stored operand is resized after the tree
 was built, the tree is rebuilt over the current shapes (broadcasting and reductions
@@ -225,7 +225,7 @@ class LazyExpr:
         return compute_box(self, box)[rest]
 
     def __array__(self, dtype=None, copy=None):
-        res = self[()]
+        res = np.asarray(self[()])            # a 0-d expression gives a 0-d array
         return res if dtype is None else res.astype(dtype)
 
     def compute(self, urlpath=None, mode="w", chunks=None, blocks=None, cparams=None,
@@ -250,10 +250,14 @@ class LazyExpr:
         fp_accuracy : FPAccuracy, optional
             python-blosc2's accuracy mode: ndpack always computes at ``HIGH``
             (NumPy's results; sin/cos within 1 ulp), which ``MEDIUM`` also gets.
+        out : array-like, optional (keyword)
+            Fill this existing array (NumPy, NDArray, h5py, zarr, ...) instead, and
+            return it (as ``evaluate(expr, out=out)``); so does an `out` given to
+            :func:`ndpack.lazyexpr`.
 
         Returns
         -------
-        NDArray
+        NDArray, or `out`
         """
         from ndpack.engine.compute import compute                   # seam
         return compute(self, urlpath=urlpath, mode=mode, chunks=chunks, blocks=blocks,
