@@ -10,7 +10,7 @@ descending, every NaN its own unique value, int64 indices) and return NDArrays.
 * the ``unique_*`` functions are run lengths over the sorted stream of the flattened
   input (:mod:`~ndpack.engine.ops.uniques`).
 * ``searchsorted`` of a sorted 1-d NDArray reads only the blocks the values fall in.
-* ``nonzero`` decodes its input (for now).
+* ``nonzero`` streams its input twice (:mod:`~ndpack.engine.ops.nonzero`).
 
 Examples
 --------
@@ -31,6 +31,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ndpack.engine.ops.mergesort import sort_array
+from ndpack.engine.ops.nonzero import nonzero as _nonzero
 from ndpack.engine.ops.uniques import unique
 from ndpack.storage.constructors import asarray
 from ndpack.storage.ndarray import NDArray
@@ -170,11 +171,17 @@ def _search_stored(x: NDArray, v: np.ndarray, side: str) -> np.ndarray:
 
 def nonzero(x, /) -> tuple:
     """One int64 NDArray per dimension: the coordinates of the nonzero elements of `x`
-    (in C order)."""
-    v = _values(x, "nonzero")
-    if v.ndim == 0:
-        raise ValueError("nonzero needs an array of at least one dimension")
-    return tuple(_result(i.astype(np.int64)) for i in np.nonzero(v))
+    (in C order), in two streamed passes (count, then fill: see
+    :mod:`ndpack.engine.ops.nonzero`).
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> rows, cols = ndpack.nonzero(np.array([[0, 1], [2, 0]]))
+    >>> rows[()].tolist(), cols[()].tolist()
+    ([0, 1], [1, 0])
+    """
+    return _nonzero(x)
 
 
 class UniqueAllResult(NamedTuple):
