@@ -16,6 +16,12 @@ extern "C" {
 int ndp_blosclz_compress(int clevel, const uint8_t *src, int srclen,
                          uint8_t *dst, int maxout);
 
+/* The same with the match-length loop chosen: simd != 0 uses SSE2 where the
+ * build has it (what ndp_blosclz_compress does), 0 the scalar reference.  Both
+ * give the same bytes; the chunk writer passes 0 under NDPACK_ISA=scalar. */
+int ndp_blosclz_compress_isa(int clevel, const uint8_t *src, int srclen,
+                             uint8_t *dst, int maxout, int simd);
+
 /* Decompress a stream of `srclen` bytes into exactly `dstlen` bytes.
  * Returns dstlen on success, or a negative value if the stream is corrupt,
  * would write past dst[dstlen - 1], would read past src[srclen - 1], refers

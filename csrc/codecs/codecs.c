@@ -17,6 +17,7 @@
 #include "probe.h"
 #include "../common/internal.h"
 #include "../common/tls.h"
+#include "../filters/filters.h"
 
 typedef struct {
   int registered;
@@ -86,7 +87,8 @@ int32_t ndp_codec_encode(int compcode, int clevel, int meta, const uint8_t *src,
   }
   switch (compcode) {
     case NDP_BLOSCLZ:
-      return ndp_blosclz_compress(clevel, src, n, dst, maxout);
+      return ndp_blosclz_compress_isa(clevel, src, n, dst, maxout,
+                                      ndp_filters_isa() != NDP_ISA_SCALAR);
     case NDP_LZ4: {
       if (t->lz4_state == NULL && (t->lz4_state = malloc((size_t)LZ4_sizeofState())) == NULL)
         return NDP_ERR_MEMORY;

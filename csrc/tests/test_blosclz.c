@@ -413,6 +413,10 @@ static int roundtrip(const uint8_t *data, int n, int clevel, int maxout, const c
   check(ok, "%s clevel %d maxout %d: compressor wrote past maxout", what, clevel, maxout);
   check(r == r2 && (r <= 0 || memcmp(dst, g, (size_t)r) == 0),
         "%s clevel %d: compressor not deterministic", what, clevel);
+  /* the scalar match-length loop (the reference) gives the same bytes */
+  r2 = ndp_blosclz_compress_isa(clevel, src, n, g, maxout, 0);
+  check(r == r2 && (r <= 0 || memcmp(dst, g, (size_t)r) == 0),
+        "%s clevel %d: scalar and SIMD encoders differ", what, clevel);
   check(r >= 0 && r <= maxout && (r == 0 || r < n), "%s clevel %d maxout %d: returned %d", what,
         clevel, maxout, r);
   check(memcmp(src, data, (size_t)n) == 0, "%s: compressor modified its input", what);
@@ -628,6 +632,73 @@ static void test_random_instructions(void) {
   }
 }
 
+/* ------------------------------------------------------------------------ */
+/* Encoder choices                                                             */
+
+/* Stream size of `data` (0: given up), checked by a round trip. */
+static int compressed_size(const uint8_t *data, int n, int clevel, const char *what) {
+  return roundtrip(data, n, clevel, n, what);
+}
+
+static void test_encoder_choices(void) {
+  const int n = 65536;
+  uint8_t *data = xmalloc((size_t)n * 8), *plane = xmalloc((size_t)n);
+  int cl, r;
+
+  /* Smooth numeric data: a byte plane of a shuffled float64 ramp with the
+   * step of np.linspace(0, 1, 12_500_000).  The repeat distance gives long
+   * matches: plane 2 (bytes 2 of 65536 values) compresses 10.1 / 13.8 / 19.9
+   * times at levels 1 / 4 / 9 (before it came in: given up / 11.9 / 13.6). */
+  {
+    uint8_t *vals = xmalloc((size_t)n * 8);
+    int i;
+    for (i = 0; i < n; i++) {
+      double v = 0.3 + (double)i / 12499999.0;
+      memcpy(vals + 8 * (size_t)i, &v, 8);
+    }
+    shuffle_bytes(data, vals, (size_t)n * 8, 8);
+    memcpy(plane, data + 2 * (size_t)n, (size_t)n);
+    free(vals);
+  }
+  for (cl = 1; cl <= 9; cl++) {
+    double want = cl < 4 ? 8.5 : cl < 6 ? 13 : 17;
+    r = compressed_size(plane, n, cl, "f64 ramp plane 2");
+    check(r > 0 && (double)n / r >= want, "f64 ramp plane 2, clevel %d: ratio %.1f below %.1f",
+          cl, r > 0 ? (double)n / r : 0.0, want);
+  }
+
+  /* Give-up decisions.  Random bytes: never compressed. */
+  generate(GEN_RANDOM, data, (size_t)n);
+  for (cl = 1; cl <= 9; cl++)
+    check(compressed_size(data, n, cl, "random") == 0, "random clevel %d: compressed", cl);
+  /* A compressible tail: compressed at every level (the tail probe passes). */
+  memset(data + n / 2, 7, (size_t)n / 2);
+  for (cl = 1; cl <= 9; cl++)
+    check(compressed_size(data, n, cl, "random head, runs tail") > 0,
+          "random head, runs tail, clevel %d: given up", cl);
+  /* A compressible head and a random tail: before the head check, levels
+   * 1-6 gave such inputs up on the tail sample alone; now an input whose head
+   * and whole reach the level's ratio is encoded.  Runs over the first half:
+   * the whole compresses 1.9 times, short of level 1's ratio (2). */
+  memset(data, 7, (size_t)n / 2);
+  generate(GEN_RANDOM, data + n / 2, (size_t)n / 2);
+  for (cl = 1; cl <= 9; cl++) {
+    r = compressed_size(data, n, cl, "runs head, random tail");
+    if (cl == 1)
+      check(r == 0, "runs head, random tail, clevel 1: compressed to %d", r);
+    else
+      check(r > 0 && r < n * 6 / 10, "runs head, random tail, clevel %d: size %d", cl, r);
+  }
+  /* Runs over three quarters: compressed at every level. */
+  memset(data, 7, (size_t)n * 3 / 4);
+  for (cl = 1; cl <= 9; cl++) {
+    r = compressed_size(data, n, cl, "runs head, random quarter");
+    check(r > 0 && r < n * 3 / 10, "runs head, random quarter, clevel %d: size %d", cl, r);
+  }
+  free(data);
+  free(plane);
+}
+
 int main(void) {
   test_handbuilt();
   printf("hand-built streams: %ld passed, %ld failed so far\n", g_pass, g_fail);
@@ -642,6 +713,8 @@ int main(void) {
   printf("maxout: %ld passed, %ld failed so far\n", g_pass, g_fail);
   test_large();
   printf("large inputs: %ld passed, %ld failed so far\n", g_pass, g_fail);
+  test_encoder_choices();
+  printf("encoder choices: %ld passed, %ld failed so far\n", g_pass, g_fail);
   printf("%ld passed, %ld failed\n", g_pass, g_fail);
   return g_fail != 0;
 }
