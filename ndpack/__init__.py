@@ -53,6 +53,7 @@ from ndpack.engine.ops.manipulation import (broadcast_arrays, diff, meshgrid, re
                                         triu, unstack)
 from ndpack.engine.ops.sorting import (argsort, nonzero, searchsorted, sort, unique_all,
                                    unique_counts, unique_inverse, unique_values)
+from ndpack.engine.ops.quantile import median, quantile
 from ndpack.engine.compute import FPAccuracy
 from ndpack.engine.persist import MissingOperandsError, open
 from ndpack.engine.backends.dask import from_dask, to_dask
@@ -103,8 +104,8 @@ __all__ = [
     *_elementwise.UNARY, *_elementwise.BINARY, *_elementwise.ALIASES, "clip", "where",
     "astype",
     "sort", "argsort", "searchsorted", "nonzero", "unique_all", "unique_counts",
-    "unique_inverse", "unique_values", "broadcast_arrays", "meshgrid", "tile", "repeat",
-    "unstack", "tril", "triu", "diff",
+    "unique_inverse", "unique_values", "quantile", "median", "broadcast_arrays", "meshgrid",
+    "tile", "repeat", "unstack", "tril", "triu", "diff",
     "concat", "stack", "permute_dims", "matrix_transpose", "moveaxis", "expand_dims",
     "squeeze", "broadcast_to", "reshape", "flip", "roll", "take", "take_along_axis",
 ]
