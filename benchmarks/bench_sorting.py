@@ -1,0 +1,167 @@
+"""Sorting, set functions, nonzero and quantiles of compressed arrays (issue 22): ndpack
+vs NumPy on the decoded array, python-blosc2 and dask where they have a counterpart.
+
+Cases (``--quick`` sizes in brackets):
+
+* ``sort`` / ``argsort`` of 1-D float64, 10^8 [10^6] items (random, and nearly sorted:
+  0.1% of the items swapped), default chunks, LZ4 clevel 1 + shuffle: ndpack (result
+  compressed) vs ``np.sort`` / ``np.argsort(kind="stable")`` of the decoded array;
+  python-blosc2 ``argsort`` (its ``sort`` of a plain array returns the array unsorted:
+  it sorts only structured arrays by field);
+* ``sort`` of a (4000, 4000) [(1000, 1000)] float64 array along each axis, chunks of
+  a quarter of each side;
+* the 1000 largest values: ``sort(descending=True)[:1000]`` vs dask's ``topk``
+  (threads, chunks of the input) and ``np.partition``;
+* ``unique_counts`` of 10^8 [10^6] int64 in [0, 10^6), ``nonzero`` of a 10%-dense
+  (4000, 4000) [(1000, 1000)] mask, ``quantile`` (1%, 50%, 99%) and ``median`` of the
+  random 1-D array, vs NumPy on the decoded arrays;
+* (not ``--quick``) the random 1-D array sorted into a file (``urlpath=``).
+
+Each ndpack row also gives its peak RSS growth (``rss MB``).  Timings are the best of
+interleaved rounds; ratios are peer time / ndpack time (> 1: ndpack faster).  The
+machine is shared: numbers are indicative.
+
+    python benchmarks/bench_sorting.py [--quick] [--reps N] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+
+import numpy as np
+from timing import best_times, optional, peak_rss_during, write_json
+
+import ndpack
+
+blosc2 = optional("blosc2")
+da = optional("dask.array")
+
+CPARAMS = {"codec": ndpack.Codec.LZ4, "clevel": 1}
+
+
+def row(name, fns, reps, rows, rss=None):
+    ts = best_times(list(fns.values()), reps, budget=20.0)
+    t = dict(zip(fns, ts))
+    nd = t["ndpack"]
+    cells = "  ".join(f"{k} {v * 1e3:8.1f} ms" for k, v in t.items())
+    ratios = "  ".join(f"{k}/nd {v / nd:5.2f}" for k, v in t.items() if k != "ndpack")
+    extra = f"  rss {rss / 2**20:6.0f} MB" if rss is not None else ""
+    print(f"{name:<30} {cells}  | {ratios}{extra}", flush=True)
+    rows.append({"case": name, "ms": {k: v * 1e3 for k, v in t.items()},
+                 "ratio_vs_ndpack": {k: v / nd for k, v in t.items() if k != "ndpack"},
+                 "ndpack_rss_mb": None if rss is None else rss / 2**20})
+
+
+def rss_of(fn) -> int:
+    return peak_rss_during(fn)[1]
+
+
+def run_1d(n, reps, rows):
+    rng = np.random.default_rng(0)
+    x = rng.random(n)
+    near = np.sort(x)
+    i, j = rng.integers(0, n, (2, max(1, n // 1000)))
+    near[i], near[j] = near[j], near[i]
+    print(f"1-D float64, {n} items ({x.nbytes / 1e6:.0f} MB), LZ4 1")
+    for label, v in (("random", x), ("nearly sorted", near)):
+        a = ndpack.asarray(v, cparams=CPARAMS)
+        d = a[()]
+        assert np.array_equal(ndpack.sort(a)[-5:], np.sort(v)[-5:])
+        fns = {"numpy": lambda d=d: np.sort(d), "ndpack": lambda a=a: ndpack.sort(a)}
+        row(f"sort 1-D {label}", fns, reps, rows, rss_of(lambda a=a: ndpack.sort(a)))
+        fns = {"numpy": lambda d=d: np.argsort(d, kind="stable"),
+               "ndpack": lambda a=a: ndpack.argsort(a)}
+        if blosc2 is not None:
+            b = blosc2.asarray(v, cparams=blosc2.CParams(codec=blosc2.Codec.LZ4, clevel=1))
+            fns["blosc2"] = lambda b=b: blosc2.argsort(b)
+        row(f"argsort 1-D {label}", fns, reps, rows, rss_of(lambda a=a: ndpack.argsort(a)))
+    return x
+
+
+def run_2d(n, reps, rows):
+    x = np.random.default_rng(1).random((n, n))
+    chunks = (n // 4, n // 4)
+    a = ndpack.asarray(x, chunks=chunks, cparams=CPARAMS)
+    print(f"({n}, {n}) float64, chunks {chunks}")
+    for axis in (0, 1):
+        assert np.array_equal(ndpack.sort(a, axis=axis)[:3], np.sort(x, axis=axis)[:3])
+        fns = {"numpy": lambda axis=axis: np.sort(x, axis=axis),
+               "ndpack": lambda axis=axis: ndpack.sort(a, axis=axis)}
+        row(f"sort 2-D axis {axis}", fns, reps, rows,
+            rss_of(lambda axis=axis: ndpack.sort(a, axis=axis)))
+
+
+def run_topk(x, reps, rows, k=1000):
+    a = ndpack.asarray(x, cparams=CPARAMS)
+    want = np.sort(x)[::-1][:k]
+    assert np.array_equal(ndpack.sort(a, descending=True)[:k], want)
+    fns = {"numpy": lambda: np.partition(x, -k)[-k:],
+           "ndpack": lambda: ndpack.sort(a, descending=True)[:k]}
+    if da is not None:
+        dx = da.from_array(x, chunks=a.chunks)
+        assert np.array_equal(da.topk(dx, k).compute(scheduler="threads"), want)
+        fns["dask"] = lambda: da.topk(dx, k).compute(scheduler="threads")
+    row(f"top {k} (sort descending)", fns, reps, rows)
+
+
+def run_sets(x, n, m2, reps, rows):
+    ints = np.random.default_rng(2).integers(0, 10**6, n)
+    ai = ndpack.asarray(ints, cparams=CPARAMS)
+    di = ai[()]
+    assert np.array_equal(ndpack.unique_counts(ai).counts[:5], np.unique_counts(di).counts[:5])
+    row("unique_counts int64", {"numpy": lambda: np.unique_counts(di),
+                                "ndpack": lambda: ndpack.unique_counts(ai)}, reps, rows,
+        rss_of(lambda: ndpack.unique_counts(ai)))
+    mask = np.random.default_rng(3).random((m2, m2)) < 0.1
+    am = ndpack.asarray(mask, cparams=CPARAMS)
+    dm = am[()]
+    row("nonzero 10% mask", {"numpy": lambda: np.nonzero(dm),
+                             "ndpack": lambda: ndpack.nonzero(am)}, reps, rows,
+        rss_of(lambda: ndpack.nonzero(am)))
+    a = ndpack.asarray(x, cparams=CPARAMS)
+    d = a[()]
+    q = [0.01, 0.5, 0.99]
+    assert np.array_equal(ndpack.quantile(a, q), np.quantile(d, q))
+    row("quantile 1/50/99%", {"numpy": lambda: np.quantile(d, q),
+                              "ndpack": lambda: ndpack.quantile(a, q)}, reps, rows,
+        rss_of(lambda: ndpack.quantile(a, q)))
+    row("median", {"numpy": lambda: np.median(d), "ndpack": lambda: ndpack.median(a)},
+        reps, rows, rss_of(lambda: ndpack.median(a)))
+
+
+def run_disk(x, reps, rows):
+    with tempfile.TemporaryDirectory(dir=".") as tmp:
+        src = os.path.join(tmp, "x.b2nd")
+        a = ndpack.asarray(x, cparams=CPARAMS, urlpath=src, mode="w")
+        a = ndpack.open(src)
+        out = os.path.join(tmp, "s.b2nd")
+        fns = {"numpy": lambda: np.sort(a[()]),
+               "ndpack": lambda: ndpack.sort(a, urlpath=out, cparams=CPARAMS)}
+        row("sort 1-D file -> file", fns, reps, rows,
+            rss_of(lambda: ndpack.sort(a, urlpath=out, cparams=CPARAMS)))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="small arrays, for CI")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--json", help="write the rows to this file")
+    args = p.parse_args(argv)
+    n = 10**6 if args.quick else 10**8
+    m2 = 1000 if args.quick else 4000
+    rows: list = []
+    x = run_1d(n, args.reps, rows)
+    run_2d(m2, args.reps, rows)
+    run_topk(x, args.reps, rows)
+    run_sets(x, n, m2, args.reps, rows)
+    if not args.quick:
+        run_disk(x, args.reps, rows)
+    write_json(args.json, rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
