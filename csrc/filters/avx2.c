@@ -34,6 +34,12 @@
 
 #define LD(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
 #define ST(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), (v))
+/* a store that bypasses the caches when `stream` (p 32-byte aligned), else ST */
+#define STX(p, v, stream)                                                   \
+  do {                                                                      \
+    if (stream) _mm256_stream_si256((__m256i *)(void *)(p), (v));           \
+    else ST(p, v);                                                          \
+  } while (0)
 #define LD128(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
 #define ST128(p, v) _mm_storeu_si128((__m128i *)(void *)(p), (v))
 /* lane 0 from p0, lane 1 from p1 */
@@ -396,37 +402,38 @@ static void shuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst) 
  * 9.0 for sixteen 16-byte stores in rounds of 64 elements). */
 
 /* 32 elements at plane offset i -> element bytes at d */
-NDP_INLINE void unshuf2_32(const uint8_t *const *s, size_t i, uint8_t *d) {
+/* (`stream`: the stores bypass the caches; d must then be 32-byte aligned) */
+NDP_INLINE void unshuf2_32(const uint8_t *const *s, size_t i, uint8_t *d, const int stream) {
   __m256i a = LD(s[0] + i), b = LD(s[1] + i);
   ZIP(a, b);
-  ST(d, _mm256_permute2x128_si256(a, b, 0x20));
-  ST(d + 32, _mm256_permute2x128_si256(a, b, 0x31));
+  STX(d, _mm256_permute2x128_si256(a, b, 0x20), stream);
+  STX(d + 32, _mm256_permute2x128_si256(a, b, 0x31), stream);
 }
 
 static size_t unshuffle2(size_t m, const uint8_t *const *p, uint8_t *dst) {
   const uint8_t *s[2] = {p[0], p[1]};
   size_t i = 0;
-  for (; i + 32 <= m; i += 32) unshuf2_32(s, i, dst + 2 * i);
+  for (; i + 32 <= m; i += 32) unshuf2_32(s, i, dst + 2 * i, 0);
   return i;
 }
 
-NDP_INLINE void unshuf4_32(const uint8_t *const *s, size_t i, uint8_t *d) {
+NDP_INLINE void unshuf4_32(const uint8_t *const *s, size_t i, uint8_t *d, const int stream) {
   __m256i v0 = LD(s[0] + i), v1 = LD(s[1] + i);
   __m256i v2 = LD(s[2] + i), v3 = LD(s[3] + i);
   ZIP(v0, v2);
   ZIP(v1, v3);
   ZIP(v0, v1);
   ZIP(v2, v3);
-  ST(d, _mm256_permute2x128_si256(v0, v1, 0x20));
-  ST(d + 32, _mm256_permute2x128_si256(v2, v3, 0x20));
-  ST(d + 64, _mm256_permute2x128_si256(v0, v1, 0x31));
-  ST(d + 96, _mm256_permute2x128_si256(v2, v3, 0x31));
+  STX(d, _mm256_permute2x128_si256(v0, v1, 0x20), stream);
+  STX(d + 32, _mm256_permute2x128_si256(v2, v3, 0x20), stream);
+  STX(d + 64, _mm256_permute2x128_si256(v0, v1, 0x31), stream);
+  STX(d + 96, _mm256_permute2x128_si256(v2, v3, 0x31), stream);
 }
 
 static size_t unshuffle4(size_t m, const uint8_t *const *p, uint8_t *dst) {
   const uint8_t *s[4] = {p[0], p[1], p[2], p[3]};
   size_t i = 0;
-  for (; i + 32 <= m; i += 32) unshuf4_32(s, i, dst + 4 * i);
+  for (; i + 32 <= m; i += 32) unshuf4_32(s, i, dst + 4 * i, 0);
   return i;
 }
 
@@ -447,15 +454,15 @@ NDP_INLINE void unshuffle8_regs(__m256i *v) {
   ZIP(v[6], v[7]);
 }
 
-NDP_INLINE void unshuf8_32(const uint8_t *const *s, size_t i, uint8_t *d) {
+NDP_INLINE void unshuf8_32(const uint8_t *const *s, size_t i, uint8_t *d, const int stream) {
   __m256i v[8];
 #define L_(j) v[j] = LD(s[j] + i);
   REP8(L_)
 #undef L_
   unshuffle8_regs(v);
-#define S_(k)                                                                 \
-  ST(d + 32 * k, _mm256_permute2x128_si256(v[2 * k], v[2 * k + 1], 0x20));       \
-  ST(d + 128 + 32 * k, _mm256_permute2x128_si256(v[2 * k], v[2 * k + 1], 0x31));
+#define S_(k)                                                                         \
+  STX(d + 32 * k, _mm256_permute2x128_si256(v[2 * k], v[2 * k + 1], 0x20), stream);       \
+  STX(d + 128 + 32 * k, _mm256_permute2x128_si256(v[2 * k], v[2 * k + 1], 0x31), stream);
   REP4(S_)
 #undef S_
 }
@@ -463,7 +470,7 @@ NDP_INLINE void unshuf8_32(const uint8_t *const *s, size_t i, uint8_t *d) {
 static size_t unshuffle8(size_t m, const uint8_t *const *p, uint8_t *dst) {
   const uint8_t *s[8] = {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]};
   size_t i = 0;
-  for (; i + 32 <= m; i += 32) unshuf8_32(s, i, dst + 8 * i);
+  for (; i + 32 <= m; i += 32) unshuf8_32(s, i, dst + 8 * i, 0);
   return i;
 }
 
@@ -496,6 +503,32 @@ static void shuffle_avx2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
 static void unshuffle_planes_avx2(size_t g, size_t m, const uint8_t *const *p, uint8_t *dst) {
   if (m < 32) ndp_unshuffle_planes_scalar(g, m, p, dst);
   else unshuffle_planes_range(g, m, p, dst);
+}
+
+/* As unshuffle_planes_avx2, with stores that bypass the caches for 2, 4 and 8
+ * planes (the other group sizes, dst not a multiple of g, or fewer than 64
+ * elements: the regular kernel).  Elements before the first 32-byte aligned
+ * output position and after the last round go through the scalar reference;
+ * a store fence ends the streamed part. */
+static void unshuffle_planes_stream_avx2(size_t g, size_t m, const uint8_t *const *p,
+                                         uint8_t *dst) {
+  if (m < 64 || (g != 2 && g != 4 && g != 8) || (uintptr_t)dst % g != 0) {
+    unshuffle_planes_avx2(g, m, p, dst);
+    return;
+  }
+  const uint8_t *s[8] = {p[0], p[1], g > 2 ? p[2] : 0, g > 2 ? p[3] : 0,
+                         g > 4 ? p[4] : 0, g > 4 ? p[5] : 0, g > 4 ? p[6] : 0,
+                         g > 4 ? p[7] : 0};
+  size_t i = ((32 - ((uintptr_t)dst & 31)) & 31) / g; /* dst + g*i is aligned */
+  ndp_unshuffle_planes_scalar_part(g, 0, i, p, dst);
+  if (g == 2)
+    for (; i + 32 <= m; i += 32) unshuf2_32(s, i, dst + 2 * i, 1);
+  else if (g == 4)
+    for (; i + 32 <= m; i += 32) unshuf4_32(s, i, dst + 4 * i, 1);
+  else
+    for (; i + 32 <= m; i += 32) unshuf8_32(s, i, dst + 8 * i, 1);
+  _mm_sfence();
+  ndp_unshuffle_planes_scalar_part(g, i, m, p, dst);
 }
 
 static void unshuffle_avx2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
@@ -766,6 +799,7 @@ static const ndp_filter_kernels avx2_kernels = {
     bytedelta_encode_avx2,
     bytedelta_decode_avx2,
     unshuffle_planes_avx2,
+    unshuffle_planes_stream_avx2,
 };
 
 const ndp_filter_kernels *ndp_filters_avx2(void) { return &avx2_kernels; }

@@ -53,6 +53,10 @@ typedef struct {
   ndp_bytedelta_fn bytedelta_encode;
   ndp_bytedelta_fn bytedelta_decode;
   ndp_unshuffle_planes_fn unshuffle_planes;
+  /* The same bytes, written with stores that bypass the caches where the ISA
+   * has them (AVX2, 2/4/8 planes): for outputs much larger than the last-level
+   * cache, which would be evicted before anyone reads them (ndp_stream_min_bytes). */
+  ndp_unshuffle_planes_fn unshuffle_planes_stream;
 } ndp_filter_kernels;
 
 /* The kernels of one ISA, or NULL if this build or this CPU lacks it. */

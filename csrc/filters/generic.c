@@ -494,6 +494,7 @@ static const ndp_filter_kernels scalar_kernels = {
     ndp_bytedelta_encode_scalar,
     ndp_bytedelta_decode_scalar,
     ndp_unshuffle_planes_scalar,
+    ndp_unshuffle_planes_scalar, /* (no streaming stores in C) */
 };
 
 const ndp_filter_kernels *ndp_filters_scalar(void) { return &scalar_kernels; }

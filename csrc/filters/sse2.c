@@ -558,6 +558,7 @@ static const ndp_filter_kernels sse2_kernels = {
     bytedelta_encode_sse2,
     bytedelta_decode_sse2,
     unshuffle_planes_sse2,
+    unshuffle_planes_sse2, /* (streaming stores: AVX2 only) */
 };
 
 const ndp_filter_kernels *ndp_filters_sse2(void) { return &sse2_kernels; }

@@ -85,6 +85,7 @@ typedef struct ndp_djob {
   int active;                /* the backward pipeline changes bytes */
   int has_delta;
   int plain_shuffle;         /* split streams are the planes of a SHUFFLE alone */
+  int stream_out;            /* unshuffle into dst with streaming stores (big chunks) */
   const uint8_t *ref;        /* decoded block 0 (DELTA) */
   /* block list mode */
   const int32_t *blocks;

@@ -155,7 +155,9 @@ static int decode_shuffled(const djob *job, int32_t j, uint8_t *out, int32_t n,
     else if (csize == neblock) planes[s] = p;
     else if ((rc = decode_stream(job, j, s, p, csize, o, neblock, n, err)) != NDP_OK) return rc;
   }
-  ndp_filters()->unshuffle_planes((size_t)ts, (size_t)n, planes, out);
+  const ndp_filter_kernels *k = ndp_filters();
+  (job->stream_out ? k->unshuffle_planes_stream : k->unshuffle_planes)((size_t)ts, (size_t)n,
+                                                                       planes, out);
   return NDP_OK;
 }
 
@@ -329,6 +331,7 @@ int32_t ndp_decompress(const void *src, int32_t srcsize, void *dst_, int32_t dst
   } else {
     job.dst = dst;
     job.ref = dst;
+    job.stream_out = (size_t)ci->nbytes >= ndp_stream_min_bytes();
     int32_t ntasks = ci->nblocks;
     if (job.has_delta) {  /* block 0 is DELTA's reference: decode it first */
       rc = decode_block(&job, 0, dst, err);

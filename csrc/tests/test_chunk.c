@@ -418,10 +418,48 @@ static void test_fd_read_blocks(void) {
   free(src); free(c); free(buf); free(a); free(b);
 }
 
+/* Whole-chunk decodes above ndp_stream_min_bytes unshuffle with streaming stores:
+ * a chunk above the default threshold, and every round trip with the threshold at
+ * one byte (destinations of every alignment come from the pieces of test_roundtrips). */
+static void test_streaming_stores(void) {
+  int32_t n = (int32_t)(ndp_stream_min_bytes() + 4 * 1000 * 1000 + 8);
+  uint8_t *src = malloc((size_t)n), *c = malloc((size_t)n + 64), *out = malloc((size_t)n + 1);
+  ndp_error err = {0, {0}};
+  for (int32_t i = 0; i < n / 8; i++) {
+    double v = (double)i / 12499999.0;
+    memcpy(src + 8 * (size_t)i, &v, 8);
+  }
+  for (int ts = 2; ts <= 8; ts *= 2) {
+    for (int nt = 1; nt <= 2; nt++) {
+      ndp_cparams cp = ndp_cparams_default();
+      cp.compcode = NDP_LZ4;
+      cp.typesize = ts;
+      cp.nthreads = nt;
+      int32_t cb = ndp_compress(&cp, src, n, c, n + 64, &err);
+      CHECK(cb > 0, "streaming: compress: %s", err.msg);
+      if (cb <= 0) continue;
+      memset(out, 0xA5, (size_t)n + 1);
+      int32_t r = ndp_decompress(c, cb, out + 1, n, nt, &err); /* an odd destination */
+      CHECK(r == n && memcmp(out + 1, src, (size_t)n) == 0 && out[0] == 0xA5,
+            "streaming: typesize %d, %d threads, odd destination: round trip differs", ts, nt);
+      r = ndp_decompress(c, cb, out, n, nt, &err);
+      CHECK(r == n && memcmp(out, src, (size_t)n) == 0,
+            "streaming: typesize %d, %d threads: round trip differs", ts, nt);
+    }
+  }
+  free(src);
+  free(c);
+  free(out);
+  ndp_set_stream_min_bytes(1);
+  test_roundtrips();
+  ndp_set_stream_min_bytes(0);
+}
+
 int main(void) {
   const char *dir = getenv("NDPACK_VECTORS");
   test_vectors(dir ? dir : "tests/data/vectors");
   test_roundtrips();
+  test_streaming_stores();
   test_noise_raw();
   test_partial();
   test_special();

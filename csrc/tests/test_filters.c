@@ -218,6 +218,18 @@ static void test_case(size_t t, size_t n) {
       check(d < 0, "%s unshuffle_planes t=%zu m=%zu: differs at byte %ld", k->name, t, m, d);
       check(back[m * t - 1 + (n > m * t)] == (n > m * t ? 0xC3 : back[m * t - 1]),
             "%s unshuffle_planes t=%zu m=%zu: wrote past m*t bytes", k->name, t, m);
+      /* the streaming-store variant, at every alignment of the destination */
+      for (size_t off = 0; off < 32; off += (off < 8 ? 1 : 8)) {
+        uint8_t *dd = xmalloc(m * t + off + 1);
+        memset(dd, 0xC3, m * t + off + 1);
+        k->unshuffle_planes_stream(t, m, (const uint8_t *const *)planes, dd + off);
+        d = first_diff(src, dd + off, m * t);
+        check(d < 0, "%s unshuffle_planes_stream t=%zu m=%zu off=%zu: differs at byte %ld",
+              k->name, t, m, off, d);
+        check(dd[off + m * t] == 0xC3 && (off == 0 || dd[off - 1] == 0xC3),
+              "%s unshuffle_planes_stream t=%zu m=%zu off=%zu: wrote outside", k->name, t, m, off);
+        free(dd);
+      }
     }
     for (size_t j = 0; j < t; j++) free(planes[j]);
     free(planes);
