@@ -178,31 +178,52 @@ BLZ_ALWAYS_INLINE void blz_match_copy_fast(uint8_t *op, size_t dist, size_t len)
         } while (op < mend);
       }
     }
-  } else if (dist >= 8) {
-    do {
-      blz_copy8(op, ref);
-      op += 8;
-      ref += 8;
-    } while (op < mend);
   } else if (dist == 1) {
     uint64_t pat = (uint64_t)ref[0] * 0x0101010101010101ULL;
-    if (len <= 32) {
-      memcpy(op, &pat, 8);
-      memcpy(op + 8, &pat, 8);
-      memcpy(op + 16, &pat, 8);
-      memcpy(op + 24, &pat, 8);
+    if (len <= 512) { /* (longer: the C library's memset, measured faster) */
+      uint8_t p16[16];
+      memcpy(p16, &pat, 8);
+      memcpy(p16 + 8, &pat, 8);
+      do { /* (stores only: 32 bytes a step) */
+        memcpy(op, p16, 16);
+        memcpy(op + 16, p16, 16);
+        op += 32;
+      } while (op < mend);
     } else {
       memset(op, ref[0], len);
     }
   } else {
-    /* 2 <= dist < 8: after the first 8 bytes op - ref is a multiple of dist
-     * that is >= 8; from there 8-byte copies are exact. */
-    ref = blz_copy_small_period(op, ref, dist);
-    op += 8;
-    while (op < mend) {
+    /* 2 <= dist < 16: the first 16 bytes exactly (8-byte copies: after the first
+     * 8 bytes, op - ref is a multiple of dist that is >= 8) */
+    if (dist >= 8) {
       blz_copy8(op, ref);
-      op += 8;
-      ref += 8;
+    } else {
+      ref = blz_copy_small_period(op, ref, dist);
+      ref -= 8;
+    }
+    blz_copy8(op + 8, ref + 8);
+    if (len > 16) {
+      if (len >= 64) {
+        /* long: those 16 bytes stored again every `step` bytes (a multiple of
+         * dist), stores that depend on no load */
+        static const uint8_t step[16] = {0, 16, 16, 15, 16, 15, 12, 14, 16, 9, 10, 11, 12, 13, 14, 15};
+        const size_t st = step[dist];
+        uint8_t p16[16];
+        memcpy(p16, op, 16);
+        op += st;
+        do {
+          memcpy(op, p16, 16);
+          op += st;
+        } while (op < mend);
+      } else {
+        ref += 16;
+        op += 16;
+        do {
+          blz_copy8(op, ref);
+          op += 8;
+          ref += 8;
+        } while (op < mend);
+      }
     }
   }
 }

@@ -78,13 +78,13 @@ static void test_handbuilt(void) {
     size_t k;
     for (k = 0; k < sizeof lens / sizeof lens[0]; k++) {
       int dist;
-      for (dist = 1; dist <= 20; dist += 3) {
+      for (dist = 1; dist <= 33; dist++) { /* every copy path of the decoder */
         buf s = {0}, o = {0};
-        uint8_t pre[20];
+        uint8_t pre[40];
         int i;
-        for (i = 0; i < 20; i++) pre[i] = (uint8_t)rnd();
-        put_literals(&s, pre, 20);
-        out_literals(&o, pre, 20);
+        for (i = 0; i < 40; i++) pre[i] = (uint8_t)rnd();
+        put_literals(&s, pre, 40);
+        out_literals(&o, pre, 40);
         put_match(&s, lens[k], dist);
         out_match(&o, lens[k], dist);
         put_literals(&s, abc, 1);
