@@ -4,6 +4,7 @@ descending, stability, NaN/-0.0/inf, outputs on disk, inputs of every kind, bad 
 and a subprocess sorting 2 GB with a bounded peak RSS."""
 
 import contextlib
+import errno
 import os
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import ndpack
-from ndpack.engine.ops import mergesort
+from ndpack.engine.ops import mergesort, spool
 
 from ..helpers import as_operand
 
@@ -190,6 +191,24 @@ def test_an_error_leaves_no_file(tmp_path, run, axis):
     with knobs(run, 4), pytest.raises(OSError, match="disk went away"):
         ndpack.sort(src, axis=axis, urlpath=str(path))
     assert src.reads >= 4 and os.listdir(tmp_path) == []
+
+
+def test_disk_full_while_writing_runs(tmp_path, monkeypatch):
+    """A full disk under the runs: the OSError comes through, nothing is left (runs
+    are unnamed files, the output is removed under its temporary name)."""
+    real, calls = spool._write_all, []
+
+    def full(fd, data, pos):
+        calls.append(pos)
+        if len(calls) > 5:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(fd, data, pos)
+
+    monkeypatch.setattr(spool, "_write_all", full)
+    x = np.random.default_rng(4).random(400)
+    with knobs(50, 8), pytest.raises(OSError, match="No space left"):
+        ndpack.argsort(ndpack.asarray(x, chunks=(64,)), urlpath=str(tmp_path / "o.b2nd"))
+    assert len(calls) > 5 and os.listdir(tmp_path) == []
 
 
 def test_bad_input():
