@@ -260,3 +260,36 @@ def test_each_foreign_chunk_is_decoded_once(tmp_path, kind, monkeypatch):
     monkeypatch.undo()
     if kind.startswith("hdf5"):
         f.close()
+
+
+def test_slices_decode_only_the_blocks_they_touch(tmp_path):
+    """The stream of one block of a Blosc2-filtered chunk is damaged: slices that do
+    not touch that block read right (it is never decoded), one that does raises."""
+    import struct
+    from ndpack.storage.ndarray import NDArray
+    from ndpack.storage.schunk import schunk_from_cframe
+    x = np.arange(512 * 256, dtype="f8").reshape(512, 256)
+    with h5py.File(tmp_path / "a.h5", "w") as f:
+        ds = f.create_dataset("x", shape=x.shape, dtype="f8", chunks=x.shape,
+                              **_blosc2("zstd", 1, hdf5plugin.Blosc2.NOFILTER))
+        ndpack.evaluate("x + 0", local_dict={"x": x}, out=ds)
+        info = ds.id.get_chunk_info(0)
+    with open(tmp_path / "a.h5", "r+b") as fh:
+        fh.seek(info.byte_offset)
+        frame = fh.read(info.size)
+        schunk = schunk_from_cframe(frame)
+        assert NDArray(schunk).blocks == (128, 256)           # four blocks of rows
+        chunk = bytes(schunk.get_chunk(0))
+        at = frame.find(chunk)
+        last = struct.unpack_from("<4i", chunk, 32)[3]         # the last block's stream
+        assert chunk[last + 4:last + 8] == b"\x28\xb5\x2f\xfd"  # a zstd frame's magic
+        fh.seek(info.byte_offset + at + last + 4)
+        fh.write(b"\x00" * 4)
+    with h5py.File(tmp_path / "a.h5", "r") as f:
+        ds = f["x"]
+        read = foreign.reader(ds)
+        for key in [(slice(0, 384), slice(0, 256)), (slice(100, 300), slice(7, 9)),
+                    (slice(383, 384), slice(0, 256))]:
+            np.testing.assert_array_equal(foreign.read_new(read, ds, key, 1), x[key])
+        with pytest.raises(ndpack.FormatError, match=r"a\.h5:/x"):
+            foreign.read_new(read, ds, (slice(380, 390), slice(0, 4)), 1)

@@ -87,7 +87,33 @@ def test_writers_only_where_they_apply(tmp_path):
     z = zarr.create_array(base, shape=(4,), chunks=(2,), dtype="f8", overwrite=True)
     assert chunkout.chunk_writer(z) is not None
     assert chunkout.chunk_writer(zarr.open_array(base, mode="r")) is None   # read-only
-    assert chunkout.chunk_writer(zarr.zeros((4,), chunks=(2,))) is None     # in memory
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_any_store_through_its_own_api(tmp_path, fmt):
+    """A memory store and a zip store (which cannot delete) get the chunk writer;
+    chunks go through the store's ``set``: zarr reads back what it holds."""
+    from zarr.storage import MemoryStore, ZipStore
+    x = np.arange(200.0).reshape(20, 10)
+    x[7:14] = np.nan                                          # one row of fill chunks
+    for store in (MemoryStore(), ZipStore(tmp_path / f"z{fmt}.zip", mode="w")):
+        z = zarr.create_array(store, name="g/a", shape=x.shape, chunks=(7, 4),
+                              dtype="f8", fill_value=np.nan, zarr_format=fmt)
+        assert chunkout.chunk_writer(z) is not None
+        before = chunkout.WRITES["zarr"]
+        ndpack.evaluate("x + 0", local_dict={"x": x}, out=z)
+        assert chunkout.WRITES["zarr"] - before == 9
+        keys = zarr.core.sync.sync(_keys(store))
+        chunk_keys = [k for k in keys if "/a/" in k and "zarr.json" not in k
+                      and not k.rsplit("/", 1)[1].startswith(".")]
+        # the memory store drops the fill chunks, the zip store keeps them
+        assert len(chunk_keys) == (9 if isinstance(store, ZipStore) else 6)
+        np.testing.assert_array_equal(zarr.open_array(store, path="g/a")[...], x)
+        store.close()
+
+
+async def _keys(store):
+    return [k async for k in store.list()]
 
 
 def test_sharded_arrays_both_ways_through_zarr(tmp_path):

@@ -17,12 +17,12 @@ with ``write_direct_chunk``, in order:
   of the filter's parameters, so h5py with hdf5plugin, PyTables and ndpack's direct
   reader all read it back.
 
-Zarr arrays (formats 2 and 3) of a local store, regular grid, C order, no filter or
-sharding, with no compressor, Blosc, zstd, gzip or zlib get the same: each chunk is
-encoded on the workers with numcodecs' codec of the array's exact configuration
-(zarr reads it back with its own pipeline) and written to its chunk file under a
-temporary name, then renamed; a chunk equal to the fill value is not stored (zarr's
-``write_empty_chunks=False``, its default) and an old file of it is removed.
+Zarr arrays (formats 2 and 3) of any writable store, regular grid, C order, no
+filter or sharding, with no compressor, Blosc, zstd, gzip or zlib get the same: each
+chunk is encoded on the workers with numcodecs' codec of the array's exact
+configuration (zarr reads it back with its own pipeline) and handed to the store's own
+``set``, several chunks awaited together; a chunk equal to the fill value is not
+stored (zarr's ``write_empty_chunks=False``, its default) and an old one is deleted.
 
 Chunks at the edge are padded with the fill value (HDF5 and zarr store whole chunks).
 :func:`chunk_writer` returns None for anything else (other filters and codecs, other
@@ -46,7 +46,6 @@ Examples
 from __future__ import annotations
 
 import collections
-import contextlib
 import itertools
 import os
 import sys
@@ -124,8 +123,12 @@ class _ChunkWriter:
         while pending:
             c0, o0, fut = pending.popleft()
             self._store(c0, o0, fut.result())
+        self._flush()
 
     encodes = True
+
+    def _flush(self) -> None:
+        """Finish the stores `_store` left pending (none by default)."""
 
     def _encode_padded(self, part):
         return self._encode(self._padded(part))
@@ -257,17 +260,22 @@ class _TablesChunkWriter(_H5ChunkWriter):
 
 
 class _ZarrChunkWriter(_ChunkWriter):
-    """Chunk files of a zarr array on a local store, encoded with numcodecs."""
+    """Chunks of a zarr array encoded with numcodecs, stored through the array's store.
+
+    The encoded chunks go to ``store.set`` (``store.delete`` for chunks of fill
+    values) in batches of up to ``2 * nthreads`` chunks awaited together, so stores
+    that write in parallel (local files, fsspec) do; a ``LocalStore`` writes each
+    file atomically.
+    """
 
     kind = "zarr"
 
     @classmethod
     def make(cls, arr):
         import zarr
-        from zarr.storage import LocalStore
         if not isinstance(arr, zarr.Array) or not arr.shape or 0 in arr.shape \
-                or not isinstance(arr.store, LocalStore) or arr.read_only \
-                or arr.fill_value is None:
+                or arr.read_only or arr.fill_value is None \
+                or not getattr(arr.store, "supports_writes", False):
             return None
         meta = arr.metadata
         if meta.zarr_format == 2:
@@ -287,12 +295,18 @@ class _ZarrChunkWriter(_ChunkWriter):
         return cls(arr, codec, raw, getattr(empty, "write_empty_chunks", False))
 
     def __init__(self, arr, codec, raw: np.dtype, write_empty: bool):
+        from zarr.core.buffer import default_buffer_prototype
         self.arr, self.codec, self.dtype = arr, codec, raw
         self.chunks, self.shape = tuple(arr.chunks), tuple(arr.shape)
         self.fill = np.asarray(arr.fill_value).astype(raw)
-        self.write_empty = write_empty
-        self.root = os.path.join(str(arr.store.root), arr.path)
+        self.store = arr.store
+        # a store that cannot delete keeps chunks of fill values (zarr reads them back)
+        self.write_empty = write_empty or not getattr(arr.store, "supports_deletes", False)
+        self.prefix = arr.store_path.path.rstrip("/")
         self.key = arr.metadata.encode_chunk_key
+        self.buffer = default_buffer_prototype().buffer
+        self.batch: list = []
+        self.batch_len = 2 * max(1, get_nthreads())
 
     def _encode(self, part: np.ndarray):
         if not self.write_empty and np.array_equal(
@@ -302,18 +316,29 @@ class _ZarrChunkWriter(_ChunkWriter):
         return part.tobytes() if self.codec is None else bytes(self.codec.encode(part))
 
     def _store(self, coords: tuple, origin: tuple, data) -> None:
-        path = os.path.join(self.root, self.key(coords))
-        if data is None:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(path)
-            WRITES[self.kind] += 1
+        key = self.key(coords)
+        self.batch.append((f"{self.prefix}/{key}" if self.prefix else key, data))
+        if len(self.batch) >= self.batch_len:
+            self._flush()
+
+    def _flush(self) -> None:
+        import asyncio
+        from zarr.core.sync import sync
+        batch, self.batch = self.batch, []
+        if not batch:
             return
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.ndpack-tmp"
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-        WRITES[self.kind] += 1
+
+        async def put(key, data):
+            if data is None:
+                await self.store.delete(key)     # absent keys are no error for zarr
+            else:
+                await self.store.set(key, self.buffer.from_bytes(data))
+
+        async def put_all():
+            await asyncio.gather(*(put(k, d) for k, d in batch))
+
+        sync(put_all())
+        WRITES[self.kind] += len(batch)
 
 
 def _v2_codec(meta):
