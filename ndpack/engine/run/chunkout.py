@@ -217,7 +217,6 @@ class _H5ChunkWriter(_ChunkWriter):
         return zlib.compress(part.tobytes(), self.level)
 
 
-
 class _TablesChunkWriter(_H5ChunkWriter):
     """Whole chunks of a PyTables ``CArray``/``EArray`` (no filter, or Blosc2 alone),
     stored with PyTables' ``write_chunk``."""
