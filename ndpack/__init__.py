@@ -67,7 +67,8 @@ from ndpack.engine.ops.shape import (broadcast_to, concat, expand_dims, flip, ma
                                  take_along_axis)
 
 
-# the array API standard's constants
+# the array API standard: its revision, then its constants
+__array_api_version__ = "2024.12"
 e = _math.e
 inf = _math.inf
 nan = _math.nan
@@ -96,7 +97,7 @@ __all__ = [
     "to_dask", "from_dask", "to_hdf5", "from_hdf5",
     "sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin", "argmax",
     "count_nonzero", "cumulative_sum", "cumulative_prod",
-    "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis", "linalg", "fft",
+    "__array_api_version__", "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis", "linalg", "fft",
     *_compat.__all__,
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float32", "float64", "complex64", "complex128",

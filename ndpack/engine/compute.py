@@ -28,11 +28,11 @@ Examples
 
 from __future__ import annotations
 
-import enum
 import math
 
 import numpy as np
 
+from ndpack.engine.expr.accuracy import FPAccuracy, check_fp_accuracy
 from ndpack.engine.expr.lazyexpr import LazyExpr
 from ndpack.engine.expr.nodes import Apply, Contract, Node, Operand, Reduce
 from ndpack.engine.expr.views import SliceView, TransposeView
@@ -239,21 +239,3 @@ def _check_out_cast(dtype: np.dtype, out) -> None:
         raise TypeError(f"out= has dtype {np.dtype(want)}, the expression's result "
                         f"{dtype} cannot be cast to it with casting rule 'same_kind'")
 
-
-class FPAccuracy(enum.Enum):
-    """python-blosc2's floating-point accuracy modes of expressions.  ndpack computes
-    at ``HIGH`` always (NumPy's results; its own sin/cos within 1 ulp of glibc): a
-    ``MEDIUM`` request gets results at least as accurate."""
-
-    HIGH = 1
-    MEDIUM = 2
-
-
-def check_fp_accuracy(value) -> None:
-    """None or an FPAccuracy member (or its value): anything else is a ParameterError."""
-    if value is None or isinstance(value, FPAccuracy):
-        return
-    try:
-        FPAccuracy(value)
-    except ValueError:
-        raise ParameterError(f"fp_accuracy must be an FPAccuracy, not {value!r}") from None

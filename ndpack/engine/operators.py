@@ -39,13 +39,16 @@ _INPLACE = {
     "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
     "floordiv": "floor_divide", "mod": "remainder", "pow": "power",
     "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
-    "lshift": "left_shift", "rshift": "right_shift",
+    "lshift": "left_shift", "rshift": "right_shift", "matmul": "matmul",
 }
 
 
 def _inplace(func):
     def method(self, other):
-        expr = LazyExpr(Apply(func, (as_node(self), as_node(other))))
+        if func == "matmul":        # computed whole by prepare() before anything is written
+            expr = LazyExpr(as_node(self)) @ other
+        else:
+            expr = LazyExpr(Apply(func, (as_node(self), as_node(other))))
         if expr.shape != self.shape:
             raise ValueError(f"in-place {func}: the result's shape {expr.shape} is not the "
                              f"array's {self.shape}")

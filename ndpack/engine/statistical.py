@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from ndpack.engine.compute import prepare
+from ndpack.engine.expr.accuracy import check_fp_accuracy
 from ndpack.engine.expr.lazyexpr import as_node
 from ndpack.engine.expr.nodes import Reduce
 
@@ -36,7 +37,8 @@ __all__ = ["sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "arg
 
 
 def _reduce(op, x, axis=None, keepdims=False, dtype=None, ddof=0, where=None,
-            initial=None, out=None, **kwargs):
+            initial=None, out=None, fp_accuracy=None, **kwargs):
+    check_fp_accuracy(fp_accuracy)
     if kwargs:
         raise TypeError(f"{op}() got unexpected keyword argument(s) "
                         f"{', '.join(sorted(kwargs))}")
@@ -55,6 +57,8 @@ def _doc(op, extra=""):
             f"semantics).\n\n    Parameters\n    ----------\n    ndarr : NDArray, "
             f"LazyExpr or array-like\n        Anything with shape, dtype and __getitem__."
             f"\n    axis : int, tuple of ints or None\n    keepdims : bool\n{extra}"
+            f"    fp_accuracy : FPAccuracy, optional\n        python-blosc2's accuracy "
+            f"mode; ndpack always computes at ``HIGH``.\n"
             f"\n    Returns\n    -------\n    numpy.ndarray, or a NumPy scalar when every "
             f"axis is reduced.\n")
 
@@ -73,7 +77,7 @@ def mean(ndarr, axis=None, dtype=None, keepdims=False, where=None, **kwargs):
 
 def _ddof(ddof, correction):
     """NumPy's `ddof` or the array API's `correction` (the same number; not both)."""
-    if correction is None:
+    if correction is None or (correction == 0 and ddof != 0):
         return ddof
     if ddof not in (0, correction):
         raise TypeError(f"ddof={ddof!r} and correction={correction!r} disagree: give one")
@@ -81,13 +85,13 @@ def _ddof(ddof, correction):
 
 
 def std(ndarr, axis=None, dtype=None, ddof=0, keepdims=False, where=None, *,
-        correction=None, **kwargs):
+        correction=0.0, **kwargs):
     return _reduce("std", ndarr, axis, keepdims, dtype, _ddof(ddof, correction),
                    where=where, **kwargs)
 
 
 def var(ndarr, axis=None, dtype=None, ddof=0, keepdims=False, where=None, *,
-        correction=None, **kwargs):
+        correction=0.0, **kwargs):
     return _reduce("var", ndarr, axis, keepdims, dtype, _ddof(ddof, correction),
                    where=where, **kwargs)
 

@@ -40,6 +40,7 @@ from ndpack.storage.grid import compute_chunks_blocks
 from ndpack.engine.run.output import new_output
 from ndpack.codecs import SpecialValue
 from ndpack.storage.ndarray import NDArray, create, fill_from, holding
+from ndpack.engine.expr.accuracy import check_fp_accuracy
 from ndpack.engine.expr.lazyexpr import key_box
 from ndpack.engine.operators import install
 
@@ -117,7 +118,9 @@ class LazyUDF:
         return res if dtype is None else res.astype(dtype)
 
     def compute(self, urlpath=None, **kwargs) -> NDArray:
-        """Every chunk into a new NDArray (in memory, or on disk with `urlpath`)."""
+        """Every chunk into a new NDArray (in memory, or on disk with `urlpath`);
+        ``fp_accuracy=`` is accepted as python-blosc2 does (the function computes)."""
+        check_fp_accuracy(kwargs.pop("fp_accuracy", None))
         kwargs.setdefault("chunks", self.chunks)
         kwargs.setdefault("blocks", self.blocks if kwargs["chunks"] == self.chunks else None)
         mode = kwargs.pop("mode", "w")

@@ -69,12 +69,17 @@ def _shape(shape) -> tuple:
     return tuple(shape)
 
 
-def empty(shape, dtype=np.float64, *, device=None, **kwargs) -> NDArray:
+def _dtype(dtype):
+    """The array API's default: None is the default floating dtype, float64."""
+    return np.float64 if dtype is None else dtype
+
+
+def empty(shape, dtype=None, *, device=None, **kwargs) -> NDArray:
     """An array whose content is zeros (python-blosc2's ``empty`` stores zero chunks)."""
     return zeros(shape, dtype, device=device, **kwargs)
 
 
-def zeros(shape, dtype=np.float64, *, device=None, **kwargs) -> NDArray:
+def zeros(shape, dtype=None, *, device=None, **kwargs) -> NDArray:
     """An array of zeros; every chunk is a special zeros chunk (no data stored).
 
     Examples
@@ -83,16 +88,17 @@ def zeros(shape, dtype=np.float64, *, device=None, **kwargs) -> NDArray:
     >>> a.schunk.nchunks, a[:].tolist()
     (3, [0, 0, 0, 0, 0])
     """
-    return fill_from(create(_shape(shape), dtype, device=device, **kwargs),
+    return fill_from(create(_shape(shape), _dtype(dtype), device=device, **kwargs),
                      special=SpecialValue.ZERO)
 
 
-def uninit(shape, dtype=np.float64, **kwargs) -> NDArray:
+def uninit(shape, dtype=None, **kwargs) -> NDArray:
     """An array with undefined content (uninitialized special chunks; reads give zeros)."""
-    return fill_from(create(_shape(shape), dtype, **kwargs), special=SpecialValue.UNINIT)
+    return fill_from(create(_shape(shape), _dtype(dtype), **kwargs),
+                     special=SpecialValue.UNINIT)
 
 
-def nans(shape, dtype=np.float64, **kwargs) -> NDArray:
+def nans(shape, dtype=None, **kwargs) -> NDArray:
     """An array of NaN (float dtypes only); NaN special chunks, no data stored.
 
     Examples
@@ -100,7 +106,7 @@ def nans(shape, dtype=np.float64, **kwargs) -> NDArray:
     >>> bool(np.isnan(nans((3, 3), dtype="f4")[:]).all())
     True
     """
-    dt = np.dtype(dtype)
+    dt = np.dtype(_dtype(dtype))
     if dt.kind not in "fc":
         raise ValueError(f"nans() needs a floating-point dtype, not {dt}")
     arr = create(_shape(shape), dt, **kwargs)
@@ -129,9 +135,9 @@ def full(shape, fill_value, dtype=None, *, device=None, **kwargs) -> NDArray:
     return fill_from(arr, special=SpecialValue.VALUE, value=value)
 
 
-def ones(shape, dtype=np.float64, *, device=None, **kwargs) -> NDArray:
+def ones(shape, dtype=None, *, device=None, **kwargs) -> NDArray:
     """An array of ones (repeated-value special chunks)."""
-    return full(shape, 1, dtype=dtype, device=device, **kwargs)
+    return full(shape, 1, dtype=_dtype(dtype), device=device, **kwargs)
 
 
 def _layout_kwargs(x, kwargs: dict) -> dict:
@@ -171,7 +177,7 @@ def full_like(x, fill_value, dtype=None, *, device=None, **kwargs) -> NDArray:
                 **_layout_kwargs(x, kwargs))
 
 
-def asarray(array, copy=None, *, device=None, **kwargs) -> NDArray:
+def asarray(array, copy=None, *, dtype=None, device=None, **kwargs) -> NDArray:
     """An NDArray from a NumPy array or any object with shape, dtype and ``__getitem__``.
 
     The source is read one chunk-sized region at a time.  An NDArray without storage
@@ -195,7 +201,6 @@ def asarray(array, copy=None, *, device=None, **kwargs) -> NDArray:
     >>> a.schunk.nchunks, a[2, ::-1].tolist()
     (4, [11, 10, 9, 8])
     """
-    dtype = kwargs.pop("dtype", None)
     if isinstance(array, NDArray) and not kwargs and not copy and \
             (dtype is None or np.dtype(dtype) == array.dtype):
         return array
@@ -356,7 +361,7 @@ def ndarray_from_cframe(cframe, copy: bool = False) -> NDArray:
     return NDArray(schunk)
 
 
-def eye(N, M=None, k=0, dtype=np.float64, *, device=None, **kwargs) -> NDArray:
+def eye(N, M=None, k=0, dtype=None, *, device=None, **kwargs) -> NDArray:
     """A 2-D array with ones on diagonal `k` and zeros elsewhere (chunks off the
     diagonal are stored as zero special chunks).
 
@@ -366,7 +371,7 @@ def eye(N, M=None, k=0, dtype=np.float64, *, device=None, **kwargs) -> NDArray:
     [[0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
     """
     M = N if M is None else M
-    out = create((int(N), int(M)), dtype, device=device, **kwargs)
+    out = create((int(N), int(M)), _dtype(dtype), device=device, **kwargs)
 
     def region(reg):
         rows = np.arange(reg[0].start, reg[0].stop)[:, None]

@@ -134,3 +134,37 @@ def test_fp_accuracy_is_accepted():
     assert [m.value for m in ndpack.FPAccuracy] == [m.value for m in blosc2.FPAccuracy]
     with pytest.raises(ndpack.ParameterError, match="fp_accuracy"):
         e.compute(fp_accuracy="low")
+    assert ndpack.FPAccuracy.DEFAULT is ndpack.FPAccuracy.MEDIUM
+    assert blosc2.FPAccuracy.DEFAULT is blosc2.FPAccuracy.MEDIUM
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "mean", "std", "var", "min", "max", "any",
+                                  "all", "argmax", "argmin", "cumulative_sum",
+                                  "cumulative_prod"])
+def test_fp_accuracy_where_python_blosc2_takes_it(name):
+    """python-blosc2's reductions and cumulative functions take ``fp_accuracy=`` as
+    functions and as methods of its LazyExpr; ndpack's give the same values with it."""
+    x = np.linspace(-2, 3, 60).reshape(6, 10)
+    a = ndpack.asarray(x, chunks=(4, 4))
+    e = a * 1.5
+    want = getattr(blosc2, name)(blosc2.asarray(x) * 1.5, axis=1,
+                                 fp_accuracy=blosc2.FPAccuracy.HIGH)
+    want = want[()] if hasattr(want, "shape") else want
+    for acc in (ndpack.FPAccuracy.HIGH, ndpack.FPAccuracy.DEFAULT):
+        got = getattr(ndpack, name)(e, axis=1, fp_accuracy=acc)
+        np.testing.assert_allclose(got[()] if hasattr(got, "shape") else got, want,
+                                   rtol=1e-12)
+        if name.startswith("cumulative"):
+            continue
+        got = getattr(e, name)(axis=1, fp_accuracy=acc)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    with pytest.raises(ndpack.ParameterError, match="fp_accuracy"):
+        getattr(ndpack, name)(e, axis=1, fp_accuracy="fast")
+
+
+def test_fp_accuracy_on_lazyudf_compute():
+    def double(inputs, output, offset):
+        output[:] = 2 * inputs[0]
+
+    u = ndpack.lazyudf(double, (np.arange(5.0),), np.float64)
+    assert u.compute(fp_accuracy=ndpack.FPAccuracy.HIGH)[:].tolist() == [0, 2, 4, 6, 8]

@@ -30,6 +30,7 @@ import threading
 
 import numpy as np
 
+from ndpack.engine.expr.accuracy import check_fp_accuracy
 from ndpack.engine.run.output import result_storage
 from ndpack.engine.run.workers import submit, workers
 from ndpack.storage.ndarray import NDArray, create, fill_from
@@ -66,6 +67,7 @@ def _reader(x):
 
 
 def _cumulative(name, ufunc, x, axis, dtype, include_initial, out, urlpath, kwargs):
+    check_fp_accuracy(kwargs.pop("fp_accuracy", None))
     x, read, fresh = _reader(x)
     shape = tuple(int(s) for s in x.shape)
     axis = _axis(axis, len(shape), name)
