@@ -259,6 +259,13 @@ class FrameBase:
     trusted = False               # chunks never left this process: not verified
     crc_chunk = crc_problem = None
     crc_stale = False             # a record written for another state was dropped
+    watchers: tuple = ()          # callables ``fn(op, i)`` told of every chunk change
+
+    def changed(self, op: str, i: int) -> None:
+        """Tell the watchers (sorted indexes, :mod:`ndpack.engine.ops.index`) that chunk
+        `i` was appended, inserted, updated or deleted (`op`); every mutation calls it."""
+        for fn in self.watchers:
+            fn(op, i)
 
     def __init__(self, info: FrameInfo, meta: dict | None = None):
         self.info = info
@@ -342,6 +349,8 @@ class FrameBase:
                 crcs.extend(array.array(crcs.typecode, [checksums.chunk_crc(chunk)]) * rest)
                 self.crc_chunk = None
             self._extend_same(chunk, rest)
+            for i in range(self.nchunks - rest, self.nchunks) if self.watchers else ():
+                self.changed("append", i)
 
     def _extend_same(self, chunk: bytes, count: int) -> None:
         raise NotImplementedError
@@ -495,6 +504,7 @@ class MemoryFrame(FrameBase):
             checksums.on_write(self, i, chunk, op)
             self.chunks.insert(i, chunk)
             self._cbytes += len(chunk)
+            self.changed(op, i)
 
     def update(self, i: int, chunk):
         with self.lock:
@@ -505,6 +515,7 @@ class MemoryFrame(FrameBase):
             checksums.on_write(self, i, chunk, "update")
             self._cbytes += len(chunk) - len(self.chunks[i])
             self.chunks[i] = chunk
+            self.changed("update", i)
 
     def _extend_same(self, chunk: bytes, count: int) -> None:
         self.chunks.extend([chunk] * count)
@@ -518,6 +529,7 @@ class MemoryFrame(FrameBase):
             self._cbytes -= len(self.chunks[i])
             checksums.on_delete(self, i)
             del self.chunks[i]
+            self.changed("delete", i)
 
     def to_cframe(self) -> bytes:
         with self.lock:

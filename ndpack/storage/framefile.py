@@ -302,6 +302,7 @@ class _FileFrame(FrameBase):
             if became_var and old_cs != 0:
                 self._materialize_specials()
             self._flush()
+            self.changed(op, i)
             self.maybe_commit()
 
     def append(self, chunk):
@@ -337,6 +338,7 @@ class _FileFrame(FrameBase):
             if not self.offsets and not self.info.sparse:
                 self._cbytes = 0          # no index: the trailer follows the header (§4.4)
             self._flush()
+            self.changed("delete", i)
 
     def _flush_meta(self):
         self._flush()

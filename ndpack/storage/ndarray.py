@@ -253,6 +253,10 @@ class NDArray(NDStored):
     [[0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 1.0, 2.0, 3.0, 4.0]]
     """
 
+    # set by the engine (ndpack.engine.ops.index): ``a[expr]`` for a boolean LazyExpr
+    # key, answered from a sorted index when one applies, else by the mask read
+    expr_key = None
+
     def __init__(self, schunk: SChunk):
         if "b2nd" not in list(schunk.meta):      # names only (no decoding)
             raise ParameterError("the super-chunk has no 'b2nd' metalayer")
@@ -441,6 +445,10 @@ class NDArray(NDStored):
             if point is not None:
                 return point
         if is_fancy(key):                 # integer arrays, masks: see fancy.py
+            if self.expr_key is not None and hasattr(key, "node"):
+                got = self.expr_key(key)       # an expression answered by an index
+                if got is not None:
+                    return got
             return fancy_get(self._io, key)
         sel, flip, out_shape, _ = normalize_key(key, lay.shape)
         ranges = [as_range(s) for s in sel]

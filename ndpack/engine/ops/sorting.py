@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ndpack.engine.ops import index as _index   # installs NDArray.create_index & co
 from ndpack.engine.ops.mergesort import sort_array
 from ndpack.engine.ops.nonzero import nonzero as _nonzero
 from ndpack.engine.ops.uniques import unique
@@ -123,10 +124,30 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> NDArray:
 
     A 1-d NDArray `x1` (without `sorter`) is searched where it is stored: the first
     items of its chunks and of the touched chunks' blocks are read, and only the blocks
-    the values fall in are decoded; other inputs are searched in memory."""
+    the values fall in are decoded; other inputs are searched in memory.  An `x1` with
+    an index (:meth:`NDArray.create_index`, not stale and with no chunk written since)
+    is searched in the index's sorted values, with or without `sorter`: the result is
+    NumPy's when `x1` is sorted and, when it is not, the positions in ``sort(x1)``
+    (``np.searchsorted(x1, x2, sorter=np.argsort(x1))``).
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> a = ndpack.asarray(np.array([1.0, 2.0, 2.0, 5.0]))
+    >>> ndpack.searchsorted(a, np.array([2.0, 6.0]), side="right")[()].tolist()
+    [3, 4]
+    >>> b = ndpack.asarray(np.array([5.0, 1.0, 2.0, 2.0]))
+    >>> _ = b.create_index()
+    >>> ndpack.searchsorted(b, np.array([2.0, 6.0]))[()].tolist()
+    [1, 4]
+    """
     if side not in ("left", "right"):
         raise ValueError(f"side must be 'left' or 'right', not {side!r}")
     v = np.asarray(x2) if isinstance(x2, (int, float, bool)) else _values(x2, "searchsorted")
+    if isinstance(x1, NDArray) and x1.ndim == 1:
+        indexed = _index.sorted_values(x1)        # a whole index: its sorted values
+        if indexed is not None:
+            return _result(np.asarray(_search_stored(indexed, v, side)))
     if isinstance(x1, NDArray) and x1.ndim == 1 and sorter is None:
         return _result(np.asarray(_search_stored(x1, v, side)))
     a = _values(x1, "searchsorted")
@@ -180,7 +201,20 @@ def nonzero(x, /) -> tuple:
     >>> rows, cols = ndpack.nonzero(np.array([[0, 1], [2, 0]]))
     >>> rows[()].tolist(), cols[()].tolist()
     ([0, 1], [1, 0])
+
+    A condition on an array with an index (:meth:`NDArray.create_index`) is answered
+    from the index when it selects few items:
+
+    >>> a = ndpack.asarray(np.array([4.0, 9.0, 1.0, 7.0]))
+    >>> _ = a.create_index()
+    >>> ndpack.nonzero((a > 3) & (a < 8))[0][()].tolist()
+    [0, 3]
     """
+    if hasattr(x, "node") and getattr(x, "shape", ()):
+        pos = _index.positions_where(x)
+        if pos is not None:
+            coords = np.unravel_index(pos, x.shape) if len(x.shape) > 1 else (pos,)
+            return tuple(asarray(np.asarray(c, np.int64)) for c in coords)
     return _nonzero(x)
 
 
