@@ -15,7 +15,14 @@ Cases (``--quick`` sizes in brackets):
 * ``unique_counts`` of 10^8 [10^6] int64 in [0, 10^6), ``nonzero`` of a 10%-dense
   (4000, 4000) [(1000, 1000)] mask, ``quantile`` (1%, 50%, 99%) and ``median`` of the
   random 1-D array, vs NumPy on the decoded arrays;
-* (not ``--quick``) the random 1-D array sorted into a file (``urlpath=``).
+* (not ``--quick``) the random 1-D array sorted into a file (``urlpath=``);
+* range query ``a[(a > lo) & (a < hi)]`` selecting 0.1% (and 0.01%, 1%) of 10^8 [10^6]
+  random float64 on disk: with the sorted index (``create_index``) vs the same query
+  without it (``scan``: the mask evaluated, then the array read by it), NumPy on the
+  array in memory, and python-blosc2 with its ``FULL`` index (``blosc2``) and without
+  one (``b2 scan``); the build of both indexes; bytes read (``rchar`` of
+  /proc/self/io: every byte read by a system call, page cache included; python-blosc2
+  reads its files through a memory map, which rchar does not see) and peak RSS.
 
 Each ndpack row also gives its peak RSS growth (``rss MB``).  Timings are the best of
 interleaved rounds; ratios are peer time / ndpack time (> 1: ndpack faster).  The
@@ -27,6 +34,7 @@ machine is shared: numbers are indicative.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -35,6 +43,7 @@ import numpy as np
 from timing import best_times, optional, peak_rss_during, write_json
 
 import ndpack
+from ndpack.engine.ops import index as index_ops
 
 blosc2 = optional("blosc2")
 da = optional("dask.array")
@@ -144,6 +153,90 @@ def run_disk(x, reps, rows):
             rss_of(lambda: ndpack.sort(a, urlpath=out, cparams=CPARAMS)))
 
 
+def _rchar() -> int:
+    try:
+        with open("/proc/self/io") as f:
+            for line in f:
+                if line.startswith("rchar:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def read_bytes(fn) -> int:
+    """Bytes read by system calls while `fn` runs once (Linux; 0 elsewhere)."""
+    before = _rchar()
+    fn()
+    return _rchar() - before
+
+
+@contextlib.contextmanager
+def scanning():
+    """ndpack's queries without the index (the plain scan it falls back to)."""
+    old = index_ops.MAX_FRACTION
+    index_ops.MAX_FRACTION = 0.0
+    try:
+        yield
+    finally:
+        index_ops.MAX_FRACTION = old
+
+
+def run_query(n, reps, rows):
+    """Range queries selecting 0.01%, 0.1% and 1% of `n` random float64 on disk."""
+    x = np.random.default_rng(7).random(n)
+    with tempfile.TemporaryDirectory(dir=".") as tmp:
+        path = os.path.join(tmp, "q.b2nd")
+        ndpack.asarray(x, cparams=CPARAMS, urlpath=path, mode="w")
+        a = ndpack.open(path)
+        t, rss = peak_rss_during(lambda: a.create_index())
+        print(f"range queries, {n} random float64 on disk (LZ4 1); ndpack create_index "
+              f"{t:.2f} s (rss {rss / 2**20:.0f} MB, index {a.indexes[0]['cbytes'] / 1e6:.0f} "
+              f"MB)", flush=True)
+        b = None
+        if blosc2 is not None:
+            bpath = os.path.join(tmp, "b.b2nd")
+            blosc2.asarray(x, urlpath=bpath, mode="w",
+                           cparams=blosc2.CParams(codec=blosc2.Codec.LZ4, clevel=1))
+            b = blosc2.open(bpath, mode="a")
+            t, rss = peak_rss_during(lambda: b.create_index(kind=blosc2.IndexKind.FULL))
+            print(f"python-blosc2 create_index(kind=FULL) {t:.2f} s (rss "
+                  f"{rss / 2**20:.0f} MB)", flush=True)
+            bplain = os.path.join(tmp, "c.b2nd")
+            blosc2.asarray(x, urlpath=bplain, mode="w",
+                           cparams=blosc2.CParams(codec=blosc2.Codec.LZ4, clevel=1))
+            bs = blosc2.open(bplain, mode="r")
+        for frac in (1e-4, 1e-3, 1e-2):
+            lo = 0.5
+            hi = lo + frac
+            want = x[(x > lo) & (x < hi)]
+
+            def nd():
+                return a[(a > lo) & (a < hi)]
+
+            def scan():
+                with scanning():
+                    return a[(a > lo) & (a < hi)]
+            assert np.array_equal(nd(), want) and np.array_equal(scan(), want)
+            fns = {"ndpack": nd, "scan": scan,
+                   "numpy": lambda: x[(x > lo) & (x < hi)]}
+            if b is not None:
+                def b2():
+                    return b[(b > lo) & (b < hi)][:]
+
+                def b2scan():
+                    return bs[(bs > lo) & (bs < hi)][:]
+                assert np.array_equal(b2(), want)
+                fns["blosc2"] = b2
+                fns["b2 scan"] = b2scan
+            name = f"range {frac * 100:g}% (index)"
+            row(name, fns, reps, rows, rss_of(nd))
+            got = {k: read_bytes(fns[k]) for k in fns if k != "numpy"}
+            rows[-1]["bytes_read"] = got
+            print("    bytes read: " + "  ".join(f"{k} {v / 1e6:.1f} MB"
+                                                 for k, v in got.items()), flush=True)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="small arrays, for CI")
@@ -159,6 +252,7 @@ def main(argv=None) -> int:
     run_sets(x, n, m2, args.reps, rows)
     if not args.quick:
         run_disk(x, args.reps, rows)
+    run_query(n, args.reps, rows)
     write_json(args.json, rows)
     return 0
 
