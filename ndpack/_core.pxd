@@ -45,6 +45,16 @@ cdef extern from "ndpack.h" nogil:
     int NDP_RAW_HEADER_ONLY
     int32_t ndp_compress_ex(const ndp_cparams *cp, const void *src, int32_t srcsize,
                             void *dst, int32_t dstsize, int flags, ndp_error *err)
+    ctypedef struct ndp_cparts:
+        pass
+    int ndp_cparts_begin(ndp_cparts **out, const ndp_cparams *cp, int32_t nbytes, void *dst,
+                         int32_t dstsize, ndp_error *err)
+    int32_t ndp_cparts_blocksize(const ndp_cparts *p)
+    int32_t ndp_cparts_nblocks(const ndp_cparts *p)
+    int ndp_cparts_add(ndp_cparts *p, const void *chunk_src, int32_t first, int32_t count,
+                       ndp_error *err)
+    int32_t ndp_cparts_end(ndp_cparts *p, const void *chunk_src, ndp_error *err)
+    void ndp_cparts_free(ndp_cparts *p)
     int32_t ndp_chunk_special(int special, int32_t nbytes, int32_t typesize, int32_t blocksize,
                               const void *value, void *dst, int32_t dstsize, ndp_error *err)
     int32_t ndp_decompress(const void *src, int32_t srcsize, void *dst, int32_t dstsize,

@@ -115,19 +115,10 @@ cdef int32_t _checked_len(Py_ssize_t n, str what) except -1:
     return <int32_t>n
 
 
-def compress(src, int compcode, int compcode_meta, int clevel, bint use_dict, int typesize,
-             int nthreads, int blocksize, int splitmode, filters, filters_meta,
-             bint header_if_raw=False):
-    """Compress a buffer into one chunk; returns bytes.  Parameters are validated in C.
-
-    With `header_if_raw`, a chunk to be stored uncompressed comes back as its 32-byte
-    header only (memcpyed flag set): the caller stores the source bytes after it."""
-    cdef _ReadBuffer buf = _ReadBuffer(src)
-    cdef int32_t n = _checked_len(buf.view.len, "source")
-    cdef ndp_cparams cp
-    cdef ndp_error err
+cdef int _fill_cparams(ndp_cparams *cp, int compcode, int compcode_meta, int clevel,
+                       bint use_dict, int typesize, int nthreads, int blocksize,
+                       int splitmode, filters, filters_meta) except -1:
     cdef int i
-    err.code = 0
     if len(filters) != 6 or len(filters_meta) != 6:
         raise ParameterError("filters and filters_meta must have 6 slots")
     cp.compcode = compcode
@@ -143,6 +134,23 @@ def compress(src, int compcode, int compcode_meta, int clevel, bint use_dict, in
             raise FilterError(f"filter id {filters[i]} in slot {i} is not in 0..255")
         cp.filters[i] = filters[i]
         cp.filters_meta[i] = <uint8_t>(filters_meta[i] & 0xFF)
+    return 0
+
+
+def compress(src, int compcode, int compcode_meta, int clevel, bint use_dict, int typesize,
+             int nthreads, int blocksize, int splitmode, filters, filters_meta,
+             bint header_if_raw=False):
+    """Compress a buffer into one chunk; returns bytes.  Parameters are validated in C.
+
+    With `header_if_raw`, a chunk to be stored uncompressed comes back as its 32-byte
+    header only (memcpyed flag set): the caller stores the source bytes after it."""
+    cdef _ReadBuffer buf = _ReadBuffer(src)
+    cdef int32_t n = _checked_len(buf.view.len, "source")
+    cdef ndp_cparams cp
+    cdef ndp_error err
+    err.code = 0
+    _fill_cparams(&cp, compcode, compcode_meta, clevel, use_dict, typesize, nthreads,
+                  blocksize, splitmode, filters, filters_meta)
     cdef int32_t cap = n + NDP_MAX_OVERHEAD
     cdef PyObject *raw = _new_bytes(cap, False)
     cdef char *dst = _bytes_data(raw)
@@ -154,6 +162,91 @@ def compress(src, int compcode, int compcode_meta, int clevel, bint use_dict, in
         Py_XDECREF(raw)
         _raise(r, &err)
     return _take_bytes(raw, r)
+
+
+cdef class ChunkParts:
+    """A chunk of `nbytes` encoded in parts (``ndp_cparts_*``): :meth:`add` encodes
+    blocks of the chunk's buffer from any thread (several at once, GIL released) as soon
+    as their bytes exist; :meth:`finish` returns the chunk (bytes).  Made by
+    :func:`chunk_parts`, which returns None when the chunk cannot be encoded in parts
+    (clevel 0, tiny, dictionary, DELTA).  Blocks added in increasing order give the
+    bytes of a one-thread :func:`compress`."""
+    cdef ndp_cparts *enc
+    cdef PyObject *raw
+    cdef readonly int32_t nbytes, blocksize, nblocks
+
+    def __dealloc__(self):
+        ndp_cparts_free(self.enc)
+        Py_XDECREF(self.raw)
+
+    def add(self, src, int32_t first, int32_t count):
+        """Encode blocks [first, first + count) of the chunk whose buffer is `src` (the
+        whole chunk's bytes; only those blocks are read)."""
+        cdef _ReadBuffer buf = _ReadBuffer(src)
+        cdef ndp_error err
+        cdef int r
+        err.code = 0
+        if self.enc == NULL:
+            raise ParameterError("the chunk was finished")
+        if buf.view.len < self.nbytes:
+            raise ParameterError(f"the chunk buffer holds {buf.view.len} bytes, not "
+                                 f"{self.nbytes}")
+        with nogil:
+            r = ndp_cparts_add(self.enc, buf.view.buf, first, count, &err)
+        if r < 0:
+            _raise(r, &err)
+
+    def finish(self, src):
+        """The chunk, once every block was added (`src`: the chunk's buffer, read
+        whole when the data is stored uncompressed)."""
+        cdef _ReadBuffer buf = _ReadBuffer(src)
+        cdef ndp_error err
+        cdef int32_t r
+        err.code = 0
+        if self.enc == NULL:
+            raise ParameterError("the chunk was finished")
+        if buf.view.len < self.nbytes:
+            raise ParameterError(f"the chunk buffer holds {buf.view.len} bytes, not "
+                                 f"{self.nbytes}")
+        with nogil:
+            r = ndp_cparts_end(self.enc, buf.view.buf, &err)
+        ndp_cparts_free(self.enc)
+        self.enc = NULL
+        if r < 0:
+            _raise(r, &err)
+        raw = self.raw
+        self.raw = NULL
+        return _take_bytes(raw, r)
+
+
+def chunk_parts(Py_ssize_t nbytes, int compcode, int compcode_meta, int clevel, bint use_dict,
+                int typesize, int nthreads, int blocksize, int splitmode, filters,
+                filters_meta):
+    """A :class:`ChunkParts` for a chunk of `nbytes`, or None when the chunk cannot be
+    encoded in parts."""
+    cdef int32_t n = _checked_len(nbytes, "chunk")
+    cdef ndp_cparams cp
+    cdef ndp_error err
+    cdef ndp_cparts *enc = NULL
+    cdef int r
+    err.code = 0
+    _fill_cparams(&cp, compcode, compcode_meta, clevel, use_dict, typesize, nthreads,
+                  blocksize, splitmode, filters, filters_meta)
+    cdef int32_t cap = n + NDP_MAX_OVERHEAD
+    cdef PyObject *raw = _new_bytes(cap, False)
+    r = ndp_cparts_begin(&enc, &cp, n, _bytes_data(raw), cap, &err)
+    if r <= 0:
+        Py_XDECREF(raw)
+        if r < 0:
+            _raise(r, &err)
+        return None
+    cdef ChunkParts out = ChunkParts.__new__(ChunkParts)
+    out.enc = enc
+    out.raw = raw
+    out.nbytes = n
+    out.blocksize = ndp_cparts_blocksize(enc)
+    out.nblocks = ndp_cparts_nblocks(enc)
+    return out
 
 
 cdef ndp_chunk_info _parse(_ReadBuffer buf) except *:

@@ -68,6 +68,36 @@ def _compress_with(src, cp: CParams, header_if_raw: bool = False) -> bytes:
                           int(cp.blocksize), int(cp.splitmode), filters, meta, header_if_raw)
 
 
+def chunk_parts(nbytes: int, cparams):
+    """An encoder of one chunk of `nbytes` in parts, or None when such a chunk cannot
+    be encoded in parts (clevel 0, under 32 bytes, ``use_dict``, DELTA): compress it
+    whole then.  ``parts.add(buf, first, count)`` filters and encodes blocks
+    ``[first, first + count)`` of the chunk whose bytes are `buf` (callable from
+    several threads at once, GIL released: e.g. each worker right after it produced
+    the blocks, while they are in its cache); ``parts.finish(buf)`` returns the chunk.
+    Blocks added in increasing order give the bytes of :func:`compress2` with one
+    thread.
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> x = np.linspace(0, 1, 100_000)
+    >>> cp = ndpack.CParams(codec=ndpack.Codec.LZ4, blocksize=80_000, nthreads=1)
+    >>> parts = chunk_parts(x.nbytes, cp)
+    >>> parts.nblocks
+    10
+    >>> for first in range(0, 10, 4):
+    ...     parts.add(x, first, min(4, 10 - first))
+    >>> parts.finish(x) == compress2(x, cparams=cp)
+    True
+    """
+    cp = make_cparams(cparams)
+    filters, meta = cp.pipeline()
+    return _core.chunk_parts(int(nbytes), int(cp.codec), int(cp.codec_meta), int(cp.clevel),
+                             bool(cp.use_dict), int(cp.typesize), int(cp.nthreads),
+                             int(cp.blocksize), int(cp.splitmode), filters, meta)
+
+
 def compress_or_header(src, cparams) -> bytes:
     """Like :func:`compress2`, but a chunk that would be stored uncompressed (clevel 0,
     incompressible data) comes back as its 32-byte header only: the caller stores

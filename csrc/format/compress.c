@@ -27,6 +27,7 @@ typedef struct {
   atomic_int overflow;        /* output would exceed `limit` */
   atomic_int all_zero;        /* every stream so far was a zero run */
   atomic_int failed;
+  atomic_int noise_first, noise_mid; /* encoder in parts: the noise samples' verdicts */
   ndp_error err;
   pthread_mutex_t err_lock;
 } cjob;
@@ -92,8 +93,9 @@ static int32_t encode_streams(cjob *job, const uint8_t *fb, int32_t bsize, uint8
   return o;
 }
 
-static void compress_block(void *ctx, int32_t j) {
-  cjob *job = (cjob *)ctx;
+/* Filter and encode block j of the chunk at `src` (job->src, or the caller's when
+ * the chunk is encoded in parts) and store it at the next free position. */
+static void compress_block_from(cjob *job, const uint8_t *src, int32_t j) {
   if (atomic_load(&job->failed) || atomic_load(&job->overflow)) return;
   int32_t off = j * job->blocksize;
   int32_t bsize = job->nbytes - off < job->blocksize ? job->nbytes - off : job->blocksize;
@@ -117,8 +119,8 @@ static void compress_block(void *ctx, int32_t j) {
   }
   const uint8_t *fb;
   ndp_error ferr = {0, {0}};
-  if (ndp_pipeline_forward(job->filters, job->meta, job->typesize, job->src, off,
-                           job->src + off, bsize, a, b, &fb, &ferr) != NDP_OK) {
+  if (ndp_pipeline_forward(job->filters, job->meta, job->typesize, src, off, src + off, bsize,
+                           a, b, &fb, &ferr) != NDP_OK) {
     job_fail(job, ferr.code, ferr.msg, j);
     return;
   }
@@ -129,6 +131,10 @@ static void compress_block(void *ctx, int32_t j) {
     else atomic_store(&job->overflow, 1);
     return;
   }
+  /* the verdict sample_is_noise would give on this block (cap never binds: a block's
+   * streams take at most bsize + 5 * typesize bytes) */
+  if (j == 0 || j == job->nblocks / 2)
+    atomic_store(j == 0 ? &job->noise_first : &job->noise_mid, len >= bsize - bsize / 50);
   if (!zero_block) atomic_store(&job->all_zero, 0);
   if (job->sequential) {
     atomic_store(&job->pos, at + len);
@@ -141,6 +147,11 @@ static void compress_block(void *ctx, int32_t j) {
     memcpy(job->dst + at, w, (size_t)len);
   }
   ndp_wr32(job->dst + job->bstarts_pos + 4 * j, at);
+}
+
+static void compress_block(void *ctx, int32_t j) {
+  cjob *job = (cjob *)ctx;
+  compress_block_from(job, job->src, j);
 }
 
 /* Early exit for big chunks of noise: encode two sample blocks (the first and the
@@ -273,6 +284,75 @@ int32_t ndp_compress(const ndp_cparams *cp, const void *src, int32_t srcsize, vo
   return ndp_compress_ex(cp, src, srcsize, dst, dstsize, 0, err);
 }
 
+/* Write the header of a compressed (not memcpyed) chunk and set up `job` for it
+ * (no dictionary yet). */
+static void start_job(cjob *job, const ndp_cparams *cp, const uint8_t *src, int32_t nbytes,
+                      uint8_t *dst, int32_t dstsize) {
+  int32_t ts = cp->typesize > NDP_MAX_TYPESIZE ? 1 : cp->typesize;
+  int32_t blocksize = ndp_auto_blocksize(cp, nbytes);
+  int has_delta = 0;
+  for (int i = 0; i < NDP_NFILTERS; i++) has_delta |= cp->filters[i] == NDP_DELTA;
+  int split = ndp_split_rule(cp, ts, blocksize) && blocksize % ts == 0;
+  int flags = 0x05 | (has_delta ? 0x08 : 0) | (split ? 0 : 0x10) |
+              (ndp_codec_format(cp->compcode) << 5);
+  ndp_write_header(dst, 5, flags, cp->typesize, nbytes, blocksize, 0);
+  memcpy(dst + 16, cp->filters, NDP_NFILTERS);
+  dst[22] = (uint8_t)cp->compcode;
+  dst[23] = (uint8_t)cp->compcode_meta;
+  memcpy(dst + 24, cp->filters_meta, NDP_NFILTERS);
+
+  job->cp = cp;
+  job->src = src;
+  job->nbytes = nbytes;
+  job->blocksize = blocksize;
+  job->nblocks = (int32_t)(((int64_t)nbytes + blocksize - 1) / blocksize);
+  job->typesize = ts;
+  job->split = split;
+  job->sequential = cp->nthreads <= 1 || job->nblocks == 1;
+  memcpy(job->filters, cp->filters, NDP_NFILTERS);
+  memcpy(job->meta, cp->filters_meta, NDP_NFILTERS);
+  job->dst = dst;
+  job->limit = nbytes + NDP_MAX_OVERHEAD < dstsize ? nbytes + NDP_MAX_OVERHEAD : dstsize;
+  job->bstarts_pos = NDP_EXT_HEADER;
+  job->dict = NULL;
+  int32_t data_start = NDP_EXT_HEADER + 4 * job->nblocks;
+  atomic_init(&job->pos, data_start);
+  atomic_init(&job->overflow, data_start > job->limit);
+  atomic_init(&job->all_zero, 1);
+  atomic_init(&job->failed, 0);
+  atomic_init(&job->noise_first, 0);
+  atomic_init(&job->noise_mid, 0);
+  job->err.code = 0;
+  job->err.msg[0] = 0;
+}
+
+/* The chunk's size once every block went through compress_block: its error, the
+ * memcpy fallback (overflow; `noise`: the samples said noise), the zero collapse, or
+ * the compressed size written into the header. */
+static int32_t end_job(cjob *job, int noise, int32_t dstsize, int header_only,
+                       ndp_error *err) {
+  const ndp_cparams *cp = job->cp;
+  if (atomic_load(&job->failed)) return ndp_fail(err, job->err.code, "%s", job->err.msg);
+  if (noise || atomic_load(&job->overflow))
+    return emit_memcpy(job->src, job->nbytes, job->dst, dstsize, cp->nthreads, header_only,
+                       err);
+  if (atomic_load(&job->all_zero)) {
+    ndp_wr32(job->dst + 12, NDP_EXT_HEADER);
+    job->dst[31] = NDP_SPECIAL_ZERO << 4;
+    return NDP_EXT_HEADER;
+  }
+  int32_t cbytes = atomic_load(&job->pos);
+  ndp_wr32(job->dst + 12, cbytes);
+  return cbytes;
+}
+
+static void header_memcpyed(uint8_t *dst, const ndp_cparams *cp, int32_t nbytes) {
+  ndp_write_header(dst, 5, 0x05, cp->typesize, nbytes, ndp_auto_blocksize(cp, nbytes),
+                   NDP_EXT_HEADER);
+  memcpy(dst + 16, cp->filters, NDP_NFILTERS);
+  dst[22] = (uint8_t)cp->compcode;
+}
+
 int32_t ndp_compress_ex(const ndp_cparams *cp, const void *src_, int32_t srcsize, void *dst_,
                         int32_t dstsize, int options, ndp_error *err) {
   int header_only = (options & NDP_RAW_HEADER_ONLY) != 0;
@@ -283,44 +363,15 @@ int32_t ndp_compress_ex(const ndp_cparams *cp, const void *src_, int32_t srcsize
   if (dstsize < NDP_EXT_HEADER)
     return ndp_fail(err, NDP_ERR_DEST_SIZE, "destination must hold at least 32 bytes");
 
-  int32_t ts = cp->typesize > NDP_MAX_TYPESIZE ? 1 : cp->typesize;
   int32_t nbytes = srcsize;
-  int32_t blocksize = ndp_auto_blocksize(cp, nbytes);
-  int has_delta = 0;
-  for (int i = 0; i < NDP_NFILTERS; i++) has_delta |= cp->filters[i] == NDP_DELTA;
-
   /* Header as computed for compression (FORMAT.md 1.2/1.3/1.8). */
   if (cp->clevel == 0 || nbytes < 32) {
-    ndp_write_header(dst, 5, 0x05, cp->typesize, nbytes, blocksize, NDP_EXT_HEADER);
-    memcpy(dst + 16, cp->filters, NDP_NFILTERS);
-    dst[22] = (uint8_t)cp->compcode;
+    header_memcpyed(dst, cp, nbytes);
     return emit_memcpy(src, nbytes, dst, dstsize, cp->nthreads, header_only, err);
   }
-  int split = ndp_split_rule(cp, ts, blocksize) && blocksize % ts == 0;
-  int flags = 0x05 | (has_delta ? 0x08 : 0) | (split ? 0 : 0x10) |
-              (ndp_codec_format(cp->compcode) << 5);
-  ndp_write_header(dst, 5, flags, cp->typesize, nbytes, blocksize, 0);
-  memcpy(dst + 16, cp->filters, NDP_NFILTERS);
-  dst[22] = (uint8_t)cp->compcode;
-  dst[23] = (uint8_t)cp->compcode_meta;
-  memcpy(dst + 24, cp->filters_meta, NDP_NFILTERS);
-
   cjob job;
-  job.cp = cp;
-  job.src = src;
-  job.nbytes = nbytes;
-  job.blocksize = blocksize;
-  job.nblocks = (int32_t)(((int64_t)nbytes + blocksize - 1) / blocksize);
-  job.typesize = ts;
-  job.split = split;
-  job.sequential = cp->nthreads <= 1 || job.nblocks == 1;
-  memcpy(job.filters, cp->filters, NDP_NFILTERS);
-  memcpy(job.meta, cp->filters_meta, NDP_NFILTERS);
-  job.dst = dst;
-  job.limit = nbytes + NDP_MAX_OVERHEAD < dstsize ? nbytes + NDP_MAX_OVERHEAD : dstsize;
-  job.bstarts_pos = NDP_EXT_HEADER;
-  job.dict = NULL;
-  int32_t data_start = NDP_EXT_HEADER + 4 * job.nblocks;
+  start_job(&job, cp, src, nbytes, dst, dstsize);
+  int32_t data_start = atomic_load(&job.pos);
   ndp_cdict cdict = {NULL, 0, NULL};
   if (cp->use_dict) {
     /* The dictionary is stored after bstarts; train it straight into place. */
@@ -335,37 +386,92 @@ int32_t ndp_compress_ex(const ndp_cparams *cp, const void *src_, int32_t srcsize
       job.dict = &cdict;
       dst[31] |= 0x01;
       data_start += 4 + dsize;
+      atomic_store(&job.pos, data_start);
+      atomic_store(&job.overflow, data_start > job.limit);
     }
   }
-  atomic_init(&job.pos, data_start);
-  atomic_init(&job.overflow, data_start > job.limit);
-  atomic_init(&job.all_zero, 1);
-  atomic_init(&job.failed, 0);
-  job.err.code = 0;
-  job.err.msg[0] = 0;
   pthread_mutex_init(&job.err_lock, NULL);
 
-  if (!atomic_load(&job.overflow) && job.dict == NULL && looks_incompressible(&job)) {
-    pthread_mutex_destroy(&job.err_lock);
-    if (atomic_load(&job.failed)) return ndp_fail(err, job.err.code, "%s", job.err.msg);
-    return emit_memcpy(src, nbytes, dst, dstsize, cp->nthreads, header_only, err);
-  }
-  if (!atomic_load(&job.overflow))
+  int noise = !atomic_load(&job.overflow) && job.dict == NULL && looks_incompressible(&job);
+  if (!noise && !atomic_load(&job.overflow))
     ndp_parallel_for(cp->nthreads, job.nblocks, compress_block, &job);
   pthread_mutex_destroy(&job.err_lock);
   ndp_cdict_free(&cdict);
+  return end_job(&job, noise, dstsize, header_only, err);
+}
 
-  if (atomic_load(&job.failed)) return ndp_fail(err, job.err.code, "%s", job.err.msg);
-  if (atomic_load(&job.overflow))
-    return emit_memcpy(src, nbytes, dst, dstsize, cp->nthreads, header_only, err);
-  if (atomic_load(&job.all_zero)) {
-    ndp_wr32(dst + 12, NDP_EXT_HEADER);
-    dst[31] = NDP_SPECIAL_ZERO << 4;
-    return NDP_EXT_HEADER;
+/* ---- chunks encoded in parts ---- */
+
+struct ndp_cparts {
+  ndp_cparams cp;
+  cjob job;
+  int32_t dstsize;
+};
+
+int ndp_cparts_begin(ndp_cparts **out, const ndp_cparams *cp, int32_t nbytes, void *dst,
+                     int32_t dstsize, ndp_error *err) {
+  *out = NULL;
+  int rc = check_params(cp, nbytes, err);
+  if (rc != NDP_OK) return rc;
+  if (dstsize < NDP_EXT_HEADER || (int64_t)dstsize < (int64_t)nbytes + NDP_MAX_OVERHEAD)
+    return ndp_fail(err, NDP_ERR_DEST_SIZE, "destination of %d bytes; %lld needed",
+                    (int)dstsize, (long long)nbytes + NDP_MAX_OVERHEAD);
+  int has_delta = 0;
+  for (int i = 0; i < NDP_NFILTERS; i++) has_delta |= cp->filters[i] == NDP_DELTA;
+  /* DELTA needs block 0 before the others, a dictionary every block first */
+  if (cp->clevel == 0 || nbytes < 32 || cp->use_dict || has_delta) return 0;
+  ndp_cparts *p = (ndp_cparts *)calloc(1, sizeof *p);
+  if (p == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "cannot allocate a chunk encoder");
+  p->cp = *cp;
+  p->dstsize = dstsize;
+  start_job(&p->job, &p->cp, NULL, nbytes, (uint8_t *)dst, dstsize);
+  p->job.sequential = 0;            /* blocks of several callers: reserved positions */
+  pthread_mutex_init(&p->job.err_lock, NULL);
+  *out = p;
+  return 1;
+}
+
+int32_t ndp_cparts_blocksize(const ndp_cparts *p) { return p->job.blocksize; }
+
+int32_t ndp_cparts_nblocks(const ndp_cparts *p) { return p->job.nblocks; }
+
+int ndp_cparts_add(ndp_cparts *p, const void *chunk_src, int32_t first, int32_t count,
+                   ndp_error *err) {
+  cjob *job = &p->job;
+  if (first < 0 || count < 0 || first > job->nblocks - count)
+    return ndp_fail(err, NDP_ERR_PARAM, "blocks [%d, %d) outside the chunk's %d blocks",
+                    (int)first, (int)first + (int)count, (int)job->nblocks);
+  for (int32_t j = first; j < first + count; j++) {
+    compress_block_from(job, (const uint8_t *)chunk_src, j);
+    if (atomic_load(&job->failed) || atomic_load(&job->overflow)) break;
   }
-  int32_t cbytes = atomic_load(&job.pos);
-  ndp_wr32(dst + 12, cbytes);
-  return cbytes;
+  return NDP_OK;
+}
+
+/* A chunk that ends within this many bytes of its limit is encoded again whole: one
+ * thread writing in place gives a codec only the room left (zstd and BloscLZ give up
+ * some bytes before the end of their output), so near the limit its streams may
+ * differ from those encoded with a block's worth of room. */
+#define PARTS_MARGIN 4096
+
+int32_t ndp_cparts_end(ndp_cparts *p, const void *chunk_src, ndp_error *err) {
+  cjob *job = &p->job;
+  job->src = (const uint8_t *)chunk_src;
+  int noise = job->nblocks >= SAMPLE_MIN_BLOCKS && atomic_load(&job->noise_first) &&
+              atomic_load(&job->noise_mid) && !atomic_load(&job->failed);
+  if (!noise && !atomic_load(&job->failed) && !atomic_load(&job->overflow) &&
+      atomic_load(&job->pos) > job->limit - PARTS_MARGIN) {
+    ndp_cparams one = p->cp;
+    one.nthreads = 1;
+    return ndp_compress(&one, chunk_src, job->nbytes, job->dst, p->dstsize, err);
+  }
+  return end_job(job, noise, p->dstsize, 0, err);
+}
+
+void ndp_cparts_free(ndp_cparts *p) {
+  if (p == NULL) return;
+  pthread_mutex_destroy(&p->job.err_lock);
+  free(p);
 }
 
 /* ---- patching blocks of a chunk ---- */

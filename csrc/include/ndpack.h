@@ -118,6 +118,29 @@ int32_t ndp_compress(const ndp_cparams *cp, const void *src, int32_t srcsize,
 int32_t ndp_compress_ex(const ndp_cparams *cp, const void *src, int32_t srcsize,
                         void *dst, int32_t dstsize, int flags, ndp_error *err);
 
+/* A chunk encoded in parts: its blocks filtered and encoded by several callers (each
+ * from its own thread, in any order) as soon as their bytes exist, e.g. while they are
+ * in the cache of the core that produced them.  ndp_cparts_begin writes the header
+ * into dst (dstsize >= nbytes + NDP_MAX_OVERHEAD) and returns 1 with *out set, 0 when
+ * the chunk cannot be encoded in parts (clevel 0, fewer than 32 bytes, a dictionary,
+ * DELTA: compress it whole with ndp_compress), or an error.  ndp_cparts_add encodes
+ * blocks [first, first + count) of the chunk whose bytes start at chunk_src (the
+ * whole chunk's buffer: only those blocks' bytes are read, and they must not change
+ * until ndp_cparts_end); ndp_cparts_end, once every block was added, returns cbytes
+ * (the memcpy fallback, which reads the whole chunk at chunk_src, and the zero
+ * collapse included) or an error.  Blocks land in the order they were added: added in
+ * increasing order, the chunk is byte for byte what ndp_compress with one thread
+ * writes.  ndp_cparts_free releases the encoder (not dst). */
+typedef struct ndp_cparts ndp_cparts;
+int ndp_cparts_begin(ndp_cparts **out, const ndp_cparams *cp, int32_t nbytes, void *dst,
+                     int32_t dstsize, ndp_error *err);
+int32_t ndp_cparts_blocksize(const ndp_cparts *p);
+int32_t ndp_cparts_nblocks(const ndp_cparts *p);
+int ndp_cparts_add(ndp_cparts *p, const void *chunk_src, int32_t first, int32_t count,
+                   ndp_error *err);
+int32_t ndp_cparts_end(ndp_cparts *p, const void *chunk_src, ndp_error *err);
+void ndp_cparts_free(ndp_cparts *p);
+
 /* Replace blocks ids[0..nids) (increasing) of a chunk by new raw bytes (block ids[k]
  * at raw + k * blocksize) and write the resulting chunk to dst: the new blocks are
  * filtered and encoded with the chunk's own pipeline, codec and split mode at `clevel`,

@@ -311,6 +311,84 @@ static void test_noise_raw(void) {
   free(out);
 }
 
+/* A chunk encoded in parts (ndp_cparts_*) with blocks added in increasing order is
+ * byte for byte ndp_compress with one thread: every input kind (noise: the memcpy
+ * fallback decided from the samples; zeros: the zero collapse), codecs, pipelines
+ * without DELTA, partial last blocks.  In another order it decodes to the same bytes.
+ * DELTA, dictionaries and clevel 0 decline (0). */
+static void test_cparts(void) {
+  static const int32_t sizes[] = {32, 100, 4097, 300000, 1 << 20};
+  int32_t maxn = 1 << 20;
+  uint8_t *src = malloc((size_t)maxn), *whole = malloc((size_t)maxn + 32);
+  uint8_t *parts = malloc((size_t)maxn + 32), *out = malloc((size_t)maxn);
+  char what[200];
+  for (int kind = 0; kind < 6; kind++) {
+    if (kind < 4) make_input(kind, src, maxn);
+    else memset(src, kind == 4 ? 0 : 7, (size_t)maxn);  /* zeros; one repeated byte */
+    for (size_t ci = 0; ci < sizeof codecs / sizeof *codecs; ci++)
+      for (size_t pi = 0; pi < sizeof pipelines / sizeof *pipelines; pi++)
+        for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+          int32_t n = sizes[si];
+          ndp_cparams cp = ndp_cparams_default();
+          cp.compcode = codecs[ci];
+          cp.clevel = (int)(1 + (si + pi) % 9);
+          cp.typesize = si % 2 ? 8 : 4;
+          cp.nthreads = 1;
+          cp.blocksize = si % 3 == 0 ? 0 : 16384;
+          memcpy(cp.filters, pipelines[pi], 6);
+          int delta = 0;
+          for (int f = 0; f < 6; f++) delta |= cp.filters[f] == NDP_DELTA;
+          snprintf(what, sizeof what, "parts: kind %d codec %d pipe %zu n %d", kind,
+                   cp.compcode, pi, n);
+          ndp_error err = {0, {0}};
+          int32_t cw = ndp_compress(&cp, src, n, whole, n + 32, &err);
+          CHECK(cw > 0, "%s: compress: %s", what, err.msg);
+          ndp_cparts *p = NULL;
+          int rc = ndp_cparts_begin(&p, &cp, n, parts, n + 32, &err);
+          if (delta) {
+            CHECK(rc == 0 && p == NULL, "%s: DELTA must decline, got %d", what, rc);
+            continue;
+          }
+          CHECK(rc == 1 && p != NULL, "%s: begin %d: %s", what, rc, err.msg);
+          if (p == NULL) continue;
+          int32_t nb = ndp_cparts_nblocks(p);
+          for (int32_t j = 0; j < nb; j += 3) {      /* groups of up to 3 blocks */
+            int32_t k = nb - j < 3 ? nb - j : 3;
+            CHECK(ndp_cparts_add(p, src, j, k, &err) == 0, "%s: add: %s", what, err.msg);
+          }
+          int32_t cp2 = ndp_cparts_end(p, src, &err);
+          ndp_cparts_free(p);
+          CHECK(cp2 == cw && memcmp(whole, parts, (size_t)cw) == 0,
+                "%s: %d bytes in parts, %d whole", what, cp2, cw);
+          /* blocks in reverse order: other bytes, same values */
+          CHECK(ndp_cparts_begin(&p, &cp, n, parts, n + 32, &err) == 1, "%s: begin", what);
+          for (int32_t j = nb - 1; j >= 0; j--) ndp_cparts_add(p, src, j, 1, &err);
+          int32_t cr = ndp_cparts_end(p, src, &err);
+          ndp_cparts_free(p);
+          CHECK(cr > 0 && ndp_decompress(parts, cr, out, n, 1, &err) == n &&
+                memcmp(out, src, (size_t)n) == 0, "%s: reverse order round trip", what);
+        }
+  }
+  ndp_error err = {0, {0}};
+  ndp_cparts *p = NULL;
+  ndp_cparams cp = ndp_cparams_default();
+  cp.clevel = 0;
+  CHECK(ndp_cparts_begin(&p, &cp, 1000, parts, 1032, &err) == 0 && !p, "clevel 0 declines");
+  cp.clevel = 5;
+  cp.use_dict = 1;
+  CHECK(ndp_cparts_begin(&p, &cp, 100000, parts, 100032, &err) == 0 && !p, "dict declines");
+  cp.use_dict = 0;
+  CHECK(ndp_cparts_begin(&p, &cp, 1000, parts, 1000, &err) < 0, "short destination refused");
+  CHECK(ndp_cparts_begin(&p, &cp, 100000, parts, 100032, &err) == 1, "begin");
+  CHECK(ndp_cparts_add(p, src, 0, ndp_cparts_nblocks(p) + 1, &err) < 0, "too many blocks");
+  CHECK(ndp_cparts_add(p, src, -1, 1, &err) < 0, "negative block");
+  ndp_cparts_free(p);
+  free(src);
+  free(whole);
+  free(parts);
+  free(out);
+}
+
 /* Fused decode + sum of a 3-D chunk with padding: against a plain loop. */
 static void test_sum_chunk(void) {
   enum { C0 = 5, C1 = 7, C2 = 9, B0 = 2, B1 = 3, B2 = 4 };
@@ -461,6 +539,7 @@ int main(void) {
   test_roundtrips();
   test_streaming_stores();
   test_noise_raw();
+  test_cparts();
   test_partial();
   test_special();
   test_bad_params();

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ndpack.chunks import compress2, decompress2, decompress_blocks, special_chunk, sum_chunk
+from ndpack.chunks import (chunk_parts, compress2, decompress2, decompress_blocks,
+                           special_chunk, sum_chunk)
 from ndpack.codecs import SpecialValue
 from ndpack.errors import FormatError, ParameterError
 from ndpack.storage.frame import chunk_nbytes_of
@@ -129,6 +130,28 @@ class NDStored:
         extra = {} if nthreads is None else {"nthreads": int(nthreads)}
         return compress2(np.ascontiguousarray(values).reshape(-1).view(np.uint8),
                          cparams=self.schunk.cparams, **extra)
+
+    def encoder_stored(self):
+        """An encoder of one chunk of this array in parts (see
+        :func:`ndpack.chunks.chunk_parts`: blocks in stored order encoded as soon as they
+        exist, from any thread; ``finish(values)`` gives what :meth:`encode_stored`
+        would give for the same values), or None when the array's cparams do not
+        allow it (clevel 0, ``use_dict``, DELTA, tiny chunks).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ndpack.storage.constructors import asarray
+        >>> a = asarray(np.arange(40_000.0), chunks=(20_000,), blocks=(5_000,),
+        ...             cparams={"nthreads": 1})
+        >>> values = np.linspace(0, 1, a.stored_elements)
+        >>> enc = a.encoder_stored()
+        >>> enc.add(values, 0, 2); enc.add(values, 2, 2)
+        >>> enc.finish(values) == a.encode_stored(values)
+        True
+        """
+        lay = self.layout
+        return chunk_parts(lay.chunk_nbytes, self.schunk.cparams)
 
     def sum_chunk_into(self, nchunk: int, out, reduced, ostride, offset: int,
                        buf: bytearray | None = None) -> None:

@@ -294,3 +294,131 @@ def test_aligned_into_h5py_and_zarr(tmp_path, count_aligned):
     assert len(count_aligned) == 5                       # the contiguous dataset only
     assert chunkout.WRITES["h5py"] - writes.get("h5py", 0) == 7
     assert chunkout.WRITES["zarr"] - writes.get("zarr", 0) == 3 * 4
+
+
+# ---- compute() with the result blocks encoded on the workers (aligned._compute_encoding)
+
+@pytest.fixture
+def count_encoded(monkeypatch):
+    """Counts the chunks whose blocks the workers encoded (fused compression)."""
+    calls = []
+    real = aligned._compute_encoding
+
+    def spy(node, ops, out, tick=None):
+        calls.append(out.schunk.cparams)
+        return real(node, ops, out, tick)
+    monkeypatch.setattr(aligned, "_compute_encoding", spy)
+    return calls
+
+
+def _chunks_of(arr):
+    return [bytes(arr.get_chunk(n)) for n in range(arr.schunk.nchunks)]
+
+
+@pytest.mark.parametrize("cparams", [
+    {"codec": ndpack.Codec.LZ4, "clevel": 5},
+    {"codec": ndpack.Codec.ZSTD, "clevel": 1},
+    {"codec": ndpack.Codec.BLOSCLZ, "clevel": 9,
+     "filters": [ndpack.Filter.BITSHUFFLE], "filters_meta": [0]},
+])
+def test_encoded_on_the_workers_is_a_plain_compress(cparams, count_encoded):
+    """One worker adds the blocks in order: every chunk is byte for byte the one-thread
+    compress of the decoded values (what the writer thread would have stored)."""
+    raw, _ = _arrays((70, 30), (16, 30), (4, 30))
+    nd = [ndpack.asarray(r, chunks=(16, 30), blocks=(4, 30), dparams={"nthreads": 1})
+          for r in raw]
+    e = ndpack.lazyexpr("a * b + sin(c)", operands=dict(zip("abc", nd)))
+    one = dict(cparams, nthreads=1)
+    r = e.compute(cparams=one)
+    assert len(count_encoded) == 1
+    expected = raw[0] * raw[1] + np.sin(raw[2])
+    np.testing.assert_allclose(r[()], expected, rtol=1e-14, atol=1e-14)
+    for n, chunk in enumerate(_chunks_of(r)):
+        values = r.decode_stored(chunk)
+        assert chunk == r.encode_stored(values, nthreads=1), n
+    two = e.compute(cparams=dict(cparams, nthreads=2))       # two workers: other order
+    np.testing.assert_array_equal(two[()], r[()])
+
+
+@pytest.mark.parametrize("cparams", [
+    {"codec": ndpack.Codec.ZSTD, "clevel": 3, "filters": [ndpack.Filter.DELTA],
+     "filters_meta": [0]},
+    {"codec": ndpack.Codec.ZSTD, "clevel": 3, "use_dict": True},
+    {"codec": ndpack.Codec.LZ4, "clevel": 0},
+])
+def test_cparams_that_cannot_be_encoded_in_parts(cparams, count_encoded, count_aligned):
+    """DELTA (block 0 first), dictionaries (every block first) and clevel 0 keep the
+    writer thread's whole-chunk compression: same values, aligned path still."""
+    raw, nd = _arrays((70, 30), (16, 30), (4, 30))
+    e = ndpack.lazyexpr("a - 2 * b", operands=dict(zip("abc", nd)))
+    r = e.compute(cparams=cparams)
+    assert count_encoded == [] and len(count_aligned) == 5
+    np.testing.assert_array_equal(r[()], raw[0] - 2 * raw[1])
+
+
+def test_encoded_chunks_noise_zeros_and_specials(count_encoded):
+    """Noise is stored uncompressed (decided from the two sample blocks, as a whole
+    compress does), computed zeros collapse into a zero chunk, scalar chunks stay
+    special, in one result."""
+    shape, chunks, blocks = (96, 64), (32, 64), (2, 64)      # 16 blocks per chunk
+    rng = np.random.default_rng(5)
+    x = rng.integers(-2**62, 2**62, shape)                   # chunk 0: noise
+    x[32:64] = 1                                             # chunk 1: zeros computed
+    a = ndpack.asarray(x, chunks=chunks, blocks=blocks)
+    z = ndpack.zeros(shape, dtype=np.int64, chunks=chunks, blocks=blocks)
+    z[64:] = np.arange(32 * 64).reshape(32, 64)
+    z[:32] = 0
+    e = ndpack.lazyexpr("(a - 1) * (a != 1) + z", operands={"a": a, "z": z})
+    cp = {"codec": ndpack.Codec.LZ4, "clevel": 5, "nthreads": 1}
+    r = e.compute(cparams=cp)
+    assert count_encoded
+    expected = (x - 1) * (x != 1) + z[()]
+    np.testing.assert_array_equal(r[()], expected)
+    infos = list(r.iterchunks_info())
+    assert infos[1].special == ndpack.SpecialValue.ZERO
+    for n, chunk in enumerate(_chunks_of(r)):     # (a zero chunk decodes to a 0-d)
+        values = np.broadcast_to(r.decode_stored(chunk), (r.stored_elements,)).copy()
+        assert chunk == r.encode_stored(values, nthreads=1), n
+    assert ndpack.get_cbuffer_sizes(_chunks_of(r)[0])[1] == 32 * 64 * 8 + 32   # noise: raw
+    s = ndpack.lazyexpr("z * 0 + 3", operands={"z": ndpack.zeros(shape, chunks=chunks,
+                                                                  blocks=blocks)}).compute()
+    assert all(i.special == ndpack.SpecialValue.VALUE for i in s.iterchunks_info())
+
+
+def test_encoded_result_read_by_python_blosc2(tmp_path, count_encoded):
+    blosc2 = pytest.importorskip("blosc2")
+    raw, nd = _arrays((90, 40), (20, 40), (5, 40))
+    e = ndpack.lazyexpr("a + b + c", operands=dict(zip("abc", nd)))
+    path = tmp_path / "r.b2nd"
+    e.compute(urlpath=path, cparams={"codec": ndpack.Codec.LZ4, "clevel": 5})
+    assert count_encoded
+    np.testing.assert_array_equal(blosc2.open(str(path))[()], raw[0] + raw[1] + raw[2])
+
+
+def test_an_error_while_encoding_reaches_the_caller(monkeypatch):
+    """A worker that fails on a later chunk: the error is raised, nothing hangs, and
+    the engine computes again afterwards."""
+    raw, nd = _arrays((80, 10), (16, 10), (4, 10))
+    e = ndpack.lazyexpr("a + b", operands=dict(zip("abc", nd)))
+    real = aligned.NDArray.encoder_stored
+    made = []
+
+    class Failing:
+        def __init__(self, enc):
+            self.enc = enc
+
+        def add(self, *args):
+            raise RuntimeError("encoder failed")
+
+        def finish(self, values):
+            return self.enc.finish(values)
+
+    def encoder(self):
+        made.append(1)
+        enc = real(self)
+        return Failing(enc) if len(made) == 4 and enc is not None else enc
+    monkeypatch.setattr(aligned.NDArray, "encoder_stored", encoder)
+    with pytest.raises(RuntimeError, match="encoder failed"):
+        e.compute()
+    monkeypatch.undo()
+    np.testing.assert_array_equal(e.compute()[()], raw[0] + raw[1])

@@ -139,13 +139,17 @@ class _Fetcher:
         return slot[i].reshape(-1)
 
 
-def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=False):
+def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=False,
+                   after=None, group_bytes=None):
     """Yield ``(n, values)`` for every output chunk in order: `values` is flat in stored
     order (a buffer reused for the next chunk, unless ``target(n)`` gave one) or 0-d.
 
-    A chunk is cut into groups of blocks; worker threads take one group at a time,
-    decode it (one C thread each) into their own small buffers and evaluate it into
-    place, so the decoded operands are still in that core's cache when used.
+    A chunk is cut into groups of blocks (about `group_bytes` per operand, default
+    ``plan.GROUP_BYTES``); worker threads take one group at a time, decode it (one C
+    thread each) into their own small buffers and evaluate it into place, so the
+    decoded operands are still in that core's cache when used.  ``after(n, blocks,
+    dst)``, when given, runs on the worker right after a group of chunk `n` landed in
+    `dst` (the chunk's buffer), while those blocks are still in its cache.
     """
     stored = [isinstance(op.array, NDArray) and op.shape == node.shape for op in ops]
     ref = ops[stored.index(True)].array
@@ -153,7 +157,8 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=Fal
     per_block = math.prod(ref.blocks)
     nblocks = size // per_block
     itemsize = max([op.dtype.itemsize for op in ops] + [dtype.itemsize])
-    step = max(1, min(nblocks, plan.GROUP_BYTES // (per_block * itemsize)))
+    group_bytes = plan.GROUP_BYTES if group_bytes is None else group_bytes
+    step = max(1, min(nblocks, group_bytes // (per_block * itemsize)))
     groups = [range(g, min(g + step, nblocks)) for g in range(0, nblocks, step)]
     kernel = Kernel(node, ops)
     cast = dtype != node.dtype
@@ -162,7 +167,7 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=Fal
     whole = whole_raw[:size * dtype.itemsize].view(dtype)
     nworkers = max(1, ref.schunk.dparams.nthreads)
 
-    def group(raw, fills, g, part):
+    def group(raw, fills, g, part, n, dst):
         bufs = getattr(local, "bufs", None)
         if bufs is None:
             bufs = local.bufs = [np.empty(step * per_block, op.dtype) if st else None
@@ -177,6 +182,8 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=Fal
             np.copyto(part, kernel(values, local.staging[:m]), casting="unsafe")
         else:
             kernel(values, part)
+        if after is not None:
+            after(n, g, dst)
 
     pool, fetch = workers(nworkers), _Fetcher(ops, ref, stored)
     pending, jobs = prefetch(fetch, 0), []
@@ -209,7 +216,7 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=Fal
                     while inflight:                            # `whole` must be free
                         yield _finished(inflight.pop(0))
                 jobs = [submit(pool, group, raw, fills, g,
-                               dst[g.start * per_block:g.stop * per_block])
+                               dst[g.start * per_block:g.stop * per_block], n, dst)
                         for g in groups]
                 inflight.append((n, dst, jobs))
                 if len(inflight) > 1 or dst is whole or not lookahead:
@@ -241,9 +248,14 @@ def _finished(entry) -> tuple:
 def compute_aligned(node: Node, ops: list, out: NDArray, tick=None) -> NDArray:
     """Write every chunk of `out` (same layout as `ops`; empty, or full to overwrite).
 
-    Chunk `n` is compressed and stored by a writer thread while the workers compute
-    chunk `n + 1` into the other of two result buffers.
+    When the output's cparams allow chunks to be encoded in parts (every codec and
+    filter but DELTA, no dictionary, clevel > 0), each worker encodes the blocks it
+    has just evaluated, while they are in its cache (:func:`_compute_encoding`).
+    Otherwise chunk `n` is compressed and stored by a writer thread while the workers
+    compute chunk `n + 1` into the other of two result buffers.
     """
+    if not on_engine_thread() and out.encoder_stored() is not None:
+        return _compute_encoding(node, ops, out, tick)
     size = out.stored_elements
     nbytes = size * out.dtype.itemsize
     raws = [buffers.take(nbytes), buffers.take(nbytes)]      # reused: no page faults
@@ -282,6 +294,51 @@ def compute_aligned(node: Node, ops: list, out: NDArray, tick=None) -> NDArray:
         for job in writing + [last]:       # never leave a write running on an error
             if job is not None:
                 job.exception()
+        for r in raws:
+            buffers.give(r)
+    return out
+
+
+def _compute_encoding(node: Node, ops: list, out: NDArray, tick=None) -> NDArray:
+    """:func:`compute_aligned` with the compression fused into the workers' tasks.
+
+    Decoding, evaluating and compressing a chunk as three passes (the last one by
+    the writer's C threads) moved every value through memory once more and ran the
+    compression threads against the workers on the same cores; here a worker decodes
+    a group of blocks, evaluates it and encodes the result blocks into the chunk's
+    encoder (:meth:`NDArray.encoder_stored`) before taking the next group.  The groups
+    of chunk `n + 1` are queued before chunk `n` is waited for (two chunk buffers), and
+    the caller stores each finished chunk in order.  Blocks land in the order the
+    workers finish them (valid Blosc2 either way; one worker gives the bytes of a
+    one-thread compress of the same values).
+    """
+    size = out.stored_elements
+    nbytes = size * out.dtype.itemsize
+    raws = [buffers.take(nbytes), buffers.take(nbytes)]      # reused: no page faults
+    results = [r[:nbytes].view(out.dtype) for r in raws]
+    encoders = {}
+    tick = tick or (lambda: None)
+
+    def target(n):
+        encoders[n] = out.encoder_stored()
+        return results[n % 2]
+
+    def encode(n, blocks, dst):
+        encoders[n].add(dst, blocks.start, len(blocks))
+
+    chunks = _chunk_results(node, ops, out.dtype, target, lookahead=True, after=encode,
+                            group_bytes=plan.ENCODE_GROUP_BYTES)
+    try:
+        for n, values in chunks:
+            enc = encoders.pop(n, None)
+            if values.ndim == 0 or enc is None:
+                out.write_stored(n, values)
+            else:
+                out.write_encoded(n, enc.finish(values))
+            tick()
+    finally:
+        chunks.close()                   # no worker still writes into the buffers
+        encoders.clear()
         for r in raws:
             buffers.give(r)
     return out
