@@ -161,6 +161,11 @@ class BufferPool:
         with self.lock:
             self._trim()
 
+    def clear(self) -> None:
+        """Release every idle buffer (``ndpack.free_resources``)."""
+        with self.lock:
+            self.free = []
+
     def idle(self) -> int:
         """Bytes of the buffers kept idle."""
         with self.lock:

@@ -95,16 +95,21 @@ def test_parameter_records_wherever_dicts_are_taken(tmp_path):
 def test_every_python_blosc2_name_is_here_or_documented():
     import re
     import types
-    doc = REPO / "docs" / "compat.md"
-    first_cells = [line.split("|")[1] for line in doc.read_text().splitlines()
-                   if line.startswith("| `")]            # the table's name column
-    listed = set(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", " ".join(first_cells)))
-    names = [n for n in dir(blosc2) if not n.startswith("_")
-             and not isinstance(getattr(blosc2, n), types.ModuleType)]
-    missing = sorted(n for n in names if not hasattr(ndpack, n) and n not in listed)
-    assert not missing, f"python-blosc2 names neither in ndpack nor in docs/compat.md: {missing}"
+    rows = [line.split("|") for line in (REPO / "docs" / "compat.md").read_text().splitlines()
+            if line.startswith("| ") and "`" in line]
+    implemented = set(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`",
+                                 " ".join(r[2] for r in rows if "`" not in r[1])))
+    listed = set(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`",
+                            " ".join(r[1] for r in rows if "`" in r[1])))
+    names = {n for n in dir(blosc2) if not n.startswith("_")
+             and not isinstance(getattr(blosc2, n), types.ModuleType)}
+    assert implemented and listed and not implemented & listed
+    missing = sorted(names - implemented - listed)
+    assert not missing, f"python-blosc2 names in neither table of docs/compat.md: {missing}"
+    wrong = sorted(n for n in implemented if not hasattr(ndpack, n) or n not in names)
+    assert not wrong, f"docs/compat.md lists as implemented: {wrong}"
     stale = sorted(n for n in listed if hasattr(ndpack, n) and n in names)
-    assert not stale, f"docs/compat.md lists names ndpack has: {stale}"
+    assert not stale, f"docs/compat.md lists as missing names ndpack has: {stale}"
 
 
 def test_constants_and_aliases():
@@ -168,3 +173,105 @@ def test_fp_accuracy_on_lazyudf_compute():
 
     u = ndpack.lazyudf(double, (np.arange(5.0),), np.float64)
     assert u.compute(fp_accuracy=ndpack.FPAccuracy.HIGH)[:].tolist() == [0, 2, 4, 6, 8]
+
+
+@pytest.mark.parametrize("text", ["a + b", "a + sin(b) * float32(c) - np.pi",
+                                  "where(a > 0, b, c ** 2)", "sum(a, axis=0) + x1",
+                                  "int8 + float64(a)", "f(a)(b)"])
+def test_get_expr_operands(text):
+    assert ndpack.get_expr_operands(text) == blosc2.get_expr_operands(text)
+
+
+@pytest.mark.parametrize("text, ok", [("a + sin(b) ** 2", True), ("where(a < b, a, 1)", True),
+                                      ("a.__class__", False), ("__import__('os')", False),
+                                      ("a; b", False)])
+def test_validate_expr(text, ok):
+    for lib in (ndpack, blosc2):
+        if ok:
+            assert lib.validate_expr(text) is None
+        else:
+            with pytest.raises((ValueError, SyntaxError)):
+                lib.validate_expr(text)
+    if not ok:
+        with pytest.raises(ValueError):
+            ndpack.validate_expr(text)
+
+
+def test_partition_predicates_match_python_blosc2():
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        ndim = int(rng.integers(1, 4))
+        blocks = tuple(int(b) for b in rng.integers(1, 4, ndim))
+        chunks = tuple(b * int(m) for b, m in zip(blocks, rng.integers(1, 4, ndim)))
+        chunks = tuple(c + int(rng.integers(0, 2)) for c in chunks)   # sometimes ragged
+        shape = tuple(c * int(m) + int(rng.integers(0, 2)) for c, m in
+                      zip(chunks, rng.integers(1, 4, ndim)))
+        for name in ("are_partitions_aligned", "are_partitions_behaved"):
+            assert getattr(ndpack, name)(shape, chunks, blocks) == \
+                getattr(blosc2, name)(shape, chunks, blocks), (name, shape, chunks, blocks)
+
+
+@pytest.mark.parametrize("key", [(slice(3, 6), slice(0, 5)), (slice(None), slice(9, 10)),
+                                 (slice(0, 10),), (2, slice(None)), (slice(5, 5),),
+                                 (slice(-3, None), -1)])
+def test_get_slice_nchunks_of_ndarrays(key):
+    x = np.arange(100).reshape(10, 10)
+    ours = ndpack.asarray(x, chunks=(4, 3), blocks=(2, 3))
+    theirs = blosc2.asarray(x, chunks=(4, 3), blocks=(2, 3))
+    assert ndpack.get_slice_nchunks(ours, key).tolist() == \
+        blosc2.get_slice_nchunks(theirs, key).tolist()
+
+
+@pytest.mark.parametrize("key", [5, slice(0, 100), slice(250, 900), (130, 131), (0, 1000)])
+def test_get_slice_nchunks_of_schunks(key):
+    data = np.arange(1000, dtype=np.int32)
+    ours = ndpack.SChunk(chunksize=512, data=data, cparams={"typesize": 4})
+    theirs = blosc2.SChunk(chunksize=512, data=data, cparams={"typesize": 4})
+    assert ndpack.get_slice_nchunks(ours, key).tolist() == \
+        blosc2.get_slice_nchunks(theirs, key).tolist()
+    with pytest.raises(IndexError):
+        ndpack.get_slice_nchunks(ours, slice(0, 10, 2))
+
+
+def test_from_cframe_both_ways():
+    x = np.arange(24.0).reshape(4, 6)
+    theirs = blosc2.asarray(x, chunks=(2, 3))
+    got = ndpack.from_cframe(theirs.to_cframe())
+    assert isinstance(got, ndpack.NDArray) and np.array_equal(got[:], x)
+    back = blosc2.from_cframe(ndpack.asarray(x, chunks=(2, 3)).to_cframe())
+    assert np.array_equal(back[:], x)
+    s = blosc2.SChunk(chunksize=64, data=np.arange(40, dtype=np.int32),
+                      cparams={"typesize": 4})
+    got = ndpack.from_cframe(s.to_cframe())
+    assert type(got) is ndpack.SChunk and got[:] == s[:]
+
+
+def test_operand_classes_and_lazywhere():
+    a = ndpack.asarray(np.arange(6.0))
+    e = a * 2
+    u = ndpack.lazyudf(lambda i, o, off: None, (np.zeros(3),), np.float64)
+    assert all(isinstance(v, ndpack.Operand) for v in (a, e, u))
+    assert isinstance(e, ndpack.LazyArray) and isinstance(u, ndpack.LazyArray)
+    assert not isinstance(a, ndpack.LazyArray) and not isinstance(np.zeros(2), ndpack.Operand)
+
+    def above(lib, x):
+        @lib.lazywhere(x, -1.0)
+        def cond(y):
+            return y > 2
+        return cond(x)[()]
+
+    np.testing.assert_array_equal(above(ndpack, a), above(blosc2, blosc2.asarray(np.arange(6.0))))
+
+
+def test_pack_array_both_ways_and_library_info():
+    x = np.linspace(0, 1, 1000).reshape(10, 100)
+    np.testing.assert_array_equal(blosc2.unpack_array(ndpack.pack_array(x)), x)
+    np.testing.assert_array_equal(ndpack.unpack_array(blosc2.pack_array(x, clevel=5)), x)
+    for codec in (ndpack.Codec.LZ4, ndpack.Codec.LZ4HC, ndpack.Codec.ZLIB, ndpack.Codec.ZSTD,
+                  ndpack.Codec.BLOSCLZ):
+        name, version = ndpack.clib_info(codec)
+        assert name == blosc2.clib_info(blosc2.Codec(int(codec)))[0]
+        assert isinstance(version, bytes) and version
+    ndpack.asarray(x, chunks=(5, 100))[:]        # leave buffers idle, then release them
+    ndpack.free_resources()
+    assert ndpack.show_config(file=io.StringIO())["memory"]["idle_bytes"] == 0
