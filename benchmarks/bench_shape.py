@@ -9,7 +9,9 @@
    * unaligned: chunks (1500, 1000) — written chunk by chunk.
    NumPy: ``np.concatenate`` / ``np.stack`` of the uncompressed arrays.
 2. permute_dims of (8000, 8000) float64 (``--quick``: (1000, 1000)), chunks
-   (1000, 1000), blocks (100, 1000), LZ4 5, vs ``a.T.copy()`` and python-blosc2.
+   (1000, 1000), blocks (100, 1000), LZ4 5, vs ``a.T.copy()`` and python-blosc2 with its
+   default cparams (ZSTD 5) and with the input's (LZ4 5: the same settings, issue 26);
+   sin + noise and a linspace (cratio ~7.7), the output's cratios printed.
 3. reshape (8000, 8000) float32 -> (4000, 16000), flip along axis 0, roll by 1000
    along axis 1, expand_dims + squeeze, vs the NumPy copies and python-blosc2 where it
    has the function.
@@ -109,19 +111,30 @@ def run_concat(quick, reps, rows):
 
 def run_permute(quick, reps, rows):
     n = 1000 if quick else 8000
-    x = make_data((n, n), np.float64, 7)
     chunks, blocks = (n // 8, n // 8), (n // 80, n // 8)
-    a = ndpack.asarray(x, chunks=chunks, blocks=blocks, cparams=cparams(ndpack))
-    assert np.array_equal(ndpack.permute_dims(a)[:7], x.T[:7])
-    print(f"permute_dims: ({n}, {n}) float64 ({x.nbytes / 1e6:.0f} MB), chunks {chunks}, "
-          f"blocks {blocks}, LZ4 5")
-    fns = {"numpy": lambda: x.T.copy(), "ndpack": lambda: ndpack.permute_dims(a)}
-    if blosc2 is not None:
-        b = blosc2.asarray(x, chunks=chunks, blocks=blocks, cparams=cparams(blosc2))
-        f = _try(lambda: blosc2.permute_dims(b))
-        if f:
-            fns["blosc2"] = f
-    row("permute_dims", fns, reps, rows)
+    for label in ("sin+noise", "linspace"):
+        x = make_data((n, n), np.float64, 7) if label == "sin+noise" else \
+            np.linspace(0, 1, n * n).reshape(n, n)
+        a = ndpack.asarray(x, chunks=chunks, blocks=blocks, cparams=cparams(ndpack))
+        p = ndpack.permute_dims(a)
+        assert np.array_equal(p[:7], x.T[:7]) and np.array_equal(p[-3:], x.T[-3:])
+        print(f"permute_dims {label}: ({n}, {n}) float64 ({x.nbytes / 1e6:.0f} MB), "
+              f"chunks {chunks}, blocks {blocks}, LZ4 5; output blocks {p.blocks}, "
+              f"cratio {p.cratio:.2f}")
+        fns = {"numpy": lambda x=x: x.T.copy(), "ndpack": lambda a=a: ndpack.permute_dims(a)}
+        if blosc2 is not None:
+            b = blosc2.asarray(x, chunks=chunks, blocks=blocks, cparams=cparams(blosc2))
+            f = _try(lambda b=b: blosc2.permute_dims(b))
+            if f:
+                fns["blosc2"] = f
+            f = _try(lambda b=b: blosc2.permute_dims(b, cparams=cparams(blosc2)))
+            if f:
+                fns["blosc2-cp"] = f
+                q = f()
+                assert np.array_equal(q[-3:], x.T[-3:])
+                print(f"  python-blosc2 (same cparams): blocks {q.blocks}, "
+                      f"cratio {q.schunk.cratio:.2f}")
+        row(f"permute_dims {label}", fns, reps, rows)
 
 
 def run_others(quick, reps, rows):

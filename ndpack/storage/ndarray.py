@@ -410,10 +410,11 @@ class NDArray(NDStored):
                 f"blocks={self.blocks} urlpath={self.urlpath!r}>")
 
     # --- whole chunks --------------------------------------------------------------------
-    def encode_chunk(self, values) -> bytes:
+    def encode_chunk(self, values, nthreads: int | None = None) -> bytes:
         """A compressed chunk of this array from `values` of the extended chunk shape
         (``layout.ext_chunks``, C order; an all-zero chunk becomes a special chunk),
-        ready for :meth:`write_encoded`.
+        ready for :meth:`write_encoded`; compressed by `nthreads` threads (default
+        ``cparams.nthreads``; 1 on the threads of a pool).
 
         Examples
         --------
@@ -429,7 +430,7 @@ class NDArray(NDStored):
         if values.shape != lay.ext_chunks:
             raise ParameterError(f"values must have the extended chunk shape "
                                  f"{lay.ext_chunks}, not {values.shape}")
-        return self._io.encode(values)
+        return self._io.encode(values, nthreads)
 
     def decode_chunk(self, nchunk: int) -> np.ndarray:
         """Chunk `nchunk` decoded into a new writable array of the extended chunk
@@ -459,10 +460,11 @@ class NDArray(NDStored):
             out = out[tuple(slice(None, None, -1) if f else slice(None) for f in flip)]
         return out.reshape(out_shape)
 
-    def read_into(self, key, out: np.ndarray) -> np.ndarray:
+    def read_into(self, key, out: np.ndarray, nthreads: int | None = None) -> np.ndarray:
         """Read ``self[key]`` into the existing array `out` (no new allocation: reused
         buffers avoid page faults).  `key` is a tuple of step-1 slices, one per
         dimension; `out` is C-contiguous with the selection's shape and this dtype.
+        `nthreads`: decoding threads (default ``dparams.nthreads``).
 
         Examples
         --------
@@ -483,7 +485,7 @@ class NDArray(NDStored):
             raise ParameterError(f"out must be a C-contiguous {lay.dtype} array of shape "
                                  f"{shape}")
         if out.size:
-            self._io.read_ranges(ranges, out)
+            self._io.read_ranges(ranges, out, nthreads)
         return out
 
     def __setitem__(self, key, value):

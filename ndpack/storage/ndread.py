@@ -26,6 +26,7 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 
 import numpy as np
@@ -136,10 +137,12 @@ class ChunkIO:
         return self.schunk.dparams.nthreads
 
     # --- reading a selection -------------------------------------------------------------
-    def read_ranges(self, ranges, out: np.ndarray) -> None:
+    def read_ranges(self, ranges, out: np.ndarray, nthreads: int | None = None) -> None:
         """``out[...] = array[ranges]``: `ranges` one non-empty range per dimension,
-        `out` of their lengths' shape and the array's dtype."""
-        nthreads = self.schunk.dparams.nthreads
+        `out` of their lengths' shape and the array's dtype; `nthreads` decoding
+        threads (default ``dparams.nthreads``; 1 on threads of a pool)."""
+        if nthreads is None:
+            nthreads = self.schunk.dparams.nthreads
         lazy = self.lazy_ok()
         parts = list(self.layout.parts(ranges))
         if nthreads > 1 and len(parts) > 1:
@@ -269,14 +272,18 @@ class ChunkIO:
             return arr
         return np.array(self.decode_blocks(chunk, [range(g) for g in lay.bgrid]))
 
-    def encode(self, arr: np.ndarray) -> bytes:
-        """A chunk from an array of the extended chunk shape (zeros -> special chunk)."""
+    def encode(self, arr: np.ndarray, nthreads: int | None = None) -> bytes:
+        """A chunk from an array of the extended chunk shape (zeros -> special chunk),
+        compressed by `nthreads` threads (default ``cparams.nthreads``)."""
         lay = self.layout
+        cparams = self.schunk.cparams
+        if nthreads is not None and nthreads != cparams.nthreads:
+            cparams = dataclasses.replace(cparams, nthreads=nthreads)
         if lay.stored_c_order:
             data = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
         else:
             data = to_blocked(arr, lay.blocks).reshape(-1).view(np.uint8)
-        chunk = compress2(data, cparams=self.schunk.cparams)
+        chunk = compress2(data, cparams=cparams)
         # all zeros compress to (at most) the header, block starts and empty streams,
         # or are stored as they are (clevel 0, tiny chunks): check those chunks alone
         small = 64 + lay.nblocks * (8 + 4 * lay.typesize)

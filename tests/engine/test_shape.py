@@ -53,7 +53,13 @@ def test_permute_dims_permutes_layout(data, xa):
     res = ndpack.permute_dims(a, axes)
     _check(res, np.transpose(x, axes))
     assert res.chunks == tuple(a.chunks[i] for i in axes)
-    assert res.blocks == tuple(a.blocks[i] for i in axes)
+    # python-blosc2's layout: the default blocks of the permuted chunks
+    assert res.blocks == ndpack.compute_chunks_blocks(res.shape, res.chunks,
+                                                      dtype=x.dtype)[1]
+    blocks = tuple(a.blocks[i] for i in axes)         # the source's blocks, on request
+    own = ndpack.permute_dims(a, axes, blocks=blocks)
+    assert own.blocks == blocks
+    _check(own, np.transpose(x, axes))
     _check(ndpack.permute_dims(a), x.T)
     _check(ndpack.permute_dims(x, axes, chunks=res.chunks), np.transpose(x, axes))
     src, dst = data.draw(st.integers(0, x.ndim - 1)), data.draw(st.integers(-x.ndim, x.ndim - 1))
@@ -250,6 +256,7 @@ def test_storage_keywords(tmp_path):
         assert f.dparams.nthreads == nthreads
         _check(f, x[::-1])
         _check(ndpack.permute_dims(a, dparams={"nthreads": nthreads}), x.T)
+        _check(ndpack.permute_dims(a, blocks=(3, 2), dparams={"nthreads": nthreads}), x.T)
     r = ndpack.reshape(a, (4, 25), chunks=(3, 7), blocks=(1, 7))
     assert r.chunks == (3, 7)
     _check(r, x.reshape(4, 25))
