@@ -402,3 +402,20 @@ def test_replacing_and_dropping(tmp_path):
     a.create_index()
     a.drop_index()
     assert os.listdir(tmp_path) == ["a.b2nd"] and a.indexes == []
+
+
+def test_sparse_frame_directory(tmp_path):
+    """An array stored as a directory of chunk files keeps its index beside it too."""
+    path = str(tmp_path / "xdir")
+    x = np.random.default_rng(11).random(20_000)
+    a = ndpack.asarray(x, chunks=(2000,), urlpath=path, contiguous=False, mode="w")
+    a.create_index()
+    assert sorted(os.listdir(tmp_path)) == ["xdir", "xdir.ndpack-index"]
+    b = ndpack.open(path, mode="a")
+    assert not b.indexes[0]["stale"]
+    b[3] = 0.305
+    x[3] = 0.305
+    c = ndpack.open(path)
+    assert c.indexes[0]["scan_chunks"] == 1
+    with always_index(0.5):
+        same_bits(c[(c > 0.3) & (c < 0.31)], x[(x > 0.3) & (x < 0.31)])

@@ -300,9 +300,6 @@ def create_index(arr: NDArray, field=None, *, kind="full", persistent=None, name
     if persistent and arr.urlpath is None:
         raise ParameterError("an in-memory array keeps its index in memory: "
                              "persistent=True needs an array on disk")
-    if persistent and not os.path.isfile(os.fspath(arr.urlpath)):
-        raise ParameterError(f"{arr.urlpath!r} is not a contiguous frame file: indexes "
-                             "are kept beside .b2nd files")
     frame = _frame(arr)
     meta = {"kind": "full", "name": name, "dtype": dtype.str,
             "shape": list(arr.shape), "chunks": list(arr.chunks),
