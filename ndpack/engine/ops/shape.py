@@ -181,7 +181,8 @@ def concat(arrays, /, axis=0, **kwargs) -> NDArray:
     arrays : sequence of array-likes
         NDArrays or anything with ``shape``, ``dtype`` and ``__getitem__``; same
         shape except along `axis`.
-    axis : int
+    axis : int or None
+        None joins the flattened inputs.
     **kwargs
         Storage keywords (urlpath, chunks, blocks, cparams, ...).
 
@@ -196,6 +197,8 @@ def concat(arrays, /, axis=0, **kwargs) -> NDArray:
     arrays = [_array(a) for a in arrays]
     if not arrays:
         raise ValueError("need at least one array to concatenate")
+    if axis is None:                # the array API's: the inputs flattened, then joined
+        return concat([reshape(a, (-1,)) for a in arrays], axis=0, **kwargs)
     nd = len(arrays[0].shape)
     if nd == 0:
         raise ValueError("zero-dimensional arrays cannot be concatenated")
@@ -209,11 +212,15 @@ def concat(arrays, /, axis=0, **kwargs) -> NDArray:
     dtype = np.result_type(*[a.dtype for a in arrays])
     shape = list(arrays[0].shape)
     shape[axis] = sum(a.shape[axis] for a in arrays)
-    first = arrays[0]
-    kw = _layout(first, kwargs, getattr(first, "chunks", None), getattr(first, "blocks", None))
+    # the layout of the first input with chunks (an empty one has none to give)
+    first = next((a for a in arrays if all(getattr(a, "chunks", None) or (0,))), arrays[0])
+    chunks = getattr(first, "chunks", None)
+    if chunks is not None and not all(chunks):
+        chunks = None
+    kw = _layout(first, kwargs, chunks, chunks and getattr(first, "blocks", None))
     out = create(tuple(shape), dtype, **kw)
     c = out.chunks[axis]
-    if (all(_same_layout(a, out) for a in arrays)
+    if (c and all(_same_layout(a, out) for a in arrays)
             and all(c and a.shape[axis] % c == 0 for a in arrays[:-1])
             and _cparams_agree(arrays, kwargs, out)):
         return _copy_concat(arrays, out, axis)
