@@ -2,14 +2,17 @@
 
 **Writes**: ``evaluate("a*2 + b", out=target)`` over two float64 ``.b2nd`` operands in
 ndpack's default chunks, into an HDF5 dataset (no filter, the Blosc2 filter of
-hdf5plugin at LZ4 5 + shuffle, gzip 1) or a zarr v3 array (default codec, Blosc LZ4 5
-+ shuffle), chunks of ~25 MB (``--quick``: ~10 MB).  Native: ``compute(urlpath=
-".b2nd")`` of the same expression.  Peers: python-blosc2's ``evaluate(..., out=)``
-over the same files, dask (``da.from_array`` of the operands, ``da.store``).
+hdf5plugin at LZ4 5 + shuffle, gzip 1) or a zarr v3 array (default codec: zstd 0;
+Blosc LZ4 5 + shuffle), chunks of ~25 MB (``--quick``: ~10 MB; ``--large``: 2 x 800 MB
+operands and 100 MB chunks, the issue's case).  Native: ``compute(urlpath=".b2nd")`` of
+the same expression.  Peers: python-blosc2's ``evaluate(..., out=)`` over the same
+files, dask (``da.from_array`` of the operands, ``da.store``), and the library's own
+``out[...] = a[()] * 2 + b[()]`` ("own": NumPy in memory, then h5py/zarr compress).
 
 **Reads**: ``evaluate("h + 1")`` into NumPy where ``h`` is the first operand stored in
-HDF5 with the Blosc2 filter, or in zarr with Blosc LZ4; native: the ``.b2nd`` operand.
-Peers: h5py / zarr's own ``[...]`` plus NumPy, python-blosc2, dask.
+HDF5 with the Blosc2 filter, or in zarr (Blosc LZ4, default zstd); native: the ``.b2nd``
+operand.  Peers: h5py / zarr's own ``[...]`` plus NumPy, python-blosc2, dask.  Peak RSS
+(growth of the process during one call) for ndpack and python-blosc2.
 
 Times are best of interleaved rounds; ratios are peer time / ndpack time (> 1: ndpack
 faster); "native" is ndpack's time on ``.b2nd`` divided by its time here (the target is
@@ -17,6 +20,7 @@ faster); "native" is ndpack's time on ``.b2nd`` divided by its time here (the ta
 
     python benchmarks/bench_foreign.py            # 2 x 200 MB operands (~2 minutes)
     python benchmarks/bench_foreign.py --quick    # 2 x 40 MB, for CI
+    python benchmarks/bench_foreign.py --large    # 2 x 800 MB, 100 MB chunks (~15 minutes)
     python benchmarks/bench_foreign.py --json out.json
 """
 
@@ -63,7 +67,14 @@ def _zarr_target(path, shape, chunks, kind):
     return zarr.create_array(path, shape=shape, chunks=chunks, dtype="f8", **kw)
 
 
-def writes(tmp, shape, out_chunks, reps):
+def _rss(row, fns, names):
+    """Peak RSS growth of one call of ndpack and of python-blosc2."""
+    for fn, name in zip(fns, names):
+        if name in ("nd_s", "b2_s"):
+            _, row[name.replace("_s", "_rss")] = peak_rss_during(fn)
+
+
+def writes(tmp, shape, out_chunks, reps, own=True):
     a_path, b_path = os.path.join(tmp, "a.b2nd"), os.path.join(tmp, "b.b2nd")
     ndpack.asarray(_signal(shape, 0), urlpath=a_path, mode="w")
     ndpack.asarray(_signal(shape, 1), urlpath=b_path, mode="w")
@@ -87,6 +98,11 @@ def writes(tmp, shape, out_chunks, reps):
         out = make()
         fns = [lambda: ndpack.evaluate("a*2 + b", local_dict=ops, out=out)]
         names = ["nd_s"]
+        if own:
+            def own_write():
+                out[...] = a[()] * 2 + b[()]
+            fns.append(own_write)
+            names.append("own_s")
         if blosc2:
             fns.append(lambda: blosc2.evaluate("a*2 + b", local_dict=bops, out=out))
             names.append("b2_s")
@@ -100,7 +116,7 @@ def writes(tmp, shape, out_chunks, reps):
         times = best_times(fns, reps, budget=60)
         row = {"direction": "write", "target": label, **dict(zip(names, times)),
                "native_s": native}
-        _, row["nd_rss"] = peak_rss_during(fns[0])
+        _rss(row, fns, names)
         check = np.asarray(out[-2:]) if "zarr" in label else out[-2:]
         np.testing.assert_allclose(check, _signal(shape, 0)[-2:] * 2 + _signal(shape, 1)[-2:])
         rows.append(row)
@@ -126,6 +142,10 @@ def reads(tmp, a, chunks, reps):
         z[...] = x
         sources.append(("zarr v3 Blosc LZ4-5", zarr.open_array(os.path.join(tmp, "r.zarr"),
                                                                 mode="r")))
+        z = _zarr_target(os.path.join(tmp, "rz.zarr"), a.shape, chunks, "default codec")
+        z[...] = x
+        sources.append(("zarr v3 default codec",
+                        zarr.open_array(os.path.join(tmp, "rz.zarr"), mode="r")))
     for label, h in sources:
         fns = [lambda: ndpack.evaluate("h + 1", local_dict={"h": h}, out=dst),
                lambda: np.add(h[...], 1, out=dst)]
@@ -139,7 +159,7 @@ def reads(tmp, a, chunks, reps):
         times = best_times(fns, reps, budget=60)
         row = {"direction": "read", "target": label, **dict(zip(names, times)),
                "native_s": native}
-        _, row["nd_rss"] = peak_rss_during(fns[0])
+        _rss(row, fns, names)
         np.testing.assert_allclose(dst, x + 1)
         rows.append(row)
     return rows
@@ -148,30 +168,37 @@ def reads(tmp, a, chunks, reps):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--large", action="store_true",
+                    help="2 x 800 MB operands, 100 MB foreign chunks")
     ap.add_argument("--json", help="write the rows to this file")
     args = ap.parse_args()
-    shape = (40, 500, 250) if args.quick else (200, 500, 250)
-    out_chunks = (10, 500, 250) if args.quick else (25, 500, 250)
-    reps = 2 if args.quick else 3
+    shape, out_chunks, reps = ((40, 500, 250), (10, 500, 250), 2) if args.quick else \
+        ((400, 1000, 250), (50, 1000, 250), 2) if args.large else \
+        ((200, 500, 250), (25, 500, 250), 3)
     tmp = tempfile.mkdtemp(prefix="ndpack-bench-foreign-")
     try:
-        rows, a = writes(tmp, shape, out_chunks, reps)
+        rows, a = writes(tmp, shape, out_chunks, reps, own=not args.large)
         rows += reads(tmp, a, out_chunks, reps)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"ndpack {ndpack.__version__}: a*2 + b over 2 x {np.prod(shape) * 8 / 1e6:.0f} MB "
           f"(float64), foreign chunks {out_chunks}")
     print(f"{'direction':<9} {'target':<22} {'ndpack':>8} {'b2':>8} {'dask':>8} {'own':>8}"
-          f" {'vs b2':>7} {'vs dask':>8} {'native':>7}")
+          f" {'vs b2':>7} {'vs dask':>8} {'vs own':>7} {'native':>7} {'RSS MB':>7}"
+          f" {'b2 RSS':>7}")
     for r in rows:
         def ms(k):
             return f"{r[k] * 1e3:8.0f}" if k in r else f"{'-':>8}"
+
+        def mb(k):
+            return f"{r[k] / 1e6:7.0f}" if k in r else f"{'-':>7}"
 
         def ratio(k):
             return f"{r[k] / r['nd_s']:6.2f}x" if k in r else f"{'-':>7}"
         print(f"{r['direction']:<9} {r['target']:<22} {ms('nd_s')} {ms('b2_s')} "
               f"{ms('dask_s')} {ms('own_s')} {ratio('b2_s')} {ratio('dask_s'):>8} "
-              f"{r['native_s'] / r['nd_s']:6.2f}x")
+              f"{ratio('own_s')} {r['native_s'] / r['nd_s']:6.2f}x {mb('nd_rss')} "
+              f"{mb('b2_rss')}")
     write_json(args.json, rows)
 
 
