@@ -101,6 +101,42 @@ def test_foreign_operands_and_outputs(tmp_path):
         assert r.urlpath is not None
 
 
+@pytest.mark.parametrize("axes", [((0, 1), (0, 1)), ((1, 2), (1, 2)), ((2, 0), (2, 0))])
+def test_tensordot_foreign_read_directly(tmp_path, monkeypatch, axes):
+    """h5py and zarr operands of a product go through the direct readers (issue 26):
+    chunks read and decoded on our threads, a chunk cut by several steps decoded once;
+    the result is NumPy's whatever the steps."""
+    from ndpack.engine.run import foreign
+    rng = np.random.default_rng(6)
+    x, y = rng.normal(size=(12, 9, 10)), rng.normal(size=(12, 9, 10))
+    monkeypatch.setattr(linalg, "TILE_BYTES", 8 * 9 * 10 * 3)      # steps cut the chunks
+    monkeypatch.setattr(linalg, "LIVE_BYTES", 8 * 9 * 10 * 6)
+    want = np.tensordot(x, y, axes=axes)
+    decoded = []
+    real = foreign._Decoded.get
+
+    def get(self, coords, decode):
+        return real(self, coords, lambda: decoded.append((id(self), coords)) or decode())
+    monkeypatch.setattr(foreign._Decoded, "get", get)
+    with h5py.File(tmp_path / "f.h5", "w") as f:
+        ops = {"h5-deflate": (f.create_dataset("x", data=x, chunks=(4, 9, 10), compression="gzip"),
+                              f.create_dataset("y", data=y, chunks=(4, 9, 10), compression="gzip")),
+               "h5-plain": (f.create_dataset("u", data=x, chunks=(5, 3, 10)),
+                            f.create_dataset("v", data=y, chunks=(5, 3, 10))),
+               "zarr": (zarr.create_array(tmp_path / "x.zarr", data=x, chunks=(4, 9, 10)),
+                        zarr.create_array(tmp_path / "y.zarr", data=y, chunks=(3, 9, 5)))}
+        for name, (a, b) in ops.items():
+            foreign.READS.clear()
+            decoded.clear()
+            got = ndpack.evaluate(f"tensordot(a, b, axes={axes})", local_dict={"a": a, "b": b})
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=name)
+            assert foreign.READS[name.split("-")[0].replace("h5", "h5py")] > 0, name
+            assert not any(k.endswith("fallback") for k in foreign.READS), foreign.READS
+            assert len(decoded) == len(set(decoded)), (name, decoded)   # each chunk once
+            np.testing.assert_allclose(ndpack.tensordot(a, b, axes=axes)[()], want,
+                                       rtol=1e-12, atol=1e-12, err_msg=name)
+
+
 def test_tiles_stay_bounded(monkeypatch):
     """No operand read is bigger than a tile along the contracted axes."""
     rng = np.random.default_rng(5)

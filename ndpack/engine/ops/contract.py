@@ -56,6 +56,7 @@ import numpy as np
 
 from ndpack.engine.ops import blas
 from ndpack.engine.run import workers
+from ndpack.engine.run.foreign import reader
 from ndpack.resources import scratch
 
 __all__ = ["Deal", "LANE_ACC_BYTES", "MIN_SPLIT", "Operand", "SCRATCH_BYTES", "SLAB_BYTES",
@@ -297,7 +298,10 @@ class Operand:
     :attr:`threads` C threads: 1 when the workers multiply, as they are then the
     parallelism, else the array's), and a chunk's compressed bytes read for one tile
     serve the next ones of the same chunk (`keep`).  Any other tile is read
-    with ``read_into``; other arrays with ``[key]``.
+    with ``read_into``; h5py and zarr arrays by their direct reader
+    (:func:`ndpack.engine.run.foreign.reader`: chunks read and decoded on this thread
+    into the pool's buffers, a chunk cut by several tiles decoded once); other arrays
+    with ``[key]``.
     """
 
     def __init__(self, x, shape, dtype, slot: int = 0):
@@ -305,6 +309,9 @@ class Operand:
         self.chunks = chunks_of(x, shape)
         self.grain = grain_of(x, shape)
         self.direct = bool(shape) and callable(getattr(x, "read_into", None))
+        # h5py/zarr: chunks read and decoded on this thread, into the pool's buffers;
+        # a chunk cut by several tiles is decoded once (the reader's cache)
+        self.foreign = reader(x) if shape and not self.direct else None
         self.token = object()                    # identifies this operand's cached chunk
         self.threads = None                      # C threads decoding (None: the array's)
         self.flat = self._flat()
@@ -403,15 +410,18 @@ class Operand:
         :meth:`forget` after the last)."""
         if not self.shape:
             return np.asarray(self.x[()]), None
-        if not self.direct:
+        if not self.direct and self.foreign is None:
             return np.asarray(self.x[key]), None
         shape = tuple(k.stop - k.start for k in key)
         nbytes = math.prod(shape) * self.dtype.itemsize
         buf = workers.buffers.take(nbytes)
         tile = buf[:nbytes].view(self.dtype).reshape(shape)
         try:
-            runs = self.runs(key) if tile.size else None
-            if runs is None:
+            runs = self.runs(key) if tile.size and self.direct else None
+            if self.foreign is not None:
+                if tile.size:
+                    self.foreign(key, tile, 1)
+            elif runs is None:
                 self.x.read_into(key, tile)
             else:
                 self._decode(tile, runs, keep)

@@ -230,11 +230,14 @@ class _Decoded:
     """Whole chunks a reader decoded for regions that cut them, kept while they fit in
     an eighth of the memory limit (least recently used out first): a chunk whose codec
     cannot decode a part is decoded once per evaluation, not once per region that
-    touches it (a reader lives for one evaluation)."""
+    touches it (a reader lives for one evaluation).  Two threads asking for the same
+    chunk at once (a product reading two steps, or two parts of one, side by side):
+    the second waits for the first's decoding instead of decoding it too."""
 
     def __init__(self, chunk_bytes: int):
         self.room = max(0, memory_limit() // 8 // max(chunk_bytes, 1))
         self.kept, self.lock = collections.OrderedDict(), threading.Lock()
+        self.busy: dict = {}             # coords -> the lock of the thread decoding them
 
     def get(self, coords, decode) -> np.ndarray:
         """Chunk `coords`, from `decode()` the first time."""
@@ -243,12 +246,21 @@ class _Decoded:
             if got is not None:
                 self.kept.move_to_end(coords)
                 return got
-        got = decode()
-        if self.room:
+            mine = self.busy.setdefault(coords, threading.Lock()) if self.room else None
+        if mine is None:
+            return decode()
+        with mine:                       # one decoding per chunk at a time
             with self.lock:
-                self.kept[coords] = got
-                while len(self.kept) > self.room:
-                    self.kept.popitem(last=False)
+                got = self.kept.get(coords)
+            if got is None:
+                got = decode()
+                with self.lock:
+                    self.kept[coords] = got
+                    while len(self.kept) > self.room:
+                        self.kept.popitem(last=False)
+        with self.lock:
+            if self.busy.get(coords) is mine:
+                del self.busy[coords]
         return got
 
 
