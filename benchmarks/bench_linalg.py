@@ -4,6 +4,11 @@
   ((2,0),(2,0)): ndpack on its own .b2nd files (LZ4 clevel 1), ndpack over h5py
   operands, python-blosc2 on its files, dask over the h5py datasets; NumPy in memory
   is the baseline.  Time and the peak resident-memory growth of each.
+* ``evaluate("tensordot(a, b, axes=...)")`` over zarr (its default codec) and h5py
+  (uncompressed) operands of (n, n, n) float64 with chunks (10, n, n), the same three
+  axis pairs, vs python-blosc2's ``evaluate`` of the same text (issue 26): time, CPU
+  time and the peak RSS growth of warm calls; the ratio printed is python-blosc2's
+  time / ndpack's.
 * matmul of two (m, m) float64 arrays, compressed in memory (LZ4 clevel 1), vs NumPy and
   python-blosc2.
 
@@ -124,6 +129,45 @@ def _tensordot_floor(a, b, x, y, axes, decode_cpu, reps) -> float:
     return (decode_cpu + gemm) / CORES
 
 
+def foreign_tensordots(n, reps, rows):
+    import h5py
+    import zarr
+    rng = np.random.default_rng(1)
+    x, y = rng.random((n, n, n)), rng.random((n, n, n))
+    chunks = (min(n, 10), n, n)
+    with tempfile.TemporaryDirectory() as tmp:
+        h5 = h5py.File(os.path.join(tmp, "ops.h5"), "w")
+        sources = {"zarr": {k: zarr.create_array(os.path.join(tmp, f"{k}.zarr"), data=v,
+                                                 chunks=chunks)
+                            for k, v in (("a", x), ("b", y))},
+                   "h5py": {"a": h5.create_dataset("a", data=x, chunks=chunks),
+                            "b": h5.create_dataset("b", data=y, chunks=chunks)}}
+        print(f"\n[evaluate tensordot over foreign operands] 2 x ({n},)*3 float64, chunks "
+              f"{chunks}; ms (CPU ms) / peak RSS growth MB of warm calls")
+        for src, ops in sources.items():
+            for axes in AXES:
+                text = f"tensordot(a, b, axes={axes})"
+                want = np.tensordot(x, y, axes=axes)
+                fns = {"nd": lambda: ndpack.evaluate(text, local_dict=ops)}
+                if blosc2 is not None:
+                    fns["b2"] = lambda: blosc2.evaluate(text, local_dict=ops)
+                res = {}
+                for k, fn in fns.items():
+                    np.testing.assert_allclose(fn(), want, rtol=1e-9)   # also warms
+                    cpu = _cpu(fn, reps)
+                    t, rss = best_with_rss(fn, reps)
+                    res[k] = (t, cpu, rss)
+                cells = "  ".join(f"{k} {v[0] * 1e3:6.0f} ({v[1] * 1e3:6.0f}) / "
+                                  f"{v[2] / 2**20:4.0f}" for k, v in res.items())
+                ratio = res["b2"][0] / res["nd"][0] if "b2" in res else float("nan")
+                print(f"{src:<6}{axes!s:<22}{cells}   b2/nd {ratio:5.2f}", flush=True)
+                rows.append(dict(kind="tensordot foreign", source=src, axes=str(axes),
+                                 **{f"{k}_s": v[0] for k, v in res.items()},
+                                 **{f"{k}_cpu_s": v[1] for k, v in res.items()},
+                                 **{f"{k}_rss": v[2] for k, v in res.items()}))
+        h5.close()
+
+
 def matmuls(m, reps, rows):
     rng = np.random.default_rng(1)
     x, y = rng.random((m, m)), rng.random((m, m))
@@ -165,6 +209,7 @@ def main(argv=None) -> int:
     warnings.filterwarnings("ignore", message="Increasing number of chunks")   # dask's
     rows: list = []
     tensordots(100 if args.quick else 300, reps, rows)
+    foreign_tensordots(60 if args.quick else 300, reps, rows)
     matmuls(1000 if args.quick else 4000, reps, rows)
     write_json(args.json, rows)
     return 0

@@ -110,6 +110,12 @@ SPECS = {
                Metric("peak RSS growth", "nd_rss", {NP: "numpy_rss", B2: "b2_rss",
                                                    "dask": "dask_rss"}, "MB", floor=4e6)],
               {"kind": "tensordot"}),
+        Table("tensordot foreign", "evaluate('tensordot(a, b, axes=...)') over zarr and "
+              "h5py operands", ["source", "axes"],
+              [Metric("time", "nd_s", {B2: "b2_s"}),
+               Metric("CPU time", "nd_cpu_s", {B2: "b2_cpu_s"}),
+               Metric("peak RSS growth", "nd_rss", {B2: "b2_rss"}, "MB", floor=4e6)],
+              {"kind": "tensordot foreign"}),
         Table("matmul", "matmul of two (m, m) arrays compressed in memory", ["m"],
               [Metric("time", "nd_s", {NP: "numpy_s", B2: "b2_s"})], {"kind": "matmul"})],
     "bench_stores": [
