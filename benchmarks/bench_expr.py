@@ -11,6 +11,10 @@ Three expressions (``a + b + c``, ``sqrt(a + 2*b + c/2)**1.2``,
 * ``disk``: (7500, 5000) operands in .b2nd files (zstd clevel 1); ndpack and
   python-blosc2 ``[()]`` and ``compute(urlpath=...)`` vs a chunked numexpr loop over
   ``np.memmap`` views of .npy files.
+* ``write``: ``compute(urlpath=...)`` of ``a*2 + b`` over two (10000, 10000) float64
+  .b2nd files (800 MB each) with the default chunks and blocks (python-blosc2's and
+  ndpack's agree at this shape), the result written with identical cparams in both
+  libraries (ZSTD clevel 1 and 5, shuffle); wall and process CPU time (issue 26).
 * ``foreign``: ``evaluate()`` over h5py and zarr operands (uncompressed HDF5 chunks;
   zarr with its default codec), result to NumPy, vs python-blosc2's ``evaluate`` and
   dask (``from_array`` with the datasets' chunks, threaded scheduler); time and peak
@@ -18,7 +22,7 @@ Three expressions (``a + b + c``, ``sqrt(a + 2*b + c/2)**1.2``,
 
 ``--quick`` shrinks every size (CI).
 
-    python benchmarks/bench_expr.py [--quick] [--section memory|disk|foreign] [--json f]
+    python benchmarks/bench_expr.py [--quick] [--section memory|disk|write|foreign] [--json f]
 """
 
 from __future__ import annotations
@@ -69,6 +73,17 @@ def cpu_floor(ops: dict, raw: dict, text: str, reps: int) -> float:
     return work / 2 + touch
 
 
+def _cpu_times(fns, reps) -> list:
+    """Least process CPU time (all threads) of each function: on a shared machine the
+    wall time moves with the other tenants, the CPU a call needs much less."""
+    import time
+    return [best(fn, reps, time.process_time) for fn in fns]
+
+
+def _cpu_text(cpu) -> str:
+    return "/".join(f"{c * 1e3:.0f}" for c in cpu)
+
+
 def _row(text, t, cols):
     ms = "".join(f"{t[c] * 1e3:>9.0f}" for c in cols)
     print(f"{text[:42]:<43}{ms}", end="")
@@ -92,7 +107,7 @@ def memory(n, reps, rows):
               f"{cpu_floor(nd_ops, raw, EXPRESSIONS[0], reps) * 1e3:.0f} ms")
         print(f"{'expression':<43}{'numpy':>9}{'numexpr':>9}{'nd [()]':>9}{'nd comp':>9}"
               f"{'b2 [()]':>9}{'b2 comp':>9}   nd/numexpr [()] comp | b2/nd [()] comp "
-              f"| floors/numexpr [()] comp")
+              f"| floors/numexpr [()] comp | process CPU of compute()")
         for text in EXPRESSIONS:
             np_text = _module_text(text, "np")
             e = ndpack.lazyexpr(text, operands=nd_ops)
@@ -103,6 +118,7 @@ def memory(n, reps, rows):
                 e2 = blosc2.lazyexpr(text, operands=b2_ops)
                 fns += [lambda: e2[()], lambda: e2.compute(cparams=cp_b2)]
             times = best_times(fns, reps, budget=60)
+            cpu = _cpu_times(fns[3::2], reps)                    # nd comp, b2 comp
             # NumPy is the oracle (numexpr's libm and our sin/cos differ in the last
             # bits: absolute tolerance where the sum cancels)
             res = e[()]
@@ -116,9 +132,10 @@ def memory(n, reps, rows):
             _row(text, t, ["numpy", "numexpr", "nd_get", "nd_compute", "b2_get", "b2_compute"])
             print(f"   {t['nd_get'] / t['numexpr']:>5.2f}x {t['nd_compute'] / t['numexpr']:>5.2f}x"
                   f" | {t['b2_get'] / t['nd_get']:>5.2f}x {t['b2_compute'] / t['nd_compute']:>5.2f}x"
-                  f" | {floor / t['numexpr']:>5.2f}x {cfloor / t['numexpr']:>5.2f}x")
+                  f" | {floor / t['numexpr']:>5.2f}x {cfloor / t['numexpr']:>5.2f}x"
+                  f" | CPU ms nd/b2 comp {_cpu_text(cpu)}")
             rows.append(dict(section="memory", codec=codec, expression=text, decode_floor=floor,
-                             compute_floor=cfloor, **t))
+                             compute_floor=cfloor, cpu_compute=cpu, **t))
 
 
 def _memmap_loop(text, mms, out, rows_per_slab):
@@ -154,7 +171,7 @@ def disk(shape, reps, rows):
               f"memmap loop maps its .npy files)")
         print(f"{'expression':<43}{'memmap':>9}{'nd [()]':>9}{'nd out=':>9}{'nd mmap':>9}"
               f"{'nd comp':>9}{'b2 [()]':>9}{'b2 comp':>9}   memmap/nd [()] out= mmap "
-              f"| b2/nd [()] comp")
+              f"| b2/nd [()] comp | process CPU of compute()")
         for text in EXPRESSIONS:
             out, out2 = np.empty(shape), np.empty(shape)
             e = ndpack.lazyexpr(text, operands=nd_ops)
@@ -169,6 +186,7 @@ def disk(shape, reps, rows):
                         lambda: e2.compute(urlpath=p("b2_out.b2nd"), mode="w",
                                            cparams={"codec": blosc2.Codec.ZSTD, "clevel": 1})]
             times = best_times(fns, reps, budget=60)
+            cpu = _cpu_times(fns[4::2], reps)                    # nd comp, b2 comp
             np.testing.assert_allclose(e[()], _memmap_loop(text, mms, out, slab), rtol=1e-9,
                                        atol=1e-12)     # numexpr's libm vs NumPy's
             cols = ["memmap", "nd_get", "nd_out", "nd_mmap", "nd_compute", "b2_get",
@@ -177,9 +195,58 @@ def disk(shape, reps, rows):
             _row(text, t, cols)
             print(f"   {t['memmap'] / t['nd_get']:>5.2f}x {t['memmap'] / t['nd_out']:>5.2f}x "
                   f"{t['memmap'] / t['nd_mmap']:>5.2f}x | "
-                  f"{t['b2_get'] / t['nd_get']:>5.2f}x {t['b2_compute'] / t['nd_compute']:>5.2f}x")
-            rows.append(dict(section="disk", expression=text, decode_floor=floor, **t))
+                  f"{t['b2_get'] / t['nd_get']:>5.2f}x {t['b2_compute'] / t['nd_compute']:>5.2f}x"
+                  f" | CPU ms nd/b2 comp {_cpu_text(cpu)}")
+            rows.append(dict(section="disk", expression=text, decode_floor=floor,
+                             cpu_compute=cpu, **t))
         del nd_ops, mm_ops, b2_ops, mms
+
+
+def write(shape, reps, rows):
+    """compute(urlpath=...) of a*2 + b over two .b2nd files, default layout, the
+    result at identical cparams in both libraries (issue 26)."""
+    import time
+    rng = np.random.default_rng(0)
+    x = np.linspace(0, 20, int(np.prod(shape))).reshape(shape)
+    raw = {"a": np.sin(x) + rng.normal(0, 1e-3, shape), "b": np.cos(x) + 1.5}
+    del x
+    text = "a*2 + b"
+    with tempfile.TemporaryDirectory() as tmp:
+        p = lambda name: os.path.join(tmp, name)              # noqa: E731
+        nd_ops, b2_ops = {}, {}
+        for k, v in raw.items():
+            ndpack.asarray(v, urlpath=p(f"nd_{k}.b2nd"), mode="w")
+            nd_ops[k] = ndpack.open(p(f"nd_{k}.b2nd"))
+            if blosc2 is not None:
+                blosc2.asarray(v, urlpath=p(f"b2_{k}.b2nd"), mode="w")
+                b2_ops[k] = blosc2.open(p(f"b2_{k}.b2nd"))
+        expected = raw["a"] * 2 + raw["b"]
+        del raw
+        a = nd_ops["a"]
+        print(f"\n[write] compute(urlpath=) of {text} over 2 x {shape} float64 .b2nd files "
+              f"({a.nbytes / 1e6:.0f} MB each, default cparams: ZSTD clevel {a.cparams.clevel}"
+              f" + shuffle), default chunks {a.chunks}, blocks {a.blocks}"
+              + (f" (python-blosc2: {b2_ops['a'].chunks}, {b2_ops['a'].blocks})"
+                 if blosc2 is not None else ""))
+        print(f"{'result cparams':<22}{'nd':>9}{'b2':>9}   b2/nd  | process CPU ms nd/b2")
+        e = ndpack.lazyexpr(text, operands=nd_ops)
+        e2 = blosc2.lazyexpr(text, operands=b2_ops) if blosc2 is not None else None
+        for clevel in (1, 5):
+            cp_nd = {"codec": ndpack.Codec.ZSTD, "clevel": clevel}
+            fns = [lambda: e.compute(urlpath=p("nd_out.b2nd"), mode="w", cparams=cp_nd)]
+            if e2 is not None:
+                cp_b2 = {"codec": blosc2.Codec.ZSTD, "clevel": clevel}
+                fns.append(lambda: e2.compute(urlpath=p("b2_out.b2nd"), mode="w",
+                                              cparams=cp_b2))
+            np.testing.assert_array_equal(fns[0]()[()], expected)
+            times = best_times(fns, reps, budget=60)
+            cpu = [best(fn, reps, time.process_time) for fn in fns]
+            times += [float("nan")] * (2 - len(times))
+            print(f"{'ZSTD clevel ' + str(clevel):<22}{times[0] * 1e3:>9.0f}{times[1] * 1e3:>9.0f}"
+                  f"   {times[1] / times[0]:>5.2f}x | {_cpu_text(cpu)}")
+            rows.append(dict(section="write", expression=text, clevel=clevel, nd=times[0],
+                             b2=times[1], cpu=cpu))
+        del nd_ops, b2_ops, e, e2
 
 
 def _warm_rss(fn, reps):
@@ -235,16 +302,19 @@ def foreign(shape, reps, rows):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--section", choices=["memory", "disk", "foreign"], action="append")
+    ap.add_argument("--section", choices=["memory", "disk", "write", "foreign"],
+                    action="append")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
-    sections = args.section or ["memory", "disk", "foreign"]
+    sections = args.section or ["memory", "disk", "write", "foreign"]
     reps = 2 if args.quick else 5
     rows: list = []
     if "memory" in sections:
         memory(1000 if args.quick else 4000, reps, rows)
     if "disk" in sections:
         disk((750, 500) if args.quick else (7500, 5000), reps, rows)
+    if "write" in sections:
+        write((1000, 1000) if args.quick else (10000, 10000), 2 if args.quick else 3, rows)
     if "foreign" in sections:
         foreign((1000, 1000) if args.quick else (4000, 4000), reps, rows)
     write_json(args.json, rows)

@@ -326,18 +326,30 @@ def _compute_encoding(node: Node, ops: list, out: NDArray, tick=None) -> NDArray
     def encode(n, blocks, dst):
         encoders[n].add(dst, blocks.start, len(blocks))
 
+    # Finished chunks are stored by the writer thread (a file write of a chunk took as
+    # long as computing the next one: on this thread it left the workers idle); at
+    # most two wait there.
+    stores, writes = writer(), []
     chunks = _chunk_results(node, ops, out.dtype, target, lookahead=True, after=encode,
                             group_bytes=plan.ENCODE_GROUP_BYTES)
     try:
         for n, values in chunks:
             enc = encoders.pop(n, None)
             if values.ndim == 0 or enc is None:
-                out.write_stored(n, values)
+                chunk = out.encode_stored(values)
             else:
-                out.write_encoded(n, enc.finish(values))
+                chunk = enc.finish(values)
+            writes.append(stores.submit(out.write_encoded, n, chunk))
+            while len(writes) > 2 or (writes and writes[0].done()):
+                writes.pop(0).result()
+                tick()
+        while writes:
+            writes.pop(0).result()
             tick()
     finally:
         chunks.close()                   # no worker still writes into the buffers
+        for job in writes:               # nor a write into `out`
+            job.exception()
         encoders.clear()
         for r in raws:
             buffers.give(r)

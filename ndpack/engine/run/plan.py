@@ -43,7 +43,7 @@ __all__ = ["REGION_BYTES", "GROUP_BYTES", "ENCODE_GROUP_BYTES", "CHUNK_MIN_BYTES
 
 REGION_BYTES = 16 * 2**20      # target bytes of one output region
 GROUP_BYTES = 1 << 21          # one operand's share of a group of blocks (aligned path)
-ENCODE_GROUP_BYTES = 1 << 21   # the same when the workers also encode the result blocks
+ENCODE_GROUP_BYTES = 1 << 20   # the same when the workers also encode the result blocks
 CHUNK_MIN_BYTES = 1 << 20      # reductions read NDArray chunks this big one by one
 REDUCE_GROUP_BYTES = 2 << 20   # rows of a chunk decoded and reduced together
 REDUCE_GROUP_MULT = 2          # chunks of at least this many groups are cut into groups
