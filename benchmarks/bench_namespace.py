@@ -12,7 +12,10 @@ both beside numexpr on the decompressed arrays and python-blosc2's namespace for
   ``compute(urlpath=)``.
 
 Ratios: namespace / string (1.00 = the same), b2 / nd (> 1: ndpack faster),
-nd / numexpr.  ``--quick`` shrinks the sizes (CI).
+nd / numexpr.  On a loaded machine the wall-clock ratio of the two forms is noise (and
+the first call of a round follows numexpr's spinning threads), so each section also
+prints ``cpu ns/str``: the process CPU time (all threads) of the two forms' ``[()]``,
+run alternately, best and median of the rounds.  ``--quick`` shrinks the sizes (CI).
 
     python benchmarks/bench_namespace.py [--quick] [--json f]
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+import time
 
 import numexpr
 import numpy as np
@@ -74,7 +78,21 @@ def _table(section, raw, nd_ops, b2_ops, reps, rows, compute_kw, b2_compute_kw):
           f"   {t['nd_ns_get'] / t['nd_str_get']:>5.2f} {t['nd_ns_compute'] / t['nd_str_compute']:>5.2f}"
           f" | {t['b2_ns_get'] / t['nd_ns_get']:>5.2f} {t['b2_ns_compute'] / t['nd_ns_compute']:>5.2f}"
           f" | {t['nd_ns_get'] / t['numexpr']:>5.2f}")
-    rows.append(dict(section=section, expression=TEXT, **t))
+    cpu = _cpu_times(fns["nd_ns_get"], fns["nd_str_get"], max(reps, 6))
+    print(f"{'':<8}cpu ns/str [] best {cpu[0]:.3f}, median {cpu[1]:.3f}")
+    rows.append(dict(section=section, expression=TEXT, cpu_ns_over_str=cpu, **t))
+
+
+def _cpu_times(ns, st, rounds):
+    """(best, median) of the ratio of process CPU times ns / st, run alternately."""
+    times = {ns: [], st: []}
+    for r in range(rounds):
+        for fn in ((ns, st) if r % 2 else (st, ns)):
+            t0 = time.process_time()
+            fn()
+            times[fn].append(time.process_time() - t0)
+    a, b = sorted(times[ns]), sorted(times[st])
+    return a[0] / b[0], a[len(a) // 2] / b[len(b) // 2]
 
 
 def main():
