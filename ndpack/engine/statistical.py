@@ -31,9 +31,12 @@ from ndpack.engine.compute import prepare
 from ndpack.engine.expr.accuracy import check_fp_accuracy
 from ndpack.engine.expr.lazyexpr import as_node
 from ndpack.engine.expr.nodes import Reduce
+from ndpack.engine.ops.cumulative import cumulative_prod, cumulative_sum
 
+# the cumulative functions are here too, so that the arrays' methods (python-blosc2's
+# ``expr.cumulative_sum(axis=0)``) find them beside the reductions
 __all__ = ["sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin",
-           "argmax", "count_nonzero"]
+           "argmax", "count_nonzero", "cumulative_sum", "cumulative_prod"]
 
 
 def _reduce(op, x, axis=None, keepdims=False, dtype=None, ddof=0, where=None,

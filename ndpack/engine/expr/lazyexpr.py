@@ -56,7 +56,8 @@ _COMPARE = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_eq
 _UNARY = {"neg": "negative", "pos": "positive", "invert": "invert", "abs": "abs"}
 
 REDUCTION_METHODS = ("sum", "prod", "mean", "std", "var", "min", "max", "any", "all",
-                     "argmin", "argmax", "count_nonzero")
+                     "argmin", "argmax", "count_nonzero", "cumulative_sum",
+                     "cumulative_prod")
 
 
 def as_node(x) -> Node:
@@ -196,6 +197,7 @@ class LazyExpr:
     any, all = _reduction("any"), _reduction("all")
     argmin, argmax = _reduction("argmin"), _reduction("argmax")
     count_nonzero = _reduction("count_nonzero")
+    cumulative_sum, cumulative_prod = _reduction("cumulative_sum"), _reduction("cumulative_prod")
 
     def _apply(self, func, *others, reverse=False):
         args = [as_node(o) for o in others]
