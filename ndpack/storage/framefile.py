@@ -27,6 +27,7 @@ from ndpack.storage.frame import (FrameBase, HEADER_FIXED, MAGIC, MemoryFrame, R
                                   chunk_nbytes_of, decode_index, encode_index, index_special, parse_header,
                                   serialize, special_offset)
 from ndpack.storage import checksums
+from ndpack.storage.atomic import start_writeback
 from ndpack.storage.meta import build_trailer, locate_trailer, parse_trailer
 
 __all__ = ["ContiguousFrame", "SparseFrame", "parse_cframe", "open_frame"]
@@ -404,6 +405,8 @@ class ContiguousFrame(_FileFrame):
                 os.pwrite(self.fd, chunk.joined()[done:], pos + done)
         else:
             os.pwrite(self.fd, chunk, pos)
+        if self.pending is not None:      # fsynced when complete: the disk starts now
+            start_writeback(self.fd, pos, len(chunk))
         self._cbytes += len(chunk)
         return v
 

@@ -332,3 +332,41 @@ def test_big_trees_are_flushed_with_one_syncfs(tmp_path, monkeypatch):
             ds[f"/k{i}"] = np.arange(3)
         assert calls["fsync"] == n                       # leaves of a new store: not yet
     assert calls["syncfs"] == 1 and calls["fsync"] == n + 4 + 1 + 1   # 4 files, dir, parent
+
+
+def test_new_frames_start_writeback_of_each_chunk(tmp_path, monkeypatch):
+    """A new file frame (fsynced once complete) asks the kernel to write each chunk out
+    as it is stored; the data and the file are unchanged by it."""
+    from ndpack.storage import framefile
+    ranges = []
+    real = framefile.start_writeback
+
+    def spy(fd, pos, n):
+        ranges.append((pos, n))
+        real(fd, pos, n)
+    monkeypatch.setattr(framefile, "start_writeback", spy)
+    x = np.arange(300_000.0)
+    path = tmp_path / "a.b2nd"
+    ndpack.asarray(x, chunks=(100_000,), urlpath=path, mode="w")
+    assert len(ranges) == 3 and all(n > 0 for _, n in ranges)
+    assert [p for p, _ in ranges] == sorted(p for p, _ in ranges)
+    np.testing.assert_array_equal(ndpack.open(path)[()], x)
+    ranges.clear()
+    a = ndpack.open(path, mode="a")                     # an existing file: no fsync coming
+    a.resize((400_000,))
+    a[300_000:] = 1.0
+    assert ranges == []
+
+
+def test_start_writeback_is_harmless(tmp_path, monkeypatch):
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"x" * 10_000)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        atomic.start_writeback(fd, 0, 10_000)
+        atomic.start_writeback(fd, 0, 0)
+        monkeypatch.setenv("NDPACK_FSYNC", "0")
+        atomic.start_writeback(fd, 0, 10_000)
+    finally:
+        os.close(fd)
+    assert path.read_bytes() == b"x" * 10_000
