@@ -22,7 +22,8 @@ Cases (``--quick`` sizes in brackets):
   array in memory, and python-blosc2 with its ``FULL`` index (``blosc2``) and without
   one (``b2 scan``); the build of both indexes; bytes read (``rchar`` of
   /proc/self/io: every byte read by a system call, page cache included; python-blosc2
-  reads its files through a memory map, which rchar does not see) and peak RSS.
+  reads its files through a memory map, which rchar does not see), CPU time of the
+  ndpack queries and peak RSS.
 
 Each ndpack row also gives its peak RSS growth (``rss MB``).  Timings are the best of
 interleaved rounds; ratios are peer time / ndpack time (> 1: ndpack faster).  The
@@ -38,6 +39,7 @@ import contextlib
 import os
 import sys
 import tempfile
+import time
 
 import numpy as np
 from timing import best_times, optional, peak_rss_during, write_json
@@ -171,6 +173,16 @@ def read_bytes(fn) -> int:
     return _rchar() - before
 
 
+def cpu_time(fn, reps: int) -> float:
+    """The least process CPU time (all threads) of `reps` calls of `fn`."""
+    best = float("inf")
+    for _ in range(max(1, reps)):
+        t = time.process_time()
+        fn()
+        best = min(best, time.process_time() - t)
+    return best
+
+
 @contextlib.contextmanager
 def scanning():
     """ndpack's queries without the index (the plain scan it falls back to)."""
@@ -232,9 +244,13 @@ def run_query(n, reps, rows):
             name = f"range {frac * 100:g}% (index)"
             row(name, fns, reps, rows, rss_of(nd))
             got = {k: read_bytes(fns[k]) for k in fns if k != "numpy"}
+            cpu = {k: cpu_time(fns[k], reps) for k in ("ndpack", "scan")}
             rows[-1]["bytes_read"] = got
+            rows[-1]["cpu_ms"] = {k: v * 1e3 for k, v in cpu.items()}
             print("    bytes read: " + "  ".join(f"{k} {v / 1e6:.1f} MB"
-                                                 for k, v in got.items()), flush=True)
+                                                 for k, v in got.items())
+                  + "  | cpu: " + "  ".join(f"{k} {v * 1e3:.1f} ms" for k, v in cpu.items())
+                  + f"  scan/nd {cpu['scan'] / cpu['ndpack']:.1f}", flush=True)
 
 
 def main(argv=None) -> int:
