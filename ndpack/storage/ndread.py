@@ -418,18 +418,18 @@ class ChunkIO:
         blocks = lay.blocks
         lasts = []                      # per dimension, the last wanted offset per block
         for loc, ids, b in zip(locs, bids, blocks):
-            last = []
-            for i in ids:
-                end = min(i * b + b - 1, loc[-1])
-                last.append(loc.start + (end - loc.start) // loc.step * loc.step - i * b)
-            lasts.append(last)
+            ids = np.asarray(ids, np.int64)
+            end = np.minimum(ids * b + b - 1, loc[-1])
+            lasts.append(loc.start + (end - loc.start) // loc.step * loc.step - ids * b)
         strides = [prod(blocks[d + 1:]) for d in range(lay.ndim)]
-        if sum(min(last) * st for last, st in zip(lasts, strides)) + 1 \
+        if sum(int(last.min()) * st for last, st in zip(lasts, strides)) + 1 \
                 > 0.75 * lay.block_items:
             return None
-        item = lay.dtype.itemsize
-        return [(sum(o * st for o, st in zip(combo, strides)) + 1) * item
-                for combo in itertools.product(*lasts)]
+        # the last wanted item of each block in the product (C order), vectorized
+        flat = np.zeros(1, np.int64)
+        for last, st in zip(lasts, strides):
+            flat = (flat[:, None] + last[None, :] * st).reshape(-1)
+        return ((flat + 1) * lay.dtype.itemsize).tolist()
 
     def _copy_pieces(self, buf, bids, pieces, target, blocks=None):
         """Copy from decoded blocks (C-order grid of `bids` blocks, one after another,

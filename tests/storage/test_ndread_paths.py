@@ -279,3 +279,55 @@ def test_first_rows_of_blocks_decode_their_prefixes(monkeypatch):
     monkeypatch.setattr(ndread, "decompress_blocks", spy)
     np.testing.assert_array_equal(a[0:3, 10:100], x[0:3, 10:100])
     assert asked and all(n is not None and max(n) <= (2 * 60 + 59 + 1) * 8 for n in asked)
+
+
+@pytest.mark.parametrize("where", ["memory", "disk"])
+def test_single_index_of_4d_blocks_not_dividing_chunks(where, tmp_path):
+    """a[:, :, :, j] and the other axes (issue 26's layout, smaller): blocks that do not
+    divide the chunks (padded edge blocks), indices in first, middle and last blocks."""
+    shape, chunks, blocks = (14, 12, 30, 45), (10, 6, 20, 25), (3, 5, 10, 20)
+    x = _noisy_sine(shape, "f8", 6)
+    a = _stored(x, where, tmp_path, chunks=chunks, blocks=blocks, cparams=ndpack.CParams(
+        codec=ndpack.Codec.LZ4, clevel=5, filters=[ndpack.Filter.SHUFFLE]))
+    for d, n in enumerate(shape):
+        for j in sorted({0, 1, n // 2, n - 2, n - 1}):
+            key = (slice(None),) * d + (j,)
+            np.testing.assert_array_equal(a[key], x[key], err_msg=str(key))
+    np.testing.assert_array_equal(a[1:13, 2:11, 3:29, 44], x[1:13, 2:11, 3:29, 44])
+
+
+def _needs_reference(lay, locs, bids):
+    """The per-block byte counts of ChunkIO._needs, one block at a time."""
+    import itertools
+    lasts = []
+    for loc, ids, b in zip(locs, bids, lay.blocks):
+        lasts.append([loc.start + (min(i * b + b - 1, loc[-1]) - loc.start) // loc.step
+                      * loc.step - i * b for i in ids])
+    strides = [int(np.prod(lay.blocks[d + 1:])) for d in range(lay.ndim)]
+    return [(sum(o * s for o, s in zip(c, strides)) + 1) * lay.dtype.itemsize
+            for c in itertools.product(*lasts)]
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_block_numbers_and_needs_match_loops(data):
+    """The vectorized block numbers and block prefixes equal the plain loops."""
+    import itertools
+    nd = data.draw(st.integers(1, 4))
+    shape = tuple(data.draw(st.integers(1, 12)) for _ in range(nd))
+    chunks = tuple(data.draw(st.integers(1, s)) for s in shape)
+    blocks = tuple(data.draw(st.integers(1, c)) for c in chunks)
+    a = ndpack.zeros(shape, chunks=chunks, blocks=blocks)
+    lay = a.layout
+    locs, bids = [], []
+    for c, b in zip(lay.chunks, blocks):
+        start = data.draw(st.integers(0, c - 1))
+        loc = range(start, data.draw(st.integers(start + 1, c)), data.draw(st.integers(1, 3)))
+        locs.append(loc)
+        bids.append(sorted({i // b for i in loc}))
+    want = [sum(b * int(np.prod(lay.bgrid[d + 1:])) for d, b in enumerate(combo))
+            for combo in itertools.product(*bids)]
+    assert lay.block_numbers(bids) == want
+    io = ndread.ChunkIO(lay, a.schunk)
+    got = io._needs(locs, bids)
+    assert got is None or got == _needs_reference(lay, locs, bids)
