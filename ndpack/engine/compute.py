@@ -42,15 +42,16 @@ from ndpack.engine.run.aligned import aligned_operands, compute_aligned, read_al
 from ndpack.engine.run.chunkout import chunk_writer
 from ndpack.engine.run.foreign import writing
 from ndpack.engine.run.output import new_output
-from ndpack.engine.run.plan import layout_of, plan_regions, regions, valid_chunks
+from ndpack.engine.run.plan import (layout_of, plan_regions, region_budget, regions,
+                                    valid_chunks)
 from ndpack.engine.run.progress import progress_bar
 from ndpack.engine.run.regions import region_values
 from ndpack.errors import ParameterError
 from ndpack.storage.constructors import fill_from
 from ndpack.storage.ndarray import NDArray
 
-__all__ = ["prepare", "run_into", "compute", "compute_box", "evaluate_into", "FPAccuracy",
-           "check_fp_accuracy"]
+__all__ = ["prepare", "run_into", "compute", "compute_box", "compute_masked", "evaluate_into",
+           "FPAccuracy", "check_fp_accuracy"]
 
 
 # ---- step 1: prepare ---------------------------------------------------------------------
@@ -177,6 +178,44 @@ def compute_box(expr: LazyExpr, box: tuple) -> np.ndarray:
                            lambda a: views[_span(a)]):
         pass                                      # each region lands in its view
     return out
+
+
+def compute_masked(expr: LazyExpr, mask) -> np.ndarray:
+    """``expr[mask]`` for a boolean `mask` of `expr`'s shape (a NumPy array, an
+    NDArray or a boolean expression) as a 1-d NumPy array in C order, computed in
+    slabs of about one region each, so that neither `expr` nor `mask` is ever whole
+    in memory.
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> a = ndpack.asarray(np.arange(12.0).reshape(3, 4), chunks=(2, 2))
+    >>> compute_masked(ndpack.lazyexpr("a * 10"), a > 8).tolist()
+    [90.0, 100.0, 110.0]
+    """
+    shape = expr.shape
+    if tuple(mask.shape) != shape:
+        raise IndexError(f"a boolean index of shape {tuple(mask.shape)} for an "
+                         f"expression of shape {shape}")
+    budget = max(1, region_budget(2) // max(1, expr.dtype.itemsize))
+    d = 0                                      # the axis cut into slabs
+    while d < len(shape) - 1 and math.prod(shape[d + 1:]) > budget:
+        d += 1
+    step = max(1, budget // max(1, math.prod(shape[d + 1:])))
+    parts = []
+    if 0 not in shape:
+        for lead in np.ndindex(*shape[:d]):
+            for lo in range(0, shape[d], step) if shape else [0]:
+                box = tuple(slice(i, i + 1) for i in lead) + \
+                    ((slice(lo, min(lo + step, shape[d])),) if shape else ()) + \
+                    tuple(slice(0, n) for n in shape[d + 1:])
+                m = compute_box(mask, box) if isinstance(mask, LazyExpr) else \
+                    np.asarray(mask[box])
+                if m.dtype != np.bool_:
+                    raise IndexError(f"a mask must be boolean, not {m.dtype}")
+                if m.any():
+                    parts.append(compute_box(expr, box)[m])
+    return np.concatenate(parts) if parts else np.empty(0, expr.dtype)
 
 
 def _span(region: tuple) -> tuple:

@@ -129,6 +129,87 @@ def test_getitem_computes_only_the_key(key):
     np.testing.assert_array_equal(e[key], (a * 2 + 1)[key])
 
 
+from hypothesis.extra import numpy as hnp
+
+
+@st.composite
+def _shape_and_array_key(draw):
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=6))
+    kind = draw(st.sampled_from(["int", "bool", "mixed"]))
+    if kind == "int":
+        key = draw(hnp.integer_array_indices(shape, result_shape=hnp.array_shapes(
+            min_dims=0, max_dims=2, min_side=0, max_side=4)))
+    elif kind == "bool":
+        k = draw(st.integers(1, len(shape)))
+        key = (draw(hnp.arrays(np.bool_, shape[:k])),)
+    else:                                       # arrays, slices, None and ints mixed
+        key = []
+        for n in shape:
+            key.append(draw(st.one_of(
+                st.integers(-n, n - 1), st.slices(n),
+                hnp.arrays(np.intp, draw(st.integers(0, 3)), elements=st.integers(-n, n - 1)))))
+            if draw(st.booleans()):
+                key.append(None)
+        key = tuple(key)
+    return shape, key
+
+
+@settings(deadline=None)
+@given(_shape_and_array_key(), st.integers(1, 3))
+def test_getitem_array_keys_like_numpy(case, frac):
+    """Integer and boolean array keys on an expression: NumPy's values, shape and error
+    kind (arrays apart from each other included, which ndindex does not expand)."""
+    shape, key = case
+    a = np.arange(int(np.prod(shape)), dtype="f8").reshape(shape)
+    e = ndpack.lazyexpr("a * 2 + 1", operands={"a": ndpack.asarray(
+        a, chunks=tuple(max(1, n // frac) for n in shape))})
+    try:
+        want = (a * 2 + 1)[key]
+    except IndexError:
+        with pytest.raises(IndexError):
+            e[key]
+        return
+    got = e[key]
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("mask", ["numpy", "ndarray", "expr"])
+def test_getitem_whole_mask_in_slabs(mask, monkeypatch):
+    """A boolean mask of the whole shape is applied slab by slab under a small memory
+    limit: no box computed is the whole array, values in C order as NumPy's."""
+    from ndpack.engine import compute
+    x = np.random.default_rng(1).random((40, 300, 250))          # 24 MB
+    a = ndpack.asarray(x, chunks=(10, 100, 250))
+    m = {"numpy": np.asarray(x > 0.9), "ndarray": ndpack.asarray(x > 0.9),
+         "expr": a > 0.9}[mask]
+    boxes = []
+    real = compute.compute_box
+
+    def spy(expr, box):
+        boxes.append(box)
+        return real(expr, box)
+    monkeypatch.setattr(compute, "compute_box", spy)
+    limit = ndpack.memory_limit()
+    ndpack.set_memory_limit("16M")
+    try:
+        got = (a * 3)[m]
+        got2 = (a * 3)[m, ...]
+    finally:
+        ndpack.set_memory_limit(limit)
+    np.testing.assert_array_equal(got, (x * 3)[x > 0.9])
+    np.testing.assert_array_equal(got2, got)
+    assert len(boxes) > 2 and all(b != tuple(slice(0, n) for n in x.shape) for b in boxes)
+
+
+def test_getitem_mask_errors():
+    e = ndpack.lazyexpr("a + 1", operands={"a": ndpack.asarray(np.arange(12.0).reshape(3, 4))})
+    with pytest.raises(IndexError):
+        e[ndpack.asarray(np.ones((4, 3), bool))]
+    with pytest.raises(IndexError):
+        e[np.ones((3, 4), bool), 0]
+
+
 @pytest.mark.parametrize("text", [
     "__import__('os').system('echo hi')", "a.__class__", "a.shape", "(lambda: 1)()",
     "[x for x in a]", "f'{a}'", "open('/etc/passwd')", "eval('1')", "a[b]", "a[0:b]", "a if a else b",

@@ -221,8 +221,13 @@ class LazyExpr:
 
     # ---- computing (the engine's top: ndpack.engine.compute) ---------------------------
     def __getitem__(self, key) -> np.ndarray:
-        """Compute only the selected region; returns NumPy."""
-        from ndpack.engine.compute import compute_box               # seam
+        """Compute only the selected region; returns NumPy.  Integer and boolean array
+        keys compute their bounding box; a boolean mask of the whole shape (NumPy,
+        NDArray or a boolean expression) is applied slab by slab."""
+        from ndpack.engine.compute import compute_box, compute_masked   # seam
+        mask = _whole_mask(key, self.shape)
+        if mask is not None:
+            return compute_masked(self, mask)
         box, rest = key_box(key, self.shape)
         return compute_box(self, box)[rest]
 
@@ -327,13 +332,17 @@ def key_box(key, shape: tuple) -> tuple:
     >>> key_box((1, slice(None, None, 2)), (3, 5))
     ((slice(1, 2, None), slice(0, 5, None)), (0, slice(0, 5, 2)))
     """
-    if key == () or key is Ellipsis:              # the whole expression: no ndindex work
+    if type(key) is tuple and key == () or key is Ellipsis:   # the whole: no ndindex work
         return tuple(slice(0, n) for n in shape), ()
-    idx = ndindex.ndindex(key).expand(shape)
+    key = _plain_key(key)
+    try:
+        idx = ndindex.ndindex(key).expand(shape)
+    except NotImplementedError:                   # arrays apart: ndindex cannot expand
+        return _arrays_box(key, shape)
     box, rest, d = [], [], 0
     for i in idx.args:
-        if isinstance(i, ndindex.Newaxis):
-            rest.append(None)
+        if isinstance(i, (ndindex.Newaxis, ndindex.BooleanArray)):  # no dimension taken
+            rest.append(None if isinstance(i, ndindex.Newaxis) else i.raw)   # (0-d masks)
             continue
         n = shape[d]
         d += 1
@@ -344,10 +353,88 @@ def key_box(key, shape: tuple) -> tuple:
             lo, hi = _bounds(i, n)
             box.append(slice(lo, hi))
             rest.append(_relative(i, lo))
+        elif isinstance(i, ndindex.IntegerArray):      # in range, broadcast by expand
+            lo = int(i.raw.min()) if i.raw.size else 0
+            box.append(slice(lo, int(i.raw.max()) + 1 if i.raw.size else 0))
+            rest.append(i.raw - lo)
         else:
             raise TypeError(f"{type(i).__name__} keys are not supported on expressions "
                             "yet; compute() first, or use integers and slices")
     return tuple(box), tuple(rest)
+
+
+def _arrays_box(key: tuple, shape: tuple) -> tuple:
+    """:func:`key_box` for keys ndindex does not expand (arrays apart): one bounding
+    range per dimension, the key's structure kept (NumPy's rules then place the
+    advanced dimensions alike)."""
+    nidx = sum(k.ndim if isinstance(k, np.ndarray) and k.dtype == np.bool_ else
+               0 if k is None or k is Ellipsis else 1 for k in key)
+    if nidx > len(shape) or sum(k is Ellipsis for k in key) > 1:
+        raise IndexError(f"too many indices for an expression of shape {shape}")
+    box, rest, d = [], [], 0
+    for k in key:
+        if k is None:
+            rest.append(None)
+            continue
+        if k is Ellipsis:
+            for n in shape[d:d + len(shape) - nidx]:
+                box.append(slice(0, n))
+                rest.append(slice(None))
+            d += len(shape) - nidx
+            continue
+        if isinstance(k, np.ndarray) and k.dtype == np.bool_:    # as its nonzero()
+            if k.shape != shape[d:d + k.ndim]:
+                raise IndexError(f"a boolean index of shape {k.shape} for dimensions "
+                                 f"{shape[d:d + k.ndim]}")
+            parts = np.nonzero(k) if k.ndim else (k,)
+        else:
+            parts = (k,)
+        for p in parts:
+            n = shape[d]
+            if isinstance(p, slice):
+                lo, hi = _bounds(ndindex.Slice(p).reduce(n), n)
+                box.append(slice(lo, hi))
+                rest.append(_relative(ndindex.Slice(p).reduce(n), lo))
+            else:
+                p = np.asarray(p)
+                if p.dtype.kind not in "iu":
+                    raise IndexError(f"arrays used as indices must be integers, not {p.dtype}")
+                if p.size and (p.min() < -n or p.max() >= n):
+                    raise IndexError(f"index out of bounds for dimension {d} of size {n}")
+                p = np.where(p < 0, p + n, p)
+                lo = int(p.min()) if p.size else 0
+                box.append(slice(lo, int(p.max()) + 1 if p.size else 0))
+                rest.append(p - lo if p.ndim else int(p) - lo)
+            d += 1
+    for n in shape[d:]:
+        box.append(slice(0, n))
+        rest.append(slice(None))
+    return tuple(box), tuple(rest)
+
+
+def _whole_mask(key, shape: tuple):
+    """The boolean array-like `key` selects with (alone, or followed by an ellipsis)
+    when it covers the whole `shape`, else None."""
+    if type(key) is tuple and key and (len(key) == 1 or len(key) == 2 and key[1] is Ellipsis):
+        key = key[0]
+    if not shape or not hasattr(key, "shape") or tuple(key.shape) != shape \
+            or np.dtype(key.dtype) != np.bool_:
+        return None
+    return key
+
+
+def _plain_key(key):
+    """`key` with array-likes that are not NumPy's (NDArrays, expressions, lists)
+    turned into NumPy arrays, which ndindex understands."""
+    items = key if type(key) is tuple else (key,)
+    plain = tuple(_as_index(k) if isinstance(k, list) or hasattr(k, "shape") else k
+                  for k in items)
+    return plain if type(key) is tuple else plain[0]
+
+
+def _as_index(k) -> np.ndarray:
+    k = np.asarray(k)
+    return k.astype(np.intp) if k.size == 0 and k.dtype.kind == "f" else k  # [] is ints
 
 
 def _bounds(s, n):
