@@ -34,7 +34,9 @@ import threading
 
 import numpy as np
 
-from ndpack import resources
+from ndpack.engine.ops.chunkwrite import encode_all as _encode_all
+from ndpack.engine.ops.chunkwrite import in_order as _in_order
+from ndpack.engine.ops.chunkwrite import permute_chunks as _permute_chunks
 from ndpack.resources import scratch
 from ndpack.storage.constructors import asarray
 from ndpack.storage.grid import prod
@@ -110,14 +112,6 @@ def _same_layout(a, out, chunks=None, blocks=None) -> bool:
             and a.schunk.cparams.typesize == out.schunk.cparams.typesize)
 
 
-def _in_order(out):
-    """``put(chunk)``: store encoded chunks of `out` one after another, in C order
-    (chunks copied from an array of the same layout, or encoded by
-    :meth:`NDArray.encode_chunk`: no validation copy)."""
-    numbers = itertools.count()
-    return lambda chunk: out.write_encoded(next(numbers), chunk)
-
-
 def _cparams_agree(arrays, kwargs, out) -> bool:
     """No cparams given (the output inherits), or the given ones equal the inputs'."""
     if "cparams" not in kwargs:
@@ -153,14 +147,7 @@ def _fill(out, producer) -> NDArray:
             data = buf
         return out.encode_chunk(data)
 
-    put, pool, window = _in_order(out), resources.pool("shape", nthreads), []
-    for coords in lay.all_coords():
-        window.append(pool.submit(one, coords))
-        if len(window) > nthreads:
-            put(window.pop(0).result())
-    for f in window:
-        put(f.result())
-    return out
+    return _encode_all(out, one, lay.all_coords(), nthreads)
 
 
 # ---------------------------------------------------------------------------------------
@@ -327,13 +314,11 @@ def stack(arrays, axis=0, **kwargs) -> NDArray:
 def permute_dims(arr, axes=None, **kwargs) -> NDArray:
     """Permute the axes of `arr` (reversed when `axes` is None).
 
-    The chunk shape is permuted with the data, so each output chunk is one source
-    chunk, decoded, transposed and compressed (chunks in parallel).  The blocks are
-    the default ones for that chunk shape, as python-blosc2 chooses them: blocks of
-    whole rows of the chunk compress better than the source's blocks permuted
-    (issue 26: (8000, 8000) float64 linspace, chunks (1000, 1000), LZ4 5: cratio 7.69
-    with blocks (25, 1000) vs 7.36 with the permuted (1000, 100)); pass ``blocks=`` to
-    choose others.  The source's cparams are kept unless given.
+    The chunk shape is permuted with the data: each output chunk is one source chunk
+    decoded, transposed and compressed (chunks in parallel).  Blocks: the default for
+    that chunk shape, as python-blosc2 (8000^2 float64 linspace, chunks (1000, 1000),
+    LZ4 5: cratio 7.69 with (25, 1000) vs 7.36 with the source's permuted (1000, 100);
+    ``blocks=`` chooses others).  The source's cparams are kept unless given.
 
     Examples
     --------
@@ -365,47 +350,6 @@ def permute_dims(arr, axes=None, **kwargs) -> NDArray:
         return _read(arr, tuple(region[i] for i in inv)).transpose(axes)
 
     return _fill(out, producer)
-
-
-def _permute_chunks(arr, out, axes) -> NDArray:
-    """Each output chunk from one source chunk: read into this thread's buffer,
-    transposed into another (the output's extended chunk, padding zeroed) and
-    compressed on the same thread, one C thread per call (chunks in parallel)."""
-    lay = out.layout
-    ext, dtype = lay.ext_chunks, out.dtype
-    nbytes = prod(ext) * dtype.itemsize
-
-    def one(n, nthreads=1):
-        coords = lay.chunk_coords(n)
-        region = lay.region(coords)                  # output ranges of this chunk
-        valid = tuple(r.stop - r.start for r in region)
-        src_key = [None] * len(axes)
-        for j, a in enumerate(axes):
-            src_key[a] = slice(region[j].start, region[j].stop)
-        src_shape = tuple(valid[axes.index(a)] for a in range(len(axes)))
-        src = scratch(prod(src_shape) * dtype.itemsize, "permute_src")
-        src = src.view(dtype).reshape(src_shape)
-        arr.read_into(tuple(src_key), src, nthreads)
-        buf = scratch(nbytes, "permute_out").view(dtype).reshape(ext)
-        if valid != ext:
-            buf[...] = 0
-        np.copyto(buf[tuple(slice(0, v) for v in valid)], src.transpose(axes))
-        return out.encode_chunk(buf, nthreads)
-
-    nthreads = max(1, min(out.dparams.nthreads, 4))
-    put = _in_order(out)
-    if nthreads == 1 or lay.nchunks < 2:
-        for n in range(lay.nchunks):
-            put(one(n, None))
-        return out
-    pool, window = resources.pool("shape", nthreads), []
-    for n in range(lay.nchunks):
-        window.append(pool.submit(one, n))
-        if len(window) > nthreads:
-            put(window.pop(0).result())
-    for f in window:
-        put(f.result())
-    return out
 
 
 def matrix_transpose(arr, **kwargs) -> NDArray:
