@@ -100,7 +100,7 @@ def test_three_byte_shape_change_is_refused_at_open(tmp_path):
     t = time.perf_counter()
     with pytest.raises(ndpack.FormatError, match=r"16711686.*field nchunks"):
         ndpack.open(p)
-    assert time.perf_counter() - t < 5
+    assert time.perf_counter() - t < 10
 
 
 def test_shape_of_2_40_rows_is_a_format_error_not_a_memory_error(tmp_path):
@@ -208,7 +208,7 @@ def test_mutated_metalayer_never_hangs(tmp_path):
                 a[...]
             except (ndpack.NdpackError, ValueError, TypeError, KeyError):
                 pass
-            assert time.perf_counter() - t < 1, (i, v)
+            assert time.perf_counter() - t < 10, (i, v)      # no hang (an open takes ms)
 
 
 # --- shapes the format cannot index: ParameterError at once -----------------------------
@@ -225,7 +225,7 @@ def test_unindexable_shapes_raise_at_once(shape, kw, make):
     t = time.perf_counter()
     with pytest.raises(ndpack.ParameterError):
         getattr(ndpack, make)(*args, dtype="f8", **kw)
-    assert time.perf_counter() - t < 2
+    assert time.perf_counter() - t < 10           # at once, not after planning 2**40 chunks
 
 
 def test_chunk_bytes_beyond_a_chunk(tmp_path):
@@ -252,7 +252,7 @@ def test_large_special_arrays_are_quick(tmp_path, where, make):
     dtype = "f4" if make == "nans" else "u1"
     t = time.perf_counter()
     a = getattr(ndpack, make)(*args, dtype=dtype, chunks=(1000, 1000), blocks=(100, 1000), **kw)
-    assert time.perf_counter() - t < 5
+    assert time.perf_counter() - t < 10
     assert a.schunk.nchunks == n
     want = {"zeros": 0, "full": 7, "nans": np.nan}.get(make)
     if want is not None:
@@ -331,15 +331,22 @@ except ndpack.FormatError as exc:
         (r.stdout, r.stderr[-500:])
 
 
-def test_variable_frame_index_bounded_by_its_chunks():
+def test_variable_frame_index_bounded_by_its_chunks(monkeypatch):
     """16M index entries (all 0) over two stored chunks: refused without reading 16M
-    chunk headers."""
+    chunk headers (a spy counts the headers read)."""
     from ndpack.chunks import special_chunk
+    from ndpack.storage import framefile
+    heads = []
+    real = framefile._FileFrame._raw_chunk_head
+
+    def spy(self, i):
+        heads.append(i)
+        return real(self, i)
+    monkeypatch.setattr(framefile._FileFrame, "_raw_chunk_head", spy)
     many = special_chunk(ndpack.SpecialValue.ZERO, 8 * 2**24, 8, 1 << 16)
-    t = time.perf_counter()
     with pytest.raises(ndpack.FormatError, match="index entries in a variable-size frame"):
         ndpack.schunk_from_cframe(_frame_with_index(many, variable=True))
-    assert time.perf_counter() - t < 3
+    assert len(heads) < 16
 
 
 def test_zip_member_with_an_empty_name(tmp_path):
@@ -394,7 +401,7 @@ def test_resize_beyond_the_index_raises_at_once(tmp_path, newshape):
         t = time.perf_counter()
         with pytest.raises(ndpack.ParameterError):
             a.resize(newshape)
-        assert time.perf_counter() - t < 2
+        assert time.perf_counter() - t < 10           # at once, not after planning 2**40 chunks
         np.testing.assert_array_equal(a[...], np.arange(100.0).reshape(10, 10))
         a.resize((12, 10))                     # still usable
         assert a.shape == (12, 10) and a[11].tolist() == [0.0] * 10
