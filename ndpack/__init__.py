@@ -19,11 +19,13 @@ import math as _math
 from . import _core
 from . import resources as _resources
 from ndpack.chunks import (chunk_info, compress, compress2, decompress, decompress2,
-                           get_cbuffer_sizes, get_clib)
+                           get_blocksize, get_cbuffer_sizes, get_clib, get_compressor,
+                           set_blocksize, set_compressor)
 from ndpack.codecs import (Codec, CParams, DParams, Filter, SpecialValue, SplitMode, Tuner,
                            compressor_list, cparams_dflts, dparams_dflts, register_codec,
                            register_filter, set_nthreads)
-from ndpack.about import IS_WASM, __version__, print_versions, set_releasegil
+from ndpack.about import (IS_WASM, VERSION_DATE, __version__, cpu_info, get_cpu_info,
+                          print_versions, set_releasegil)
 from ndpack.dtypes import (bool, can_cast, complex64, complex128, finfo, float32, float64,
                            iinfo, int8, int16, int32, int64, isdtype, result_type, uint8,
                            uint16, uint32, uint64)
@@ -76,11 +78,12 @@ pi = _math.pi
 newaxis = None
 
 __all__ = [
-    "__version__", "print_versions", "IS_WASM", "set_releasegil", "cparams_dflts",
+    "__version__", "VERSION_DATE", "print_versions", "IS_WASM", "set_releasegil",
+    "cpu_info", "get_cpu_info", "cparams_dflts",
     "dparams_dflts", "storage_dflts", "Storage",
     "Codec", "Filter", "SplitMode", "SpecialValue", "Tuner", "CParams", "DParams",
     "compress", "decompress", "compress2", "decompress2", "get_cbuffer_sizes", "get_clib",
-    "chunk_info", "compressor_list", "register_codec", "register_filter",
+    "set_compressor", "get_compressor", "set_blocksize", "get_blocksize", "chunk_info", "compressor_list", "register_codec", "register_filter",
     "nthreads", "set_nthreads", "show_config", "set_memory_limit", "memory_limit",
     "NdpackError", "FormatError", "CodecError", "FilterError", "ParameterError",
     "CallbackError",

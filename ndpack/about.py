@@ -1,5 +1,6 @@
-"""What this ndpack is and runs on: python-blosc2's ``print_versions``, ``IS_WASM`` and
-``set_releasegil``, for code written against python-blosc2.
+"""What this ndpack is and runs on: python-blosc2's ``print_versions``, ``IS_WASM``,
+``set_releasegil``, ``cpu_info``/``get_cpu_info`` and ``VERSION_DATE``, for code written
+against python-blosc2.
 
 Examples
 --------
@@ -10,6 +11,8 @@ Examples
 True
 >>> ndpack.set_releasegil(True)
 True
+>>> sorted(ndpack.cpu_info)
+['count', 'isa', 'l1_data_cache_size', 'l2_cache_size', 'l3_cache_size']
 """
 
 from __future__ import annotations
@@ -22,10 +25,14 @@ import numpy as np
 
 from . import _core
 from ndpack.codecs import Codec, compressor_list
+from ndpack.storage.grid import cache_sizes
 
-__all__ = ["__version__", "print_versions", "IS_WASM", "set_releasegil"]
+__all__ = ["__version__", "VERSION_DATE", "print_versions", "IS_WASM", "set_releasegil",
+           "cpu_info", "get_cpu_info"]
 
 __version__ = "0.1.0"          # also in pyproject.toml and meson.build
+#: The date of this version, in python-blosc2's ``VERSION_DATE`` format.
+VERSION_DATE = "$Date:: 2026-11-27 #$"
 
 #: True on WebAssembly builds (Pyodide); ndpack builds natively only.
 IS_WASM = sys.platform == "emscripten"
@@ -40,6 +47,43 @@ def set_releasegil(gilstate: bool) -> bool:
     global _RELEASE_GIL
     old, _RELEASE_GIL = _RELEASE_GIL, bool(gilstate)
     return old
+
+
+def _cores() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+def get_cpu_info() -> dict:
+    """The machine facts ndpack's defaults follow, under python-blosc2's keys.
+
+    Returns
+    -------
+    dict
+        ``count``: the CPUs this process may run on (its affinity, which the default
+        thread count follows); ``l1_data_cache_size``, ``l2_cache_size``,
+        ``l3_cache_size``: bytes, from ``/sys`` or ``NDPACK_CACHE_SIZES`` (default chunk
+        and block shapes follow them); ``isa``: the filter kernels' instruction set
+        (``"avx2"``, ``"sse2"`` or ``"scalar"``; ``NDPACK_ISA`` forces one).  The first
+        four are python-blosc2's keys and meanings; ``isa`` is ndpack's.
+
+    Examples
+    --------
+    >>> import ndpack
+    >>> info = ndpack.get_cpu_info()
+    >>> info["count"] >= 1 and info["l1_data_cache_size"] > 0
+    True
+    >>> info["isa"] in ("avx2", "sse2", "scalar")
+    True
+    """
+    l1, l2, l3 = cache_sizes()
+    return {"count": _cores(), "l1_data_cache_size": l1, "l2_cache_size": l2,
+            "l3_cache_size": l3, "isa": _core.isa()}
+
+
+#: :func:`get_cpu_info` at import, as python-blosc2's ``cpu_info``.
+cpu_info = get_cpu_info()
 
 
 def print_versions(file=None) -> None:

@@ -17,10 +17,12 @@ True
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from . import _core
-from ndpack.codecs import (MAX_TYPESIZE, Codec, CParams, Filter, SpecialValue, SplitMode,
+from ndpack.codecs import (BUILTIN_CODECS, MAX_TYPESIZE, Codec, CParams, Filter, SpecialValue, SplitMode,
                            check_int_range, codec_name, make_cparams, make_dparams)
 from ndpack.errors import ParameterError
 
@@ -42,7 +44,22 @@ __all__ = [
     "compress_or_header",
     "is_raw_header",
     "crc32c",
+    "set_compressor",
+    "get_compressor",
+    "set_blocksize",
+    "get_blocksize",
 ]
+
+# python-blosc2's Blosc1-style globals (``set_compressor``/``set_blocksize``): one
+# module-level default each, written under a lock (reads of one name are atomic).
+# What they affect is python-blosc2 4.14.1's, measured: the block size reaches the
+# Blosc1-style calls only (``compress``, ``pack``, ``pack_array``), never ``compress2``,
+# ``pack_array2``, arrays or super-chunks; the compressor reaches none of them
+# (each passes its ``codec=`` default explicitly), it is only recorded.
+_GLOBALS_LOCK = threading.Lock()
+_COMPRESSOR = Codec.BLOSCLZ
+_BLOCKSIZE = 0
+_ERROR_CODEC_SUPPORT = -7          # C-Blosc2's BLOSC2_ERROR_CODEC_SUPPORT
 
 
 def _as_buffer(src, name="src"):
@@ -152,9 +169,128 @@ def compress(src, typesize: int = 8, clevel: int = 1, filter: Filter = Filter.SH
     buf = _as_buffer(src)
     if not _ignore_multiple_size and buf.nbytes % int(typesize) != 0:
         raise ParameterError(f"len(src) = {buf.nbytes} is not a multiple of typesize ({typesize})")
-    cp = CParams(codec=codec, clevel=clevel, typesize=typesize,
+    cp = CParams(codec=codec, clevel=clevel, typesize=typesize, blocksize=_BLOCKSIZE,
                  splitmode=SplitMode.FORWARD_COMPAT_SPLIT, filters=[0, 0, 0, 0, 0, filter])
     return _compress_with(buf, cp)
+
+
+def set_compressor(codec: Codec) -> int:
+    """Set the global compressor, as python-blosc2's Blosc1-style ``set_compressor``.
+
+    Parameters
+    ----------
+    codec : Codec
+        A :class:`Codec` member (python-blosc2's ``blosc2.Codec`` members are taken by
+        name).  Strings and plain integers are refused, as python-blosc2 refuses them.
+
+    Returns
+    -------
+    int
+        The codec's code (>= 0), or -7 (C-Blosc2's ``BLOSC2_ERROR_CODEC_SUPPORT``) for a
+        codec that cannot compress here (``NDLZ``, ``ZFP_*``, the JPEG 2000 ones...);
+        then the setting is unchanged, as in python-blosc2.
+
+    Raises
+    ------
+    AttributeError
+        `codec` is not a codec member (python-blosc2 raises AttributeError too).
+
+    Notes
+    -----
+    As in python-blosc2 4.14.1 the setting is recorded for :func:`get_compressor` and
+    changes no call: :func:`compress`, :func:`ndpack.pack` and the others pass their own
+    ``codec=`` default.
+
+    Examples
+    --------
+    >>> import ndpack
+    >>> ndpack.set_compressor(ndpack.Codec.LZ4)
+    1
+    >>> ndpack.get_compressor()
+    'lz4'
+    >>> ndpack.set_compressor(ndpack.Codec.NDLZ), ndpack.get_compressor()
+    (-7, 'lz4')
+    >>> ndpack.set_compressor(ndpack.Codec.BLOSCLZ)
+    0
+    """
+    global _COMPRESSOR
+    name = getattr(codec, "name", None)
+    if isinstance(codec, str) or not isinstance(name, str):
+        raise AttributeError(f"set_compressor(codec): codec must be a Codec member, not "
+                             f"{type(codec).__name__} {codec!r}")
+    member = Codec.__members__.get(name.upper())
+    if member is None or member not in BUILTIN_CODECS:
+        return _ERROR_CODEC_SUPPORT
+    with _GLOBALS_LOCK:
+        _COMPRESSOR = member
+    return int(member)
+
+
+def get_compressor() -> str:
+    """The name of the global compressor (``"blosclz"`` unless :func:`set_compressor`
+    changed it), as python-blosc2 gives it.
+
+    Examples
+    --------
+    >>> import ndpack
+    >>> ndpack.get_compressor()
+    'blosclz'
+    """
+    return _COMPRESSOR.name.lower()
+
+
+def set_blocksize(blocksize: int = 0) -> None:
+    """Force the block size (bytes) of the Blosc1-style calls; 0 (the default) chooses
+    it automatically.
+
+    As in python-blosc2 4.14.1 it applies to :func:`compress`, :func:`ndpack.pack` and
+    ``pack_array``, not to :func:`compress2`, ``pack_array2``, arrays or super-chunks
+    (they take ``blocksize=``/``blocks=`` per call).  The codec rounds it to a multiple
+    of the typesize.
+
+    Raises
+    ------
+    TypeError
+        Not an integer.
+    OverflowError
+        Negative (python-blosc2's error).
+    ValueError
+        Larger than ``MAX_BLOCKSIZE`` (python-blosc2 takes it and fails later).
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> ndpack.set_blocksize(4096)
+    >>> ndpack.get_blocksize()
+    4096
+    >>> ndpack.get_cbuffer_sizes(ndpack.compress(np.arange(10_000.0)))[2]
+    4096
+    >>> ndpack.set_blocksize(0)
+    """
+    global _BLOCKSIZE
+    if isinstance(blocksize, bool) or not isinstance(blocksize, (int, np.integer)):
+        raise TypeError(f"set_blocksize(blocksize): an integer is required, not "
+                        f"{type(blocksize).__name__}")
+    if blocksize < 0:
+        raise OverflowError(f"set_blocksize(blocksize): {blocksize} is negative")
+    if blocksize > 536866816:
+        raise ValueError(f"set_blocksize(blocksize): {blocksize} is above MAX_BLOCKSIZE "
+                         "(536866816)")
+    with _GLOBALS_LOCK:
+        _BLOCKSIZE = int(blocksize)
+
+
+def get_blocksize() -> int:
+    """The block size set by :func:`set_blocksize` (0: automatic), as python-blosc2's
+    ``get_blocksize``.
+
+    Examples
+    --------
+    >>> import ndpack
+    >>> ndpack.get_blocksize()
+    0
+    """
+    return _BLOCKSIZE
 
 
 def compress2(src, **kwargs) -> bytes:

@@ -26,7 +26,8 @@ import pickle
 
 import numpy as np
 
-from ndpack.chunks import compress2, compress_or_header, decompress, is_raw_header
+from ndpack.chunks import (compress2, compress_or_header, decompress, get_blocksize,
+                           is_raw_header)
 from ndpack.codecs import Codec, CParams, Filter
 from ndpack.errors import FormatError, ParameterError
 from ndpack.storage.frame import RawChunk
@@ -269,7 +270,7 @@ def pack(obj, clevel: int = 9, filter: Filter = Filter.SHUFFLE,  # noqa: A002
         raise ParameterError(f"the pickle of {len(data)} bytes does not fit in one chunk; "
                              "use pack_array2")
     return compress2(data, typesize=min(itemsize, 255), clevel=clevel, codec=codec,
-                     filters=[0, 0, 0, 0, 0, filter])
+                     filters=[0, 0, 0, 0, 0, filter], blocksize=get_blocksize())
 
 
 def unpack(packed_object, **kwargs):
