@@ -56,6 +56,7 @@ from ndpack.engine.ops.manipulation import (broadcast_arrays, diff, meshgrid, re
 from ndpack.engine.ops.sorting import (argsort, nonzero, searchsorted, sort, unique_all,
                                    unique_counts, unique_inverse, unique_values)
 from ndpack.engine.ops.quantile import median, quantile
+from ndpack.engine.ops.indexhandle import Index, IndexKind, iter_sorted
 from ndpack.engine.compute import FPAccuracy
 from ndpack.engine.persist import MissingOperandsError, open
 from ndpack.engine.backends.dask import from_dask, to_dask
@@ -107,6 +108,7 @@ __all__ = [
     "can_cast", "finfo", "iinfo", "isdtype", "result_type",
     *_elementwise.UNARY, *_elementwise.BINARY, *_elementwise.ALIASES, "clip", "where",
     "astype",
+    "Index", "IndexKind", "iter_sorted",
     "sort", "argsort", "searchsorted", "nonzero", "unique_all", "unique_counts",
     "unique_inverse", "unique_values", "quantile", "median", "broadcast_arrays", "meshgrid",
     "tile", "repeat", "unstack", "tril", "triu", "diff",

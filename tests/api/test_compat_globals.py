@@ -107,3 +107,102 @@ def test_cpu_info_and_version_date():
     assert info["isa"] == ndpack.show_config(file=open("/dev/null", "w"))["isa"]
     assert ndpack.VERSION_DATE.startswith("$Date:: ") and ndpack.VERSION_DATE.endswith(" #$")
     assert len(ndpack.VERSION_DATE) == len(blosc2.VERSION_DATE)
+
+
+# ---------------------------------------------------------------------------------------
+# IndexKind, Index, iter_sorted
+
+
+def test_index_kind_matches_python_blosc2():
+    assert [(k.name, k.value) for k in ndpack.IndexKind] == \
+        [(k.name, k.value) for k in blosc2.IndexKind]
+    x = np.random.default_rng(1).random(1000)
+    for kind in (ndpack.IndexKind.FULL, blosc2.IndexKind.FULL, "full"):
+        a = ndpack.asarray(x)
+        assert a.create_index(kind=kind)["kind"] == "full"
+    for kind in ndpack.IndexKind:
+        if kind is not ndpack.IndexKind.FULL:
+            with pytest.raises(ValueError, match="kind"):
+                ndpack.asarray(x).create_index(kind=kind)
+
+
+def test_index_handle_like_python_blosc2():
+    x = np.random.default_rng(2).random(5000)
+    a, b = ndpack.asarray(x), blosc2.asarray(x)
+    a.create_index(kind=ndpack.IndexKind.FULL)
+    b.create_index(kind=blosc2.IndexKind.FULL)
+    mine, theirs = a.indexes[0], b.indexes[0]
+    assert isinstance(mine, ndpack.Index)
+    for attr in ("field", "name", "stale", "persistent", "col_name", "target"):
+        assert getattr(mine, attr) == getattr(theirs, attr), attr
+    assert mine.kind.value == theirs.kind.value == "full"
+    assert repr(mine) == repr(theirs)
+    nbytes, cbytes, cratio = mine.storage_stats()
+    assert nbytes >= x.nbytes and cbytes > 0 and cratio == nbytes / cbytes
+    assert mine["size"] == 5000 and dict(mine) == mine.descriptor    # still a mapping
+    assert a.index()["kind"] == mine["kind"]
+    a[0] = 2.0                                        # chunk 0 changes: compact rebuilds
+    assert a.index()["scan_chunks"] == 1
+    assert a.index().compact()["scan_chunks"] == 0
+    a.index().drop()
+    assert a.indexes == [] and b.indexes[0].rebuild().stale is False
+    with pytest.raises(KeyError):
+        a.index()
+    with pytest.raises(TypeError):
+        ndpack.Index(x, "__self__")
+
+
+SLICES = [{}, {"start": 2, "stop": 5}, {"start": 990, "step": 3}, {"start": -2},
+          {"step": -1}, {"start": -10, "stop": 3, "step": -4}, {"stop": 0}]
+
+
+@pytest.mark.parametrize("kw", SLICES)
+def test_iter_sorted_with_an_index_matches_python_blosc2(kw):
+    x = np.random.default_rng(3).random(1000)
+    x[[5, 50]] = np.nan
+    x[100:110] = 0.25                                  # ties
+    a, b = ndpack.asarray(x, chunks=(300,), blocks=(100,)), blosc2.asarray(x)
+    a.create_index(kind=ndpack.IndexKind.FULL)
+    b.create_index(kind=blosc2.IndexKind.FULL)
+    mine = np.array(list(ndpack.iter_sorted(a, batch_size=64, **kw)))
+    theirs = np.array(list(blosc2.iter_sorted(b, **kw)))
+    np.testing.assert_array_equal(mine, theirs)
+    np.testing.assert_array_equal(mine, np.sort(x)[slice(kw.get("start"), kw.get("stop"),
+                                                          kw.get("step"))])
+
+
+@pytest.mark.parametrize("kw", SLICES + [{"start": 3, "step": 700}])
+@pytest.mark.parametrize("dtype", [np.float64, np.int16, np.bool_])
+def test_iter_sorted_without_index_is_the_sort(kw, dtype, monkeypatch, tmp_path):
+    from ndpack.engine.ops import mergesort
+    monkeypatch.setattr(mergesort, "RUN_ITEMS", 1024)      # many runs merged
+    x = (np.random.default_rng(4).random((60, 70)) * 100).astype(dtype)
+    a = ndpack.asarray(x, chunks=(16, 70), urlpath=str(tmp_path / "a.b2nd"), mode="w")
+    it = ndpack.iter_sorted(a, batch_size=500, **kw)
+    got = np.array(list(it), dtype=dtype)
+    want = np.sort(x, axis=None)[slice(kw.get("start"), kw.get("stop"), kw.get("step"))]
+    np.testing.assert_array_equal(got, want)
+    assert type(next(ndpack.iter_sorted(a))) is np.dtype(dtype).type
+    a.create_index()                                    # n-d: the index's flat order
+    np.testing.assert_array_equal(np.array(list(ndpack.iter_sorted(a, **kw)), dtype=dtype),
+                                  want)
+
+
+def test_iter_sorted_after_writes_and_bad_input():
+    x = np.arange(100.0)[::-1].copy()
+    a = ndpack.asarray(x, chunks=(10,))
+    a.create_index()
+    a[0] = -5.0                                         # dirty chunk: the sort runs
+    x[0] = -5.0
+    np.testing.assert_array_equal(list(ndpack.iter_sorted(a, stop=3)), np.sort(x)[:3])
+    with pytest.raises(TypeError, match="NDArray"):
+        ndpack.iter_sorted(x)
+    with pytest.raises(ValueError, match="order"):
+        ndpack.iter_sorted(a, order="f0")
+    with pytest.raises(ValueError, match="step"):
+        ndpack.iter_sorted(a, step=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        ndpack.iter_sorted(a, batch_size=0)
+    with pytest.raises(TypeError, match="complex"):
+        ndpack.iter_sorted(ndpack.asarray(np.ones(3, complex)))
+    assert list(ndpack.iter_sorted(ndpack.asarray(np.empty(0)))) == []

@@ -81,7 +81,8 @@ from ndpack.storage.grid import compute_chunks_blocks
 from ndpack.storage.ndarray import NDArray, fill_from
 
 __all__ = ["create_index", "drop_index", "rebuild_index", "indexes", "select",
-           "sorted_values", "positions_where", "install", "MAX_FRACTION", "INDEX_CPARAMS"]
+           "sorted_values", "whole_sorted_values", "positions_where", "install",
+           "MAX_FRACTION", "INDEX_CPARAMS"]
 
 # Above this fraction of the items selected (or scanned because dirty), the plain scan
 # runs instead.  1e7 random float64 on disk (LZ4 1, loaded machine, best of 3), CPU
@@ -571,13 +572,17 @@ def _expr_key(self: NDArray, key):
 def sorted_values(arr: NDArray):
     """The sorted values of the 1-d `arr` (an NDArray) from a whole index -- not stale,
     no chunk to scan -- or None."""
-    if arr.ndim != 1:
-        return None
+    return whole_sorted_values(arr) if arr.ndim == 1 else None
+
+
+def whole_sorted_values(arr: NDArray):
+    """The sorted values (flat C order) of `arr`'s index when it is whole -- not
+    stale, no chunk to scan, the same size -- or None."""
     st = _state(arr)
     if st is None:
         return None
     scan, _ = st.scan_chunks(arr)
-    if scan is None or len(scan) or arr.shape[0] != st.size:
+    if scan is None or len(scan) or math.prod(arr.shape) != st.size:
         return None
     return st.values
 
