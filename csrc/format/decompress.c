@@ -516,37 +516,43 @@ typedef struct {
 #define RUN_BATCH 8192
 
 /* Runs of items of full regular block j (split, shuffle only): raw streams give their
- * bytes directly, runs and zero streams their value, compressed streams are decoded
- * once (into a per-thread plane buffer) for all the runs. */
+ * bytes where they lie, runs and zero streams are expanded, compressed streams are
+ * decoded once (each into its plane of a per-thread buffer, up to the last run); then
+ * each run is unshuffled from the planes (the SIMD kernel for runs of 32 items or more,
+ * item by item below). */
 static int read_runs(const djob *job, int32_t j, const item_run *runs, int32_t nr,
                      ndp_error *err) {
   int32_t ts = job->typesize, neblock = job->ci.blocksize / ts, pos, csize = 0;
   int rc = block_start(job, j, &pos, err);
   if (rc != NDP_OK) return rc;
-  uint8_t *plane = ndp_scratch(2, (size_t)neblock);
-  if (plane == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "cannot allocate a stream buffer");
+  uint8_t *buf = ndp_scratch(2, (size_t)job->ci.blocksize);
+  if (buf == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "cannot allocate stream buffers");
   int32_t want = 0;                         /* streams are decoded up to the last run */
   for (int32_t r = 0; r < nr; r++) want = runs[r].hi > want ? runs[r].hi : want;
+  const uint8_t *planes[256];
   for (int s = 0; s < ts; s++) {
+    uint8_t *o = buf + (size_t)s * neblock;
     const uint8_t *p = NULL;
     rc = next_stream(job, j, s, &pos, &csize, &p, err);
     if (rc != NDP_OK) return rc;
-    if (csize <= 0) {
-      uint8_t v = csize == 0 ? 0 : (uint8_t)(-csize);
-      for (int32_t r = 0; r < nr; r++)
-        for (int32_t e = 0; e < runs[r].hi - runs[r].lo; e++) runs[r].out[(size_t)e * ts + s] = v;
+    planes[s] = o;
+    if (csize <= 0) memset(o, csize == 0 ? 0 : -csize, (size_t)want);
+    else if (csize == neblock) planes[s] = p;                 /* raw: read in place */
+    else if ((rc = decode_stream(job, j, s, p, csize, o, neblock, want, err)) != NDP_OK)
+      return rc;
+  }
+  const ndp_filter_kernels *k = ndp_filters();
+  const uint8_t *at[256];
+  for (int32_t r = 0; r < nr; r++) {
+    int32_t lo = runs[r].lo, len = runs[r].hi - runs[r].lo;
+    uint8_t *o = runs[r].out;
+    if (len >= 32) {
+      for (int s = 0; s < ts; s++) at[s] = planes[s] + lo;
+      k->unshuffle_planes((size_t)ts, (size_t)len, at, o);
       continue;
     }
-    if (csize != neblock) {                 /* compressed: decode this stream alone */
-      rc = decode_stream(job, j, s, p, csize, plane, neblock, want, err);
-      if (rc != NDP_OK) return rc;
-      p = plane;
-    }
-    for (int32_t r = 0; r < nr; r++) {
-      const uint8_t *q = p + runs[r].lo;
-      uint8_t *o = runs[r].out + s;
-      for (int32_t e = 0; e < runs[r].hi - runs[r].lo; e++) o[(size_t)e * ts] = q[e];
-    }
+    for (int32_t e = 0; e < len; e++)
+      for (int s = 0; s < ts; s++) o[(size_t)e * ts + s] = planes[s][lo + e];
   }
   return NDP_OK;
 }
