@@ -288,7 +288,7 @@ def test_first_rows_of_blocks_decode_their_prefixes(monkeypatch):
 
 
 @pytest.mark.parametrize("where", ["memory", "disk"])
-def test_single_index_of_4d_blocks_not_dividing_chunks(where, tmp_path):
+def test_single_index_of_4d_blocks_not_dividing_chunks(where, tmp_path, monkeypatch):
     """a[:, :, :, j] and the other axes (issue 26's layout, smaller): blocks that do not
     divide the chunks (padded edge blocks), indices in first, middle and last blocks."""
     shape, chunks, blocks = (14, 12, 30, 45), (10, 6, 20, 25), (3, 5, 10, 20)
@@ -300,6 +300,11 @@ def test_single_index_of_4d_blocks_not_dividing_chunks(where, tmp_path):
             key = (slice(None),) * d + (j,)
             np.testing.assert_array_equal(a[key], x[key], err_msg=str(key))
     np.testing.assert_array_equal(a[1:13, 2:11, 3:29, 44], x[1:13, 2:11, 3:29, 44])
+    calls = _spy(monkeypatch, "_runs_into")
+    for j in (0, 4, 10, 13):         # one run per block (a third of it), its streams
+        np.testing.assert_array_equal(a[j], x[j])            # decoded up to that run
+        assert any(calls), j
+        calls.clear()
 
 
 def _needs_reference(lay, locs, bids):
