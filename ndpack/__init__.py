@@ -41,6 +41,7 @@ from ndpack.storage import (NDArray, SChunk, arange, array, asarray, compute_chu
                             unpack_array2, unpack_tensor, zeros, zeros_like)
 from ndpack.storage import DictStore, EmbedStore, TreeStore
 from ndpack.storage.params import Storage, storage_dflts
+from ndpack.storage.ndfield import NDField
 from ndpack.engine import operators as _operators  # noqa: F401  (NDArray's operators)
 from ndpack.engine import arrayobject as _arrayobject  # noqa: F401  (the array API protocol)
 from ndpack.engine.expr.lazyexpr import LazyExpr
@@ -96,7 +97,7 @@ __all__ = [
     "arange", "linspace", "asarray", "array", "frombuffer", "copy", "empty_like", "zeros_like",
     "ones_like", "full_like", "ndarray_from_cframe", "eye", "fromiter", "from_dlpack", "save",
     "load",
-    "DictStore", "TreeStore", "EmbedStore",
+    "DictStore", "TreeStore", "EmbedStore", "NDField",
     "LazyExpr", "lazyexpr", "evaluate", "FPAccuracy",
     "to_dask", "from_dask", "to_hdf5", "from_hdf5",
     "sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin", "argmax",

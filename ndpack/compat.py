@@ -37,6 +37,8 @@ from ndpack.engine.ops.shape import permute_dims
 from ndpack.engine.udf import LazyUDF
 from ndpack.linalg import diagonal as _diagonal
 from ndpack.storage.constructors import ndarray_from_cframe
+from ndpack.storage.embedstore import EmbedStore
+from ndpack.storage.embedstore import estore_from_cframe as _estore_from_cframe
 from ndpack.storage.ndarray import NDArray
 from ndpack.storage.schunk import schunk_from_cframe
 
@@ -49,7 +51,7 @@ __all__ = [
     "detect_number_of_cores", "transpose", "diagonal", "Operand", "LazyArray",
     "lazywhere", "get_expr_operands", "validate_expr", "are_partitions_aligned",
     "are_partitions_behaved", "get_slice_nchunks", "from_cframe", "pack_array",
-    "unpack_array", "clib_info", "free_resources",
+    "unpack_array", "clib_info", "free_resources", "estore_from_cframe",
 ]
 
 MAX_TYPESIZE = _MAX_TYPESIZE
@@ -323,3 +325,31 @@ def free_resources() -> None:
     """Release the idle decode/encode buffers ndpack keeps (its pools' threads end
     with the process; nothing else is held between calls)."""
     buffers.clear()
+
+
+def estore_from_cframe(cframe, copy: bool = False, *, deserialize: str = "safe") -> EmbedStore:
+    """An in-memory :class:`EmbedStore` from its frame bytes (``EmbedStore.to_cframe()``
+    or a ``.b2e`` file's bytes; python-blosc2's ``estore_from_cframe``).
+
+    Parameters
+    ----------
+    cframe : bytes-like
+    copy : bool
+        Accepted for python-blosc2's signature: the bytes are always copied, so the
+        store can be written and `cframe` released.
+    deserialize : {"safe", "full"}
+        python-blosc2's mode for values that need unpickling; ndpack stores arrays and
+        super-chunks only and never unpickles, so both read the same.
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> es = ndpack.EmbedStore()
+    >>> es["/x"] = np.arange(3)
+    >>> ndpack.estore_from_cframe(es.to_cframe())["/x"][:].tolist()
+    [0, 1, 2]
+    """
+    mode = getattr(deserialize, "value", deserialize)
+    if mode not in ("safe", "full"):
+        raise ValueError(f"deserialize must be 'safe' or 'full', not {deserialize!r}")
+    return _estore_from_cframe(cframe)

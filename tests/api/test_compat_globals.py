@@ -206,3 +206,87 @@ def test_iter_sorted_after_writes_and_bad_input():
     with pytest.raises(TypeError, match="complex"):
         ndpack.iter_sorted(ndpack.asarray(np.ones(3, complex)))
     assert list(ndpack.iter_sorted(ndpack.asarray(np.empty(0)))) == []
+
+
+# ---------------------------------------------------------------------------------------
+# NDField, estore_from_cframe
+
+DT = np.dtype([("a", "f8"), ("b", "i4"), ("v", "f4", (2,))])
+
+
+def _records(shape):
+    x = np.zeros(shape, DT)
+    n = int(np.prod(shape))
+    x["a"] = np.arange(n).reshape(shape) * 0.5
+    x["b"] = -np.arange(n).reshape(shape)
+    x["v"] = np.arange(2 * n, dtype="f4").reshape(shape + (2,))
+    return x
+
+
+KEYS = [(), 3, np.s_[2:9], np.s_[::3, 1:6:2], np.s_[::-2, 4], np.s_[..., -1], np.s_[5:1]]
+
+
+@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("field", ["a", "b", "v"])
+def test_ndfield_reads_and_writes_like_numpy_and_python_blosc2(key, field):
+    x = _records((11, 7))
+    a = ndpack.asarray(x, chunks=(4, 3), blocks=(2, 3))
+    b = blosc2.asarray(x, chunks=(4, 3), blocks=(2, 3))
+    f, g = ndpack.NDField(a, field), blosc2.NDField(b, field)
+    assert (f.shape, f.dtype) == (g.shape, g.dtype) and f.ndim == 2   # theirs: None
+    # the key addresses the array's dimensions; a subarray field's come whole
+    np.testing.assert_array_equal(f[key], x[key][field])
+    if field != "v":
+        np.testing.assert_array_equal(f[key], g[key])
+    value = np.asarray(x[key][field]) * 3 + 1
+    f[key] = value
+    x[key][field] = value
+    np.testing.assert_array_equal(a[()], x)           # the other fields untouched
+    np.testing.assert_array_equal(np.asarray(f), x[field])
+
+
+def test_ndfield_fancy_keys_broadcast_fields_and_errors(tmp_path):
+    x = _records((20,))
+    a = ndpack.asarray(x, chunks=(6,), urlpath=str(tmp_path / "r.b2nd"), mode="w")
+    f = a.fields["b"]
+    assert list(a.fields) == ["a", "b", "v"] and a.fields["a"].schunk is a.schunk
+    np.testing.assert_array_equal(f[[1, 7, 19]], x["b"][[1, 7, 19]])
+    f[[0, 13]] = 99
+    f[15:] = 5                                         # a scalar broadcast
+    x["b"][[0, 13]] = 99
+    x["b"][15:] = 5
+    np.testing.assert_array_equal(ndpack.open(str(tmp_path / "r.b2nd"))[()], x)
+    np.testing.assert_array_equal(blosc2.open(str(tmp_path / "r.b2nd"))[:], x)
+    assert list(f)[:2] == [99, -1] and len(f) == 20
+    with pytest.raises(ValueError, match="broadcast"):
+        f[0:3] = np.arange(4)
+    assert ndpack.asarray(np.arange(3)).fields == {}
+    for nd, bl in ((ndpack.asarray(x), blosc2.asarray(x)),
+                   (ndpack.asarray(np.arange(3)), blosc2.asarray(np.arange(3)))):
+        with pytest.raises(TypeError) as e1:
+            blosc2.NDField(bl, "zz")
+        with pytest.raises(TypeError) as e2:
+            ndpack.NDField(nd, "zz")
+        assert str(e1.value) == str(e2.value)
+    ro = ndpack.open(str(tmp_path / "r.b2nd"), mode="r")
+    with pytest.raises(Exception):
+        ro.fields["a"][0] = 1.0
+
+
+def test_estore_from_cframe_both_ways():
+    es = ndpack.EmbedStore()
+    es["/x"] = np.arange(5)
+    es["/y"] = ndpack.linspace(0, 1, 7)
+    theirs = blosc2.estore_from_cframe(es.to_cframe())
+    assert sorted(theirs) == ["/x", "/y"]
+    np.testing.assert_array_equal(theirs["/x"][:], np.arange(5))
+    be = blosc2.EmbedStore()
+    be["/z"] = np.arange(4.0)
+    mine = ndpack.estore_from_cframe(be.to_cframe(), copy=True, deserialize="safe")
+    np.testing.assert_array_equal(mine["/z"][:], np.arange(4.0))
+    mine["/w"] = np.ones(2)                            # a copy: writable
+    assert sorted(ndpack.estore_from_cframe(mine.to_cframe())) == ["/w", "/z"]
+    assert sorted(ndpack.estore_from_cframe(bytes(be.to_cframe()),
+                                            deserialize=blosc2.DeserializeMode.FULL)) == ["/z"]
+    with pytest.raises(ValueError, match="deserialize"):
+        ndpack.estore_from_cframe(be.to_cframe(), deserialize="pickle")
