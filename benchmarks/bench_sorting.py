@@ -30,6 +30,8 @@ interleaved rounds; ratios are peer time / ndpack time (> 1: ndpack faster).  Th
 machine is shared: numbers are indicative.
 
     python benchmarks/bench_sorting.py [--quick] [--reps N] [--json out.json]
+    python benchmarks/bench_sorting.py --huge 1e9 [--dir /big/disk]   # 8 GB sorted on disk:
+                                            # time, CPU, peak RSS of a fresh process
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -253,12 +256,63 @@ def run_query(n, reps, rows):
                   + f"  scan/nd {cpu['scan'] / cpu['ndpack']:.1f}", flush=True)
 
 
+_HUGE = """
+import os, resource, sys, time
+import numpy as np
+import ndpack
+n, d = int(sys.argv[1]), sys.argv[2]
+a = ndpack.empty((n,), dtype="f8", urlpath=os.path.join(d, "x.b2nd"), mode="w",
+                 cparams={"codec": ndpack.Codec.LZ4, "clevel": 1})
+rng = np.random.default_rng(0)
+step = a.chunks[0] * 4
+for lo in range(0, n, step):
+    a[lo:min(n, lo + step)] = rng.random(min(n, lo + step) - lo)
+del a
+a = ndpack.open(os.path.join(d, "x.b2nd"))
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t0, c0 = time.perf_counter(), time.process_time()
+s = ndpack.sort(a, urlpath=os.path.join(d, "s.b2nd"), mode="w")
+print(time.perf_counter() - t0, time.process_time() - c0,
+      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, base * 1024)
+prev = -np.inf
+for lo in range(0, n, s.chunks[0] * 8):
+    part = s[lo:min(n, lo + s.chunks[0] * 8)]
+    assert part[0] >= prev and np.all(np.diff(part) >= 0)
+    prev = part[-1]
+"""
+
+
+def run_huge(n: int, where: str, rows: list) -> None:
+    """Sort `n` random float64 on disk (10**9: 8 GB) in a fresh process: time, CPU
+    and peak RSS of the whole process (the target: <= 500 MB for 10**9)."""
+    import subprocess
+    d = tempfile.mkdtemp(prefix="ndpack-sort-huge-", dir=where)
+    try:
+        out = subprocess.run([sys.executable, "-c", _HUGE, str(n), d], check=True,
+                             capture_output=True, text=True).stdout.split()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    wall, cpu, peak, base = (float(v) for v in out)
+    print(f"sort of {n:.0e} float64 on disk: {wall:.0f} s wall, {cpu:.0f} s CPU, "
+          f"peak RSS {peak / 1e6:.0f} MB (before the sort {base / 1e6:.0f} MB)")
+    rows.append({"case": f"sort {n:.0e} on disk", "nd_s": wall, "nd_cpu_s": cpu,
+                 "peak_rss": peak})
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="small arrays, for CI")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--json", help="write the rows to this file")
+    p.add_argument("--huge", type=float, metavar="N",
+                   help="only sort N random float64 on disk (1e9: 8 GB) in a fresh process")
+    p.add_argument("--dir", default=None, help="folder for --huge's files")
     args = p.parse_args(argv)
+    if args.huge:
+        rows = []
+        run_huge(int(args.huge), args.dir, rows)
+        write_json(args.json, rows)
+        return 0
     n = 10**6 if args.quick else 10**8
     m2 = 1000 if args.quick else 4000
     rows: list = []

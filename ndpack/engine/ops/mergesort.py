@@ -105,13 +105,20 @@ def _run_cap(limit: int, positions: bool) -> int:
     return limit if RUN_ITEMS else min(limit, RUN_CAP[positions])
 
 
+# The merge's pieces of all runs together: more does not merge faster (1e9 random
+# float64 on disk, 250 runs: 182 s and 404 MB peak RSS with 100 MB of pieces vs 203 s
+# and 783 MB with the 1.5 GB of a quarter of the default limit, on a loaded machine).
+MERGE_BYTES = 64 << 20
+
+
 def piece_items(nruns: int, lanes: int, itemsize: int, positions: bool) -> int:
     """Items of a piece of a run: the merge holds up to two pieces of every run of the
     `lanes` merged together."""
     if PIECE_ITEMS:
         return int(PIECE_ITEMS)
     per = itemsize + (8 if positions else 0)
-    return int(min(1 << 16, max(256, _budget() // (2 * max(1, nruns * lanes) * per))))
+    budget = min(_budget(), MERGE_BYTES)
+    return int(min(1 << 16, max(256, budget // (2 * max(1, nruns * lanes) * per))))
 
 
 def check_sortable(dtype, name: str) -> np.dtype:
