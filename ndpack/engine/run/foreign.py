@@ -204,7 +204,22 @@ class _GridReader:
                 group, size = [], 0
         if group:
             calls.append(_Batch(self, group))
-        run_leaves(calls, nthreads)
+        if nthreads > 1:
+            run_leaves(calls, nthreads)
+            return
+        # one thread: a batch whose chunk another thread is decoding goes after the
+        # others (two reads of the same chunks, a product's two lanes, then decode
+        # different chunks instead of one trailing the other)
+        pending, passed = collections.deque(calls), 0
+        while pending:
+            call = pending.popleft()
+            if passed < len(pending) and any(self.decoded.decoding(job[0])
+                                             for job in call.jobs):
+                pending.append(call)
+                passed += 1
+                continue
+            passed = 0
+            call()
 
     def _jobs(self, key, dst):
         ranges = [range(s.start // c, (s.stop - 1) // c + 1) for s, c in zip(key, self.chunks)]
@@ -238,6 +253,10 @@ class _Decoded:
         self.room = max(0, memory_limit() // 8 // max(chunk_bytes, 1))
         self.kept, self.lock = collections.OrderedDict(), threading.Lock()
         self.busy: dict = {}             # coords -> the lock of the thread decoding them
+
+    def decoding(self, coords) -> bool:
+        """Whether a thread is decoding chunk `coords` now (another chunk first)."""
+        return coords in self.busy
 
     def get(self, coords, decode) -> np.ndarray:
         """Chunk `coords`, from `decode()` the first time."""
