@@ -445,8 +445,21 @@ class _H5Reader(_GridReader):
             _pread(self.fd, _bytes_of(dstv), start)
             return
         buf = scratch(n, "foreign-rows")
-        _pread(self.fd, memoryview(buf), start)
-        view = buf.view(self.raw).reshape((1,) * p + (rows.stop - rows.start,) + stored[p + 1:])
+        inner = stored[p + 1:]
+        isz, nrows = self.raw.itemsize, rows.stop - rows.start
+        first = int(np.ravel_multi_index([s.start for s in local[p + 1:]], inner)) * isz \
+            if inner else 0
+        last = (int(np.ravel_multi_index([s.stop - 1 for s in local[p + 1:]], inner)) + 1) \
+            * isz if inner else row
+        if not whole and 2 * (last - first) <= row and nrows <= 256:
+            # each row's span from its first to its last wanted item only (a product's
+            # step cutting the chunk's inner dimensions: not the whole rows each step)
+            mv = memoryview(buf)
+            for r in range(nrows):
+                _pread(self.fd, mv[r * row + first:r * row + last], start + r * row + first)
+        else:
+            _pread(self.fd, memoryview(buf), start)
+        view = buf.view(self.raw).reshape((1,) * p + (nrows,) + inner)
         dstv[...] = view[(slice(None),) * (p + 1) + tuple(local[p + 1:])]
 
 
