@@ -17,7 +17,7 @@ import itertools
 
 import numpy as np
 
-from ndpack import resources
+import ndpack.resources as resources
 from ndpack.resources import scratch
 from ndpack.storage.grid import prod
 from ndpack.storage.ndarray import NDArray

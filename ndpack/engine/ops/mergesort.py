@@ -54,7 +54,7 @@ import os
 
 import numpy as np
 
-from ndpack import resources
+import ndpack.resources as resources
 from ndpack.codecs import SpecialValue, get_nthreads
 from ndpack.engine.ops.merge import LaneMerge, make_run, order, sorted_values
 from ndpack.engine.ops.shape import _array, _axis, _flat_read

@@ -51,7 +51,7 @@ import math
 
 import numpy as np
 
-from ndpack import resources
+import ndpack.resources as resources
 from ndpack.codecs import get_nthreads
 from ndpack.engine.ops.mergesort import Tracked
 from ndpack.engine.ops.shape import _array

@@ -31,7 +31,7 @@ import threading
 
 import numexpr
 
-from ndpack import resources
+import ndpack.resources as resources
 from ndpack.resources import buffers
 
 __all__ = ["prefetch", "on_engine_thread", "workers", "writer", "submit", "run_all",
