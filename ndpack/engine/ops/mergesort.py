@@ -54,7 +54,7 @@ import os
 
 import numpy as np
 
-import ndpack.resources as resources
+from ndpack.resources import memory_limit
 from ndpack.codecs import SpecialValue, get_nthreads
 from ndpack.engine.ops.merge import LaneMerge, make_run, order, sorted_values
 from ndpack.engine.ops.shape import _array, _axis, _flat_read
@@ -80,7 +80,7 @@ SPLIT_LANES = 8
 
 def _budget() -> int:
     """Bytes the buffers of one sort may hold: a quarter of the memory limit."""
-    return resources.memory_limit() // 4
+    return memory_limit() // 4
 
 
 # Runs longer than this are not sorted faster: 4e7 random float64 on 2 threads, argsort

@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-import ndpack.resources as resources
+from ndpack.resources import memory_limit
 from ndpack.codecs import get_nthreads
 from ndpack.engine.ops.mergesort import Tracked
 from ndpack.engine.ops.shape import _array, _flat_read
@@ -49,7 +49,7 @@ def slab_items(itemsize: int, ndim: int, nthreads: int) -> int:
     if SLAB_ITEMS:
         return int(SLAB_ITEMS)
     per = itemsize + 8 * (ndim + 2)
-    return max(1024, resources.memory_limit() // 4 // ((nthreads + 1) * per))
+    return max(1024, memory_limit() // 4 // ((nthreads + 1) * per))
 
 
 def _count_regions(x, shape: tuple, limit: int) -> list:

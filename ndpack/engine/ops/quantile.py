@@ -51,7 +51,7 @@ import math
 
 import numpy as np
 
-import ndpack.resources as resources
+from ndpack.resources import memory_limit
 from ndpack.codecs import get_nthreads
 from ndpack.engine.ops.mergesort import Tracked
 from ndpack.engine.ops.shape import _array
@@ -72,14 +72,14 @@ def tile_items(itemsize: int, nthreads: int) -> int:
     ``nthreads + 1`` in flight, each with NumPy's partitioned copy."""
     if QUANTILE_ITEMS:
         return int(QUANTILE_ITEMS)
-    return max(1024, resources.memory_limit() // 4 // ((nthreads + 1) * (3 * itemsize + 8)))
+    return max(1024, memory_limit() // 4 // ((nthreads + 1) * (3 * itemsize + 8)))
 
 
 def collect_items() -> int:
     """Items (keys) gathered at most for the last pass of a selection."""
     if COLLECT_ITEMS:
         return int(COLLECT_ITEMS)
-    return max(1024, resources.memory_limit() // 16 // 8)
+    return max(1024, memory_limit() // 16 // 8)
 
 
 def _check(x):
