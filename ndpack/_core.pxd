@@ -61,6 +61,8 @@ cdef extern from "ndpack.h" nogil:
                            int nthreads, ndp_error *err)
     int32_t ndp_getitem(const void *src, int32_t srcsize, int32_t start, int32_t nitems,
                         void *dst, int32_t dstsize, ndp_error *err)
+    int32_t ndp_decompress_crc(const void *src, int32_t srcsize, void *dst, int32_t dstsize,
+                               int nthreads, uint32_t *crc, ndp_error *err)
     int32_t ndp_decompress_blocks(const void *src, int32_t srcsize, const int32_t *blocks,
                                   int32_t nblocks, void *dst, int32_t dstsize, int nthreads,
                                   ndp_error *err)

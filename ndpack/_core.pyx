@@ -307,6 +307,31 @@ def decompress(src, dst=None, int nthreads=1):
     return r
 
 
+def decompress_crc(src, dst, int nthreads=1):
+    """Decode a chunk into the writable buffer `dst` and return the crc32c of all the
+    bytes of `src` (the chunk and anything after it), each block's bytes hashed by the
+    thread that decodes it."""
+    cdef _ReadBuffer buf = _ReadBuffer(src)
+    cdef ndp_chunk_info ci = _parse(buf)
+    cdef ndp_error err
+    err.code = 0
+    cdef int32_t r
+    cdef uint32_t crc = 0
+    if buf.view.len > 0x7FFFFFFF:
+        raise ParameterError(f"a chunk buffer of {buf.view.len} bytes (at most 2 GiB)")
+    cdef int32_t srclen = <int32_t>buf.view.len
+    cdef _WriteBuffer wbuf = _WriteBuffer(dst)
+    if wbuf.view.len < ci.nbytes:
+        raise ParameterError(f"destination holds {wbuf.view.len} bytes, the chunk decodes "
+                             f"to {ci.nbytes}")
+    with nogil:
+        r = ndp_decompress_crc(buf.view.buf, srclen, wbuf.view.buf, ci.nbytes, nthreads,
+                               &crc, &err)
+    if r < 0:
+        _raise(r, &err)
+    return crc
+
+
 def getitem(src, int start, int nitems):
     """Decode items [start, start + nitems) of a chunk (only the blocks holding them)."""
     cdef _ReadBuffer buf = _ReadBuffer(src)

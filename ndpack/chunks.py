@@ -361,6 +361,23 @@ def decompress2(src, dst=None, **kwargs):
     return _decode(src, dst, int(dp.nthreads), as_bytearray)
 
 
+def decompress_crc(src, dst, nthreads: int = 1) -> int:
+    """Decode a chunk into the writable buffer `dst` and return the crc32c of the bytes
+    of `src`, hashed block by block by the threads that decode them (one pass over the
+    compressed bytes).
+
+    Examples
+    --------
+    >>> import ndpack
+    >>> c = ndpack.compress2(bytes(range(256)) * 64, typesize=4)
+    >>> out = bytearray(256 * 64)
+    >>> decompress_crc(c, out) == ndpack.chunks.crc32c(c), list(out[:3])
+    (True, [0, 1, 2])
+    """
+    check_int_range("nthreads", nthreads, 1)
+    return _core.decompress_crc(_as_buffer(src), dst, nthreads)
+
+
 def chunk_info(src) -> dict:
     """The validated header fields of a chunk (nbytes, cbytes, filters, codec, ...).
 

@@ -186,3 +186,36 @@ const char *ndp_crc32c_kernel(void) {
   static const char *const names[] = {"scalar", "sse4.2", "avx512-vpclmul"};
   return names[current()];
 }
+
+/* ---- joining checksums of consecutive pieces ---- */
+
+/* a * b mod P, both in the reflected order (bit 31 is the coefficient of x^0). */
+static uint32_t mulmod(uint32_t a, uint32_t b) {
+  uint32_t p = 0;
+  for (uint32_t m = 0x80000000u; m; m >>= 1) {
+    if (a & m) p ^= b;
+    b = (b >> 1) ^ ((b & 1) ? NDP_CRC32C_POLY : 0);
+  }
+  return p;
+}
+
+static uint32_t squares[64];              /* x^(2^k) mod P */
+static pthread_once_t squares_once = PTHREAD_ONCE_INIT;
+
+static void build_squares(void) {
+  squares[0] = 0x40000000u;                /* x^1 */
+  for (int k = 1; k < 64; k++) squares[k] = mulmod(squares[k - 1], squares[k - 1]);
+}
+
+/* x^(8 n) mod P, multiplying the squares picked by the bits of 8 n. */
+static uint32_t x8n(uint64_t n) {
+  pthread_once(&squares_once, build_squares);
+  uint32_t r = 0x80000000u;                /* x^0 */
+  for (int k = 3; n && k < 64; k++, n >>= 1)
+    if (n & 1) r = mulmod(squares[k], r);
+  return r;
+}
+
+uint32_t ndp_crc32c_combine(uint32_t crc1, uint32_t crc2, size_t len2) {
+  return mulmod(x8n(len2), crc1) ^ crc2;
+}

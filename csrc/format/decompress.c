@@ -288,10 +288,35 @@ static int32_t decode_vl(djob *job, uint8_t *dst, ndp_error *err) {
 
 /* ---- whole chunk ---- */
 
+/* The bytes of block j's span of the chunk: from its start to the next block's (the
+ * last to the end of src); the spans tile the chunk after the block starts when those
+ * increase (spans_tile). */
+static int32_t span_start(const djob *job, int32_t j) {
+  return j < job->ci.nblocks ? ndp_rd32(job->src + job->ci.header_len + 4 * j) : job->srcsize;
+}
+
+static int spans_tile(const djob *job) {
+  int32_t prev = job->data_start;
+  for (int32_t j = 0; j <= job->ci.nblocks; j++) {
+    int32_t s = span_start(job, j);
+    if (s < prev || s > job->srcsize) return 0;
+    prev = s;
+  }
+  return 1;
+}
+
+/* Hash block j's span (it is then in cache for the decoder). */
+static void hash_span(const djob *job, int32_t j) {
+  if (job->crcs == NULL) return;
+  int32_t s = span_start(job, j);
+  job->crcs[j] = ndp_crc32c(0, job->src + s, (size_t)(span_start(job, j + 1) - s));
+}
+
 static void whole_task(void *ctx, int32_t t) {
   djob *job = (djob *)ctx;
   if (atomic_load(&job->fail.failed)) return;
   int32_t j = t + (job->has_delta ? 1 : 0);
+  hash_span(job, j);
   ndp_error e = {0, {0}};
   if (decode_block(job, j, job->dst + (size_t)j * job->ci.blocksize, &e) != NDP_OK)
     ndp_failure_set(&job->fail, &e);
@@ -309,13 +334,20 @@ static void piece_task(void *ctx, int32_t k) {
   else memcpy(job->dst + off, job->src + job->ci.header_len + off, (size_t)len);
 }
 
-int32_t ndp_decompress(const void *src, int32_t srcsize, void *dst_, int32_t dstsize,
-                       int nthreads, ndp_error *err) {
+static int32_t decompress_whole(const void *src, int32_t srcsize, void *dst_, int32_t dstsize,
+                                int nthreads, uint32_t *crc, ndp_error *err) {
   uint8_t *dst = (uint8_t *)dst_;
   djob job;
   int rc = djob_init(&job, src, srcsize, err);
   if (rc != NDP_OK) return rc;
   const ndp_chunk_info *ci = &job.ci;
+  job.srcsize = srcsize;
+  int fused = crc != NULL && !ci->special && !ci->memcpyed && !ci->vlblocks &&
+              ci->nbytes > 0 && dstsize >= ci->nbytes && spans_tile(&job);
+  if (fused) {
+    job.crcs = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)ci->nblocks);
+    fused = job.crcs != NULL;
+  }
   int32_t result = ci->nbytes;
   if (dstsize < ci->nbytes) {
     result = ndp_fail(err, NDP_ERR_DEST_SIZE, "destination of %d bytes, chunk holds %d",
@@ -334,6 +366,7 @@ int32_t ndp_decompress(const void *src, int32_t srcsize, void *dst_, int32_t dst
     job.stream_out = (size_t)ci->nbytes >= ndp_stream_min_bytes();
     int32_t ntasks = ci->nblocks;
     if (job.has_delta) {  /* block 0 is DELTA's reference: decode it first */
+      hash_span(&job, 0);
       rc = decode_block(&job, 0, dst, err);
       ntasks--;
     }
@@ -344,8 +377,30 @@ int32_t ndp_decompress(const void *src, int32_t srcsize, void *dst_, int32_t dst
     }
     if (rc != NDP_OK) result = rc;
   }
+  if (result >= 0 && crc != NULL) {
+    if (fused) {                 /* the prefix (header, starts, dictionary), then the spans */
+      int32_t s0 = span_start(&job, 0);
+      uint32_t c = ndp_crc32c(0, src, (size_t)s0);
+      for (int32_t j = 0; j < ci->nblocks; j++)
+        c = ndp_crc32c_combine(c, job.crcs[j], (size_t)(span_start(&job, j + 1) - span_start(&job, j)));
+      *crc = c;
+    } else {
+      *crc = ndp_crc32c(0, src, (size_t)srcsize);
+    }
+  }
+  free(job.crcs);
   djob_free(&job);
   return result;
+}
+
+int32_t ndp_decompress(const void *src, int32_t srcsize, void *dst, int32_t dstsize,
+                       int nthreads, ndp_error *err) {
+  return decompress_whole(src, srcsize, dst, dstsize, nthreads, NULL, err);
+}
+
+int32_t ndp_decompress_crc(const void *src, int32_t srcsize, void *dst, int32_t dstsize,
+                           int nthreads, uint32_t *crc, ndp_error *err) {
+  return decompress_whole(src, srcsize, dst, dstsize, nthreads, crc, err);
 }
 
 /* ---- block subsets and item ranges ---- */

@@ -167,6 +167,11 @@ int32_t ndp_chunk_special(int special, int32_t nbytes, int32_t typesize,
  * negative ndp_status. */
 int32_t ndp_decompress(const void *src, int32_t srcsize, void *dst, int32_t dstsize,
                        int nthreads, ndp_error *err);
+/* ndp_decompress that also gives the crc32c of the srcsize bytes of src in *crc,
+ * each block's bytes hashed by the thread that decodes it, just before (one pass over
+ * the compressed bytes instead of two).  On an error *crc is not set. */
+int32_t ndp_decompress_crc(const void *src, int32_t srcsize, void *dst, int32_t dstsize,
+                           int nthreads, uint32_t *crc, ndp_error *err);
 
 /* Decode items [start, start+nitems) (items of the chunk's typesize) into dst.
  * Only the blocks that hold them are decoded.  Returns the bytes written. */
@@ -352,6 +357,9 @@ uint32_t ndp_crc32c_hw(uint32_t crc, const void *buf, size_t len);
 int ndp_crc32c_hw_available(void);
 /* What ndp_crc32c runs: "avx512-vpclmul" (carry-less folding), "sse4.2" or "scalar". */
 const char *ndp_crc32c_kernel(void);
+/* crc32c of A || B from crc32c(A) = crc1 and crc32c(B) = crc2 with |B| = len2
+ * (pieces hashed apart, e.g. on several threads, joined in order). */
+uint32_t ndp_crc32c_combine(uint32_t crc1, uint32_t crc2, size_t len2);
 /* One kernel by name (tests, benchmarks); the reference when it is not available. */
 enum { NDP_CRC_SCALAR = 0, NDP_CRC_SSE42 = 1, NDP_CRC_FOLD = 2 };
 int ndp_crc32c_has(int kernel);

@@ -32,6 +32,12 @@ static void run_one(const uint8_t *data, size_t size) {
     fprintf(stderr, "decompress returned %d, header says %d\n", r, ci.nbytes);
     abort();
   }
+  uint32_t crc = 0;
+  int32_t r2 = ndp_decompress_crc(data, (int32_t)size, out, ci.nbytes, 2, &crc, &err);
+  if (r2 != r || (r2 >= 0 && crc != ndp_crc32c(0, data, size))) {
+    fprintf(stderr, "decompress_crc returned %d (crc %08x), decompress %d\n", r2, crc, r);
+    abort();
+  }
   if (ci.typesize > 0 && ci.nbytes / ci.typesize > 2) {
     int32_t n = ci.nbytes / ci.typesize;
     err.code = 0;

@@ -91,6 +91,27 @@ static void ragged(void) {
   free(buf);
 }
 
+/* crc(A || B) joined from crc(A) and crc(B), at every split of ragged inputs
+ * (lengths 0 and past 2^32 bits included). */
+static void combine(void) {
+  uint8_t buf[3000];
+  for (size_t i = 0; i < sizeof buf; i++) buf[i] = (uint8_t)rng();
+  int bad = 0;
+  for (int t = 0; t < 500; t++) {
+    size_t n = rng() % sizeof buf, k = n ? rng() % (n + 1) : 0;
+    uint32_t whole = ndp_crc32c(0, buf, n);
+    uint32_t a = ndp_crc32c(0, buf, k), b = ndp_crc32c(0, buf + k, n - k);
+    bad += ndp_crc32c_combine(a, b, n - k) != whole;
+  }
+  CHECK(bad == 0, "%d of 500 joined checksums differ", bad);
+  CHECK(ndp_crc32c_combine(0x12345678u, 0, 0) == 0x12345678u, "join with an empty piece");
+  /* a long run of zeros: crc(A || 0^n) joined == crc continued over the zeros */
+  static uint8_t zeros[1 << 20];
+  uint32_t a = ndp_crc32c(0, buf, 100);
+  CHECK(ndp_crc32c_combine(a, ndp_crc32c(0, zeros, sizeof zeros), sizeof zeros) ==
+            ndp_crc32c(a, zeros, sizeof zeros), "join over 1 MiB of zeros");
+}
+
 /* ---- --bench ---------------------------------------------------------------- */
 
 static uint32_t rotl(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
@@ -175,6 +196,7 @@ int main(int argc, char **argv) {
   }
   known_answers();
   ragged();
+  combine();
   for (int k = NDP_CRC_SSE42; k <= NDP_CRC_FOLD; k++)
     if (ndp_crc32c_has(k)) {
       CHECK(ndp_crc32c_with(k, 0, "123456789", 9) == 0xE3069283u, "kernel %d '123456789'", k);

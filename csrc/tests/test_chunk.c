@@ -134,6 +134,12 @@ static void roundtrip(const ndp_cparams *cp, const uint8_t *src, int32_t n, cons
      * ours passes them through, so the comparison is exact. */
     CHECK(ok, "%s: decompress %d: %s", what, r, err.msg);
     if (ok && n > 0) check_prefixes(c, cb, d, what);
+    /* the fused checksum is the crc32c of the chunk's bytes, whatever its kind */
+    uint32_t crc = 0;
+    memset(d, 0, (size_t)n);
+    int32_t rc = ndp_decompress_crc(c, cb, d, n, cp->nthreads, &crc, &err);
+    CHECK(rc == n && (n == 0 || memcmp(src, d, (size_t)n) == 0), "%s: decompress_crc %d", what, rc);
+    CHECK(rc < 0 || crc == ndp_crc32c(0, c, (size_t)cb), "%s: fused crc32c differs", what);
     /* Every truncation is an error, never a crash. */
     if (n < 5000) {
       for (int32_t t = 0; t < cb; t += 1 + t / 8) {

@@ -60,13 +60,13 @@ import os
 import struct
 import sys
 
-from ndpack.chunks import compress2, crc32c
+from ndpack.chunks import compress2, crc32c, decompress2, decompress_crc
 from ndpack.codecs import Codec, make_cparams
-from ndpack.errors import FormatError, ParameterError
+from ndpack.errors import FormatError, NdpackError, ParameterError
 from ndpack.storage.meta import packb, unpack_vlmeta_value
 
 __all__ = ["RECORD", "enabled", "set_default", "new_record", "chunk_crc", "on_write", "on_delete",
-           "expected", "checked", "with_record", "take_record", "configure", "verify_mode"]
+           "expected", "checked", "decode_checked", "with_record", "take_record", "configure", "verify_mode"]
 
 RECORD = "ndpack.checksums"
 ALG = "crc32c"
@@ -156,10 +156,36 @@ def checked(frame, i: int, data, want=-1):
         return data
     got = chunk_crc(data)
     if got != want:
-        raise FormatError(f"chunk {i}: checksum mismatch (crc32c {got:08x}, the frame's "
-                          f"record says {want:08x}): its {len(data)} stored bytes changed "
-                          "after they were written")
+        raise _mismatch(i, got, want, len(data))
     return data
+
+
+def decode_checked(frame, i: int, data, want, dst, nthreads: int = 1) -> None:
+    """Decode chunk `i` (`data`, read whole, from the frame's ``fetch``) into the
+    writable buffer `dst`, checking it against `want` (None: no check) in the same
+    pass: each block's bytes are hashed by the thread that decodes it, just before,
+    so the chunk is read once.  A mismatch raises :func:`checked`'s error (`dst` then
+    holds whatever the damaged bytes decoded to)."""
+    if want is None:
+        decompress2(data, dst, nthreads=nthreads)
+        return
+    if getattr(data, "header", None) is not None or len(data) == 32:
+        decompress2(checked(frame, i, data, want), dst, nthreads=nthreads)   # by meaning
+        return
+    try:
+        got = decompress_crc(data, dst, nthreads)
+    except NdpackError:
+        got = crc32c(data)
+        if got == want:
+            raise                           # recorded as written: a decoding error
+    if got != want:
+        raise _mismatch(i, got, want, len(data)) from None
+
+
+def _mismatch(i: int, got: int, want: int, size: int) -> FormatError:
+    return FormatError(f"chunk {i}: checksum mismatch (crc32c {got:08x}, the frame's "
+                       f"record says {want:08x}): its {size} stored bytes changed "
+                       "after they were written")
 
 
 def with_record(vlmeta: dict, crcs, cbytes: int, nbytes: int) -> dict:

@@ -483,10 +483,16 @@ class MemoryFrame(FrameBase):
     def get(self, i: int, buf=None, partial: bool = False):
         if self.trusted or self.crcs is None:
             return self.chunks[self._check_index(i)]
+        return checksums.checked(self, i, *self.fetch(i, buf, partial))
+
+    def fetch(self, i: int, buf=None, partial: bool = False):
+        """``(chunk, crc)``: chunk `i` not checked yet and the value its check must find
+        (None: no check; see the file frames' ``fetch``)."""
+        if self.trusted or self.crcs is None:
+            return self.chunks[self._check_index(i)], None
         with self.lock:                 # the chunk and its recorded value together
             i = self._check_index(i)
-            data, want = self.chunks[i], checksums.expected(self, i, partial)
-        return checksums.checked(self, i, data, want)
+            return self.chunks[i], checksums.expected(self, i, partial)
 
     def append(self, chunk):
         self.insert(self.nchunks, chunk, op="append")

@@ -260,6 +260,12 @@ class _FileFrame(FrameBase):
         record (:mod:`ndpack.storage.checksums`); `partial`: the caller decodes only
         part of it (then chunks of memory-mapped frames are checked only with
         ``verify="full"``)."""
+        return checksums.checked(self, i, *self.fetch(i, buf, partial))
+
+    def fetch(self, i: int, buf: bytearray | None = None, partial: bool = False):
+        """``(chunk, crc)``: chunk `i` as :meth:`get` gives it, not checked yet, and
+        the value its check must find (None: no check), for
+        :func:`ndpack.storage.checksums.decode_checked`."""
         # an update may be compacting the section; a file opened read-only never is
         with (contextlib.nullcontext() if self.readonly else self.lock):
             i = self._check_index(i)
@@ -270,7 +276,7 @@ class _FileFrame(FrameBase):
                 data = self._synth(offset_code(v, self.header_len), i)
             else:
                 data = self._raw_chunk(i, v, buf)
-        return checksums.checked(self, i, data, want)
+        return data, want
 
     def _materialize_specials(self):
         """Store special-offset chunks physically (needed once chunk sizes vary)."""

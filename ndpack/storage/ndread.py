@@ -34,7 +34,9 @@ import numpy as np
 from ndpack.chunks import (compress2, decompress2, decompress_blocks, getitems,
                            read_blocks_from_file, special_chunk)
 from ndpack.codecs import SpecialValue
+from ndpack.errors import NdpackError
 from ndpack.storage.frame import chunk_nbytes_of
+from ndpack.storage import checksums
 from ndpack.storage.framefile import ContiguousFrame
 from ndpack.storage.grid import compact_index, dim_parts, prod
 from ndpack.storage.validate import check_chunk
@@ -160,7 +162,14 @@ class ChunkIO:
                    for loc, e in zip(locs, lay.ext_chunks))
         if full:
             bids = [range(g) for g in lay.bgrid]
-            chunk = self._whole_chunk(n, lazy)
+            chunk, want = self._whole_chunk(n, lazy, fetch=True)
+            if want is not None:
+                view = out[dst + (Ellipsis,)]
+                if lay.stored_c_order and view.flags.c_contiguous and len(chunk) > 32:
+                    # checked while decoding: each block's bytes hashed, then decoded
+                    checksums.decode_checked(self.frame, n, chunk, want, view, nthreads)
+                    return
+                chunk = checksums.checked(self.frame, n, chunk, want)
         else:
             bids = [[p[0] for p in dim_parts(loc, b)] for loc, b in zip(locs, lay.blocks)]
             chunk = None
@@ -192,12 +201,21 @@ class ChunkIO:
         out[dst] = region[_as_index(idx)]
 
     # --- stored chunks -------------------------------------------------------------------
-    def _whole_chunk(self, n: int, lazy: bool, partial: bool = False):
+    def _whole_chunk(self, n: int, lazy: bool, partial: bool = False, fetch: bool = False):
         """Chunk `n` whole; from files (`lazy`) read into this thread's buffer, valid
         until its next read (fresh pages for every chunk would cost page faults).
-        `partial`: only part of it will be decoded (see the frames' ``get``)."""
-        return self.stored(n, scratch(self.layout.chunk_nbytes + 64, "src") if lazy
-                           else None, partial)
+        `partial`: only part of it will be decoded (see the frames' ``get``);
+        `fetch`: ``(chunk, crc)``, not checked yet (see the frames' ``fetch``)."""
+        buf = scratch(self.layout.chunk_nbytes + 64, "src") if lazy else None
+        if fetch:
+            data, want = self.frame.fetch(n, buf)
+            try:
+                data = check_chunk(n, data, self.layout.chunk_nbytes, self.layout.blocksize)
+            except NdpackError:
+                checksums.checked(self.frame, n, data, want)   # damaged: say so first
+                raise
+            return data, want
+        return self.stored(n, buf, partial)
 
     def stored(self, n: int, buf=None, partial: bool = False):
         """Chunk `n` as stored (into `buf` when given, see the frames' ``get``), its

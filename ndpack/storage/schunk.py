@@ -374,7 +374,11 @@ class SChunk:
 
     def decompress_chunk(self, nchunk: int, dst=None):
         """Decode chunk `nchunk`; into `dst` (then None is returned) or as bytes."""
-        return decompress2(self._frame.get(nchunk), dst, nthreads=self._dparams.nthreads)
+        if dst is None:
+            return decompress2(self._frame.get(nchunk), nthreads=self._dparams.nthreads)
+        checksums.decode_checked(self._frame, nchunk, *self._frame.fetch(nchunk), dst,
+                                 self._dparams.nthreads)
+        return None
 
     def iterchunks(self, dtype):
         """Yield every chunk decoded as a 1-d NumPy array of `dtype`."""

@@ -77,3 +77,51 @@ def test_accepts_arrays_and_refuses_str():
     assert crc32c(a) == crc32c(a.tobytes())
     with pytest.raises(TypeError):
         crc32c("text")
+
+
+@pytest.mark.parametrize("kind", ["lz4-shuffle", "zstd-dict", "delta", "bitshuffle", "memcpyed",
+                                  "zeros", "blosclz-noshuffle"])
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_decompress_crc_is_the_crc_of_the_chunk(kind, nthreads):
+    """Decoding with the fused checksum (each block's bytes hashed by the thread that
+    decodes it, the pieces joined) gives the data and crc32c of the whole chunk, for
+    every kind of chunk, with bytes after the chunk counted as crc32c(data) does."""
+    from ndpack.chunks import compress2, decompress2, decompress_crc
+    from ndpack.codecs import Codec, Filter
+    rng = np.random.default_rng(3)
+    x = np.cumsum(rng.normal(size=50_003)).astype(np.float64)
+    kw = {"typesize": 8, "blocksize": 16384, "nthreads": 1}
+    kw.update({"lz4-shuffle": {"codec": Codec.LZ4, "filters": [Filter.SHUFFLE]},
+               "zstd-dict": {"codec": Codec.ZSTD, "use_dict": True},
+               "delta": {"codec": Codec.LZ4, "filters": [Filter.DELTA, Filter.SHUFFLE]},
+               "bitshuffle": {"codec": Codec.ZSTD, "filters": [Filter.BITSHUFFLE]},
+               "memcpyed": {"clevel": 0},
+               "zeros": {},
+               "blosclz-noshuffle": {"codec": Codec.BLOSCLZ, "filters": [Filter.NOFILTER]},
+               }[kind])
+    if kind == "zeros":
+        x = np.zeros_like(x)
+    c = compress2(x, **kw)
+    for src in (c, c + b"tail"):
+        out = np.empty_like(x)
+        assert decompress_crc(src, out, nthreads) == crc32c(src)
+        np.testing.assert_array_equal(out, np.frombuffer(decompress2(c), x.dtype))
+
+
+def test_decompress_crc_damaged_and_short():
+    """A damaged chunk gives a different crc or a clean error; a small `dst` is refused."""
+    from ndpack.chunks import compress2, decompress_crc
+    from ndpack.errors import NdpackError, ParameterError
+    x = np.arange(40_000, dtype=np.int32)
+    c = bytearray(compress2(x, typesize=4, blocksize=8192))
+    with pytest.raises(ParameterError, match="destination"):
+        decompress_crc(bytes(c), bytearray(100))
+    good = crc32c(bytes(c))
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        d = bytearray(c)
+        d[int(rng.integers(len(d)))] ^= int(rng.integers(1, 256))
+        try:
+            assert decompress_crc(bytes(d), bytearray(x.nbytes)) != good
+        except NdpackError:
+            pass

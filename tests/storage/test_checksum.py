@@ -49,13 +49,14 @@ def _stored_crcs(frame) -> list:
 def _chunk_spans(path) -> list:
     """(start, end) file positions of every stored chunk of a contiguous frame."""
     a = ndpack.open(str(path), mode="r", dparams={"verify": False})
-    fr = a.schunk._frame
+    a = getattr(a, "schunk", a)                # an NDArray's, or a bare super-chunk
+    fr = a._frame
     spans = []
     for i, v in enumerate(fr.offsets):
         if v >= 0:
             start = fr.header_len + int(v)
             spans.append((i, start, start + len(fr.get(i))))
-    a.schunk.close()
+    a.close()
     return spans
 
 
@@ -457,3 +458,38 @@ def test_flipped_bit_in_the_record_is_reported(tmp_path):
     np.testing.assert_array_equal(b[:36_000], x[:36_000])
     with pytest.raises(FormatError, match=r"chunk 6: checksum mismatch"):
         b[36_000:42_000]
+
+
+@pytest.mark.parametrize("read", ["getitem", "load_array"])
+def test_whole_chunks_are_checked_while_decoding(tmp_path, monkeypatch, read):
+    """Whole-chunk reads hash each block as it is decoded (one pass over the chunk)
+    and still name the chunk whose data bytes changed; the separate check is not
+    used for them."""
+    x = _data()
+    p = tmp_path / "a.b2nd"
+    if read == "load_array":
+        ndpack.save_array(x, str(p), chunksize=6_000 * 8)
+    else:
+        _write(p, x)
+    fused, separate = [], []
+    real_fused, real_checked = checksums.decompress_crc, checksums.checked
+    monkeypatch.setattr(checksums, "decompress_crc",
+                        lambda *a: fused.append(1) or real_fused(*a))
+    monkeypatch.setattr(checksums, "checked",
+                        lambda fr, i, data, want=-1: separate.append(i) or
+                        real_checked(fr, i, data, want))
+
+    def load(path):
+        if read == "load_array":
+            return ndpack.load_array(str(path))
+        return ndpack.open(str(path))[:]
+
+    np.testing.assert_array_equal(load(p), x)
+    assert len(fused) == 10 and not separate
+    # a byte in the middle of chunk 3's data (not its header)
+    i, start, end = [s for s in _chunk_spans(p) if s[0] == 3][0]
+    buf = bytearray(p.read_bytes())
+    buf[(start + end) // 2] ^= 0x5A
+    p.write_bytes(bytes(buf))
+    with pytest.raises(FormatError, match=r"chunk 3: checksum mismatch"):
+        load(p)
