@@ -137,6 +137,34 @@ class Layout:
         """The same chunks, blocks and dtype with another shape."""
         return Layout(tuple(shape), self.chunks, self.blocks, self.dtype)
 
+    def picked(self, axes) -> Layout:
+        """The layout whose axis ``i`` is this one's axis ``axes[i]``, or a new axis of
+        length 1 (chunk and block 1) where ``axes[i]`` is None.  The axes named must
+        increase and the others have length, chunk and block 1 (the caller checks:
+        :func:`ndpack.storage.ndview.view_layout`); such axes change neither the chunk
+        order nor the block order nor the item order in a block, so every figure that
+        is not per axis is this layout's (nothing is recomputed: a view costs
+        microseconds).
+
+        Examples
+        --------
+        >>> lay = Layout((5, 1, 6), (2, 1, 4), (1, 1, 2), np.dtype("i4"))
+        >>> p = lay.picked((None, 0, 2))
+        >>> p.shape, p.grid, p.bgrid, p.nchunks, p == Layout((1, 5, 6), (1, 2, 4),
+        ...                                                   (1, 1, 2), np.dtype("i4"))
+        ((1, 5, 6), (1, 3, 2), (1, 2, 2), 6, True)
+        """
+        new = object.__new__(Layout)
+        for name in ("shape", "chunks", "blocks", "ext_shape", "ext_chunks", "grid",
+                     "bgrid"):
+            t = getattr(self, name)
+            object.__setattr__(new, name, tuple(1 if a is None else t[a] for a in axes))
+        for name in ("dtype", "size", "nchunks", "nblocks", "chunk_items", "block_items",
+                     "chunk_nbytes", "blocksize", "typesize", "stored_c_order"):
+            object.__setattr__(new, name, getattr(self, name))
+        object.__setattr__(new, "ndim", len(axes))
+        return new
+
     # --- chunk and block numbers ---------------------------------------------------------
     def chunk_number(self, coords) -> int:
         """The number (C order over the chunk grid) of the chunk at `coords`."""

@@ -50,6 +50,7 @@ from ndpack.storage.grid import (
 from ndpack.storage.layout import Layout
 from ndpack.storage.meta import check_name, packb
 from ndpack.storage.ndstored import NDStored
+from ndpack.storage.ndview import NDViews
 from ndpack.storage.ndread import ChunkIO
 from ndpack.storage.params import storage_keywords
 from ndpack.storage.validate import check_array_frame
@@ -230,7 +231,7 @@ def array_or_schunk(schunk: SChunk):
 # ---------------------------------------------------------------------------------------
 
 
-class NDArray(NDStored):
+class NDArray(NDStored, NDViews):
     """A compressed n-dimensional array stored in a super-chunk with a ``b2nd`` layer.
 
     Build one with the constructors (:func:`ndpack.storage.constructors.asarray`,
@@ -240,6 +241,10 @@ class NDArray(NDStored):
     ----------
     schunk : SChunk
         A super-chunk carrying a ``b2nd`` metalayer.
+
+    ``expand_dims`` and ``squeeze`` give views: arrays sharing another's super-chunk
+    with axes of length 1 added or removed (:meth:`axes_view`, :attr:`base`, see
+    :mod:`ndpack.storage.ndview`).
 
     Examples
     --------
@@ -273,9 +278,11 @@ class NDArray(NDStored):
                           layout.dtype)
 
     def _set_layout(self, layout: Layout):
-        """Replace the layout (after a resize): every reader of it sees the new one."""
+        """Replace the layout (after a resize): every reader of it sees the new one,
+        the live views of this array too."""
         self._check_layout(layout)
         self._layout = self._io.layout = layout
+        self._follow()
 
     # --- properties ----------------------------------------------------------------------
     @property
@@ -354,7 +361,8 @@ class NDArray(NDStored):
 
     @property
     def meta(self):
-        return self._schunk.meta
+        """The fixed metalayers (a view's: read-only, with the view's ``b2nd``)."""
+        return self._schunk.meta if self._base is None else self._view_meta()
 
     @property
     def vlmeta(self):
@@ -370,7 +378,9 @@ class NDArray(NDStored):
 
     @property
     def urlpath(self):
-        return self._schunk.urlpath
+        """The file holding the array; None in memory, and for a view (reopening the
+        base's file would not give the view's shape)."""
+        return self._schunk.urlpath if self._base is None else None
 
     @property
     def info(self) -> str:
@@ -604,6 +614,7 @@ class NDArray(NDStored):
                              f"array has {lay.ndim}")
         if any(s < 0 for s in newshape):
             raise ValueError(f"new shape {newshape} has a negative size")
+        self._check_resizable(newshape)           # not a view; live views can follow
         if 0 not in chunks:               # what the format can index, before any work
             check_sizes(newshape, chunks, lay.blocks, lay.dtype.itemsize)
         if 0 in chunks and 0 not in newshape:
@@ -656,7 +667,10 @@ class NDArray(NDStored):
         self._set_layout(Layout.from_b2nd(raw))
 
     def to_cframe(self) -> bytes:
-        """The array as contiguous-frame bytes (a ``.b2nd`` file image)."""
+        """The array as contiguous-frame bytes (a ``.b2nd`` file image; a view's with
+        its own ``b2nd`` metalayer, its compressed chunks copied as they are)."""
+        if self._base is not None:
+            return self.copy().to_cframe()
         return self._schunk.to_cframe()
 
     def save(self, urlpath, contiguous=True, **kwargs) -> None:

@@ -7,11 +7,13 @@ NDArrays or any array-like with ``shape``, ``dtype`` and ``__getitem__`` (NumPy,
 h5py, zarr); every function takes the storage keywords of the constructors
 (``urlpath=``, ``chunks=``, ``blocks=``, ``cparams=``, ...).
 
+``expand_dims`` and ``squeeze`` of an NDArray return views sharing its compressed
+chunks (:mod:`ndpack.storage.ndview`) unless storage keywords ask for a new array.
 Where the layout allows it compressed chunks are copied as they are, without
 decoding: ``concat``/``stack`` of NDArrays whose chunk grids line up with the output
 (the output inherits the first input's chunks, blocks and cparams unless given),
-``expand_dims`` and ``squeeze``.  ``permute_dims`` permutes the chunk shape with
-the data, so each output chunk is one input chunk transposed.
+and ``expand_dims``/``squeeze`` with storage keywords.  ``permute_dims`` permutes the
+chunk shape with the data, so each output chunk is one input chunk transposed.
 
 Examples
 --------
@@ -402,20 +404,28 @@ def _copy_chunks(arr, out) -> NDArray:
 def expand_dims(arr, axis=0, **kwargs) -> NDArray:
     """Insert axes of length 1 at the positions `axis` (of the result).
 
-    An NDArray's compressed chunks are copied as they are (chunks and blocks get 1
-    at the new axes) unless other storage is asked for.
+    For an NDArray and no storage keywords the result is a view sharing its chunks
+    (chunks and blocks of 1 at the new axes; writes through it change `arr`, see
+    :mod:`ndpack.storage.ndview`), as in python-blosc2.  With storage keywords, and
+    for other inputs, it is a new array (an NDArray's compressed chunks copied as they
+    are when the layout and cparams allow it).
 
     Examples
     --------
     >>> import ndpack
-    >>> e = expand_dims(ndpack.arange(6, shape=(2, 3)), (0, 3))
-    >>> e.shape, e[0, 1, :, 0].tolist()
-    ((1, 2, 3, 1), [3, 4, 5])
+    >>> a = ndpack.arange(6, shape=(2, 3))
+    >>> e = expand_dims(a, (0, 3))
+    >>> e.shape, e.chunks[0], e.base is a, e[0, 1, :, 0].tolist()
+    ((1, 2, 3, 1), 1, True, [3, 4, 5])
+    >>> expand_dims(a, 1, cparams={"clevel": 1}).base is None      # a new array
+    True
     """
     arr = _array(arr)
     nd = len(arr.shape) + (1 if isinstance(axis, (int, np.integer)) else len(axis))
     new = sorted(_axes(axis, nd))
     old = [d for d in range(nd) if d not in new]
+    if isinstance(arr, NDArray) and not kwargs:
+        return arr.axes_view(tuple(None if d in new else old.index(d) for d in range(nd)))
 
     def ins(t, fill):
         it = iter(t)
@@ -435,11 +445,18 @@ def expand_dims(arr, axis=0, **kwargs) -> NDArray:
 def squeeze(x, axis=None, **kwargs) -> NDArray:
     """Remove axes of length 1 (all of them when `axis` is None).
 
+    For an NDArray and no storage keywords the result is a view sharing its chunks
+    (as in python-blosc2; `x` keeps its shape) when the removed axes have chunks of 1,
+    the usual case (an axis of length 1 may have longer chunks: then the values are
+    written into a new array).  See :func:`expand_dims`.
+
     Examples
     --------
     >>> import ndpack
-    >>> squeeze(ndpack.zeros((1, 3, 1)), axis=0).shape
-    (3, 1)
+    >>> z = ndpack.zeros((1, 3, 1))
+    >>> s = squeeze(z, axis=0)
+    >>> s.shape, z.shape, s.base is z
+    ((3, 1), (1, 3, 1), True)
     """
     x = _array(x)
     nd = len(x.shape)
@@ -449,6 +466,8 @@ def squeeze(x, axis=None, **kwargs) -> NDArray:
             raise ValueError(f"cannot select an axis to squeeze out which has size not "
                              f"equal to one (axis {d} has size {x.shape[d]})")
     keep = [d for d in range(nd) if d not in drop]
+    if isinstance(x, NDArray) and not kwargs and all(x.chunks[d] == 1 for d in drop):
+        return x.axes_view(tuple(keep))
     shape = tuple(x.shape[d] for d in keep)
     chunks = blocks = None
     if isinstance(x, NDArray):
