@@ -168,6 +168,41 @@ class NDViews:
         root._views.add(view)
         return view
 
+    def squeeze(self, axis=None):
+        """This array without its axes `axis` (int or ints) of length 1, all of them
+        when None, as python-blosc2's ``NDArray.squeeze``: a view sharing the chunks
+        when the removed axes have chunks of 1 (the usual case), else a copy.
+
+        Examples
+        --------
+        >>> from ndpack.storage.constructors import zeros
+        >>> z = zeros((1, 3, 1))
+        >>> s = z.squeeze(axis=(0, 2))
+        >>> s.shape, z.shape, s.base is z
+        ((3,), (1, 3, 1), True)
+        """
+        nd = self.ndim
+        if axis is None:
+            drop = {d for d in range(nd) if self.shape[d] == 1}
+        else:
+            items = axis if isinstance(axis, (tuple, list)) else (axis,)
+            drop = set()
+            for a in items:
+                d = operator.index(a)
+                if not -nd <= d < nd:
+                    raise ValueError(f"axis {a} is out of bounds for {nd} dimensions")
+                drop.add(d % nd)
+            if len(drop) != len(items):
+                raise ValueError(f"repeated axis in {axis}")
+        for d in sorted(drop):
+            if self.shape[d] != 1:
+                raise ValueError(f"cannot select an axis to squeeze out which has size not "
+                                 f"equal to one (axis {d} has size {self.shape[d]})")
+        keep = tuple(d for d in range(nd) if d not in drop)
+        if all(self.chunks[d] == 1 for d in drop):
+            return self.axes_view(keep)
+        return self.slice(tuple(0 if d in drop else slice(None) for d in range(nd)))
+
     # --- what differs on a view ----------------------------------------------------------
     def _view_meta(self) -> Meta:
         """The base's metalayers with this view's ``b2nd``, read-only."""

@@ -260,3 +260,24 @@ def test_view_layout_errors():
         a.axes_view((0, 5))
     with pytest.raises(ValueError, match="squeeze"):
         ndpack.squeeze(a, 0)
+
+
+def test_squeeze_method():
+    """``NDArray.squeeze`` as python-blosc2's method: a view when the removed axes have
+    chunks of 1, a copy otherwise, NumPy's errors for bad axes."""
+    x = np.arange(24).reshape(1, 2, 1, 12)
+    a = ndpack.asarray(x, chunks=(1, 1, 1, 4), blocks=(1, 1, 1, 2))
+    for axis in (None, 0, 2, -2, (0, 2), [2, 0]):
+        s = a.squeeze(axis)
+        assert s.base is a
+        np.testing.assert_array_equal(s[()], np.squeeze(x, axis=None if axis is None
+                                                        else tuple(axis) if isinstance(
+                                                            axis, list) else axis))
+    for bad in (1, 4, (0, 0)):
+        with pytest.raises(ValueError):
+            a.squeeze(bad)
+    c = ndpack.asarray(x[0], chunks=(2, 1, 4), blocks=(2, 1, 2))[()]
+    b = ndpack.asarray(x, chunks=(2, 2, 1, 4), blocks=(1, 1, 1, 2))   # chunk 2 on axis 0
+    s = b.squeeze(0)
+    assert s.base is None and s.shape == (2, 1, 12)
+    np.testing.assert_array_equal(s[()], c)
