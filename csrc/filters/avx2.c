@@ -1,6 +1,7 @@
-/* AVX2 filter kernels: shuffle, bitshuffle, bytedelta (FORMAT.md 2.2, 2.3,
- * 2.6).  This file alone is compiled with -mavx2; its code runs only after
- * dispatch.c has seen AVX2 in cpuid.  Unaligned loads and stores; nothing is
+/* AVX2 filter kernels: shuffle, bytedelta and the kernel table (FORMAT.md 2.2,
+ * 2.6; bitshuffle, 2.3, is in avx2_bitshuffle.c, the shared macros in
+ * avx2_internal.h).  These files alone are compiled with -mavx2; their code
+ * runs only after dispatch.c has seen AVX2 in cpuid.  Unaligned loads and stores; nothing is
  * read or written outside [src, src+n) and [dst, dst+n); whatever the vectors
  * do not cover is handed to the scalar reference kernels of generic.c.
  *
@@ -13,63 +14,9 @@
  * g = 3 (and 5 for unshuffle) uses pshufb gathers, and prefix sums (bytedelta decode)
  * carry lane 0's total into lane 1.
  */
-#include "generic.h"
+#include "avx2_internal.h"
 
 #if defined(__AVX2__)
-
-#include <immintrin.h>
-#include <string.h>
-
-#if defined(__GNUC__) || defined(__clang__)
-#define NDP_INLINE static inline __attribute__((always_inline))
-#elif defined(_MSC_VER)
-#define NDP_INLINE static __forceinline
-#else
-#define NDP_INLINE static inline
-#endif
-/* X(0) X(1) ... : fully unrolled register loops */
-#define REP4(X) X(0) X(1) X(2) X(3)
-#define REP8(X) REP4(X) X(4) X(5) X(6) X(7)
-#define REP16(X) REP8(X) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
-
-#define LD(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
-#define ST(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), (v))
-/* a store that bypasses the caches when `stream` (p 32-byte aligned), else ST */
-#define STX(p, v, stream)                                                   \
-  do {                                                                      \
-    if (stream) _mm256_stream_si256((__m256i *)(void *)(p), (v));           \
-    else ST(p, v);                                                          \
-  } while (0)
-#define LD128(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
-#define ST128(p, v) _mm_storeu_si128((__m128i *)(void *)(p), (v))
-/* lane 0 from p0, lane 1 from p1 */
-#define LD2(p0, p1) \
-  _mm256_inserti128_si256(_mm256_castsi128_si256(LD128(p0)), LD128(p1), 1)
-/* lane 0 to p0, lane 1 to p1 */
-#define ST2(p0, p1, v)                                                      \
-  do {                                                                      \
-    ST128((p0), _mm256_castsi256_si128(v));                                 \
-    ST128((p1), _mm256_extracti128_si256((v), 1));                          \
-  } while (0)
-
-/* (a, b) <- (even bytes of a||b, odd bytes of a||b), per lane */
-#define SPLIT(a, b)                                                         \
-  do {                                                                      \
-    __m256i ev_ = _mm256_packus_epi16(_mm256_and_si256((a), lo8),           \
-                                      _mm256_and_si256((b), lo8));          \
-    __m256i od_ = _mm256_packus_epi16(_mm256_srli_epi16((a), 8),            \
-                                      _mm256_srli_epi16((b), 8));           \
-    (a) = ev_;                                                              \
-    (b) = od_;                                                              \
-  } while (0)
-
-/* (a, b) <- (interleave of low halves, interleave of high halves), per lane */
-#define ZIP(a, b)                                                           \
-  do {                                                                      \
-    __m256i lo_ = _mm256_unpacklo_epi8((a), (b));                           \
-    (b) = _mm256_unpackhi_epi8((a), (b));                                   \
-    (a) = lo_;                                                              \
-  } while (0)
 
 /* ------------------------------------------------------------------------ */
 /* SHUFFLE: elements [0, m) of src -> planes dst + j*m.  Each returns the
@@ -150,26 +97,6 @@ static size_t shuffle4(size_t m, const uint8_t *src, uint8_t *dst) {
     i += 32;
   }
   return i;
-}
-
-/* 32 elements of 8 bytes at s -> planes v[0..7] */
-NDP_INLINE void shuf8_32(const uint8_t *s, __m256i *v) {
-  const __m256i lo8 = _mm256_set1_epi16(0x00FF);
-#define L_(k) v[k] = LD2(s + 16 * k, s + 128 + 16 * k);
-  REP8(L_)
-#undef L_
-  SPLIT(v[0], v[1]);
-  SPLIT(v[2], v[3]);
-  SPLIT(v[4], v[5]);
-  SPLIT(v[6], v[7]);
-  SPLIT(v[0], v[2]);
-  SPLIT(v[1], v[3]);
-  SPLIT(v[4], v[6]);
-  SPLIT(v[5], v[7]);
-  SPLIT(v[0], v[4]);
-  SPLIT(v[1], v[5]);
-  SPLIT(v[2], v[6]);
-  SPLIT(v[3], v[7]);
 }
 
 static size_t shuffle8(size_t m, const uint8_t *src, uint8_t *dst) {
@@ -383,7 +310,7 @@ static size_t unshuffle_tiles(size_t g, size_t m, const uint8_t *const *p, uint8
   return i;
 }
 
-static void shuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
+void ndp_avx2_shuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
   size_t done;
   switch (g) {
     case 2: done = shuffle2(m, src, dst); break;
@@ -437,23 +364,6 @@ static size_t unshuffle4(size_t m, const uint8_t *const *p, uint8_t *dst) {
   return i;
 }
 
-/* Planes v[0..7] (32 elements) -> element bytes: lane 0 of v[k] is bytes
- * 16k..16k+15, lane 1 bytes 128+16k.. */
-NDP_INLINE void unshuffle8_regs(__m256i *v) {
-  ZIP(v[0], v[4]);
-  ZIP(v[1], v[5]);
-  ZIP(v[2], v[6]);
-  ZIP(v[3], v[7]);
-  ZIP(v[0], v[2]);
-  ZIP(v[1], v[3]);
-  ZIP(v[4], v[6]);
-  ZIP(v[5], v[7]);
-  ZIP(v[0], v[1]);
-  ZIP(v[2], v[3]);
-  ZIP(v[4], v[5]);
-  ZIP(v[6], v[7]);
-}
-
 NDP_INLINE void unshuf8_32(const uint8_t *const *s, size_t i, uint8_t *d, const int stream) {
   __m256i v[8];
 #define L_(j) v[j] = LD(s[j] + i);
@@ -486,7 +396,7 @@ static void unshuffle_planes_range(size_t g, size_t m, const uint8_t *const *p, 
   ndp_unshuffle_planes_scalar_part(g, done, m, p, dst);
 }
 
-static void unshuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
+void ndp_avx2_unshuffle_range(size_t g, size_t m, const uint8_t *src, uint8_t *dst) {
   ndp_unshuffle_through(unshuffle_planes_range, g, m, src, dst);
 }
 
@@ -496,7 +406,7 @@ static void shuffle_avx2(size_t g, size_t n, const uint8_t *src, uint8_t *dst) {
     ndp_shuffle_scalar(g, n, src, dst);
     return;
   }
-  shuffle_range(g, m, src, dst);
+  ndp_avx2_shuffle_range(g, m, src, dst);
   if (n > m * g) memcpy(dst + m * g, src + m * g, n - m * g);
 }
 
@@ -537,205 +447,8 @@ static void unshuffle_avx2(size_t g, size_t n, const uint8_t *src, uint8_t *dst)
     ndp_unshuffle_scalar(g, n, src, dst);
     return;
   }
-  unshuffle_range(g, m, src, dst);
+  ndp_avx2_unshuffle_range(g, m, src, dst);
   if (n > m * g) memcpy(dst + m * g, src + m * g, n - m * g);
-}
-
-/* ------------------------------------------------------------------------ */
-/* BITSHUFFLE                                                                */
-
-/* 8x8 bit transpose across 8 vectors: bit e of byte c of x[k] <-> bit k of
- * byte c of x[e].  Swaps 4x4, 2x2 then 1x1 blocks between vector pairs. */
-#define BITSWAP(a, b, sh, mask)                                             \
-  do {                                                                      \
-    __m256i t_ = _mm256_and_si256(                                          \
-        _mm256_xor_si256(_mm256_srli_epi16((a), (sh)), (b)), (mask));       \
-    (b) = _mm256_xor_si256((b), t_);                                        \
-    (a) = _mm256_xor_si256((a), _mm256_slli_epi16(t_, (sh)));               \
-  } while (0)
-
-NDP_INLINE void bit_transpose8(__m256i *x) {
-  const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x33);
-  const __m256i m1 = _mm256_set1_epi8(0x55);
-  BITSWAP(x[0], x[4], 4, m4);
-  BITSWAP(x[1], x[5], 4, m4);
-  BITSWAP(x[2], x[6], 4, m4);
-  BITSWAP(x[3], x[7], 4, m4);
-  BITSWAP(x[0], x[2], 2, m2);
-  BITSWAP(x[1], x[3], 2, m2);
-  BITSWAP(x[4], x[6], 2, m2);
-  BITSWAP(x[5], x[7], 2, m2);
-  BITSWAP(x[0], x[1], 1, m1);
-  BITSWAP(x[2], x[3], 1, m1);
-  BITSWAP(x[4], x[5], 1, m1);
-  BITSWAP(x[6], x[7], 1, m1);
-}
-
-/* One plane of `len` bytes (a multiple of 8) -> 8 bit-rows, row k at
- * rows + k*stride: movemask takes bit 7 of every byte, adding the vector to
- * itself brings the next bit up. */
-static void bitplane_fwd(const uint8_t *p, size_t len, uint8_t *rows, size_t stride) {
-  const __m256i lo8 = _mm256_set1_epi16(0x00FF);
-  size_t o = 0;
-  /* 256 bytes: deinterleave into x[e] = bytes 8c + e (the shuffle8
-   * network), then the bit transpose gives the 32-byte pieces of the rows */
-  for (; o + 512 <= len; o += 512) {
-    __m256i x[8], y[8];
-    const uint8_t *s = p + o;
-#define L_(k) x[k] = LD2(s + 16 * k, s + 128 + 16 * k);
-    REP8(L_)
-#undef L_
-    SPLIT(x[0], x[1]);
-    SPLIT(x[2], x[3]);
-    SPLIT(x[4], x[5]);
-    SPLIT(x[6], x[7]);
-    SPLIT(x[0], x[2]);
-    SPLIT(x[1], x[3]);
-    SPLIT(x[4], x[6]);
-    SPLIT(x[5], x[7]);
-    SPLIT(x[0], x[4]);
-    SPLIT(x[1], x[5]);
-    SPLIT(x[2], x[6]);
-    SPLIT(x[3], x[7]);
-    bit_transpose8(x);
-    s += 256;
-#define L_(k) y[k] = LD2(s + 16 * k, s + 128 + 16 * k);
-    REP8(L_)
-#undef L_
-    SPLIT(y[0], y[1]);
-    SPLIT(y[2], y[3]);
-    SPLIT(y[4], y[5]);
-    SPLIT(y[6], y[7]);
-    SPLIT(y[0], y[2]);
-    SPLIT(y[1], y[3]);
-    SPLIT(y[4], y[6]);
-    SPLIT(y[5], y[7]);
-    SPLIT(y[0], y[4]);
-    SPLIT(y[1], y[5]);
-    SPLIT(y[2], y[6]);
-    SPLIT(y[3], y[7]);
-    bit_transpose8(y);
-#define S_(k) ST(rows + k * stride + o / 8, x[k]); ST(rows + k * stride + o / 8 + 32, y[k]);
-    REP8(S_)
-#undef S_
-  }
-  for (; o + 256 <= len; o += 256) {
-    const uint8_t *s = p + o;
-    __m256i x[8];
-#define L_(k) x[k] = LD2(s + 16 * k, s + 128 + 16 * k);
-    REP8(L_)
-#undef L_
-    SPLIT(x[0], x[1]);
-    SPLIT(x[2], x[3]);
-    SPLIT(x[4], x[5]);
-    SPLIT(x[6], x[7]);
-    SPLIT(x[0], x[2]);
-    SPLIT(x[1], x[3]);
-    SPLIT(x[4], x[6]);
-    SPLIT(x[5], x[7]);
-    SPLIT(x[0], x[4]);
-    SPLIT(x[1], x[5]);
-    SPLIT(x[2], x[6]);
-    SPLIT(x[3], x[7]);
-    bit_transpose8(x);
-#define S_(k) ST(rows + k * stride + o / 8, x[k]);
-    REP8(S_)
-#undef S_
-  }
-  for (; o + 64 <= len; o += 64) {
-    __m256i a = LD(p + o), b = LD(p + o + 32);
-    uint8_t *r = rows + o / 8;
-    for (size_t k = 8; k-- > 0;) {
-      uint64_t mk = (uint32_t)_mm256_movemask_epi8(a) |
-                    ((uint64_t)(uint32_t)_mm256_movemask_epi8(b) << 32);
-      memcpy(r + k * stride, &mk, 8);
-      a = _mm256_add_epi8(a, a);
-      b = _mm256_add_epi8(b, b);
-    }
-  }
-  for (; o + 32 <= len; o += 32) {
-    __m256i a = LD(p + o);
-    uint8_t *r = rows + o / 8;
-    for (size_t k = 8; k-- > 0;) {
-      uint32_t mk = (uint32_t)_mm256_movemask_epi8(a);
-      memcpy(r + k * stride, &mk, 4);
-      a = _mm256_add_epi8(a, a);
-    }
-  }
-  ndp_bitplane_fwd_scalar(p + o, len - o, rows + o / 8, stride);
-}
-
-/* 8 bit-rows (row k at rows + k*stride) -> one plane of `len` bytes. */
-static void bitplane_inv(const uint8_t *rows, size_t stride, size_t len, uint8_t *p) {
-  size_t o = 0;
-  for (; o + 256 <= len; o += 256) {
-    __m256i x[8];
-#define L_(k) x[k] = LD(rows + k * stride + o / 8);
-    REP8(L_)
-#undef L_
-    bit_transpose8(x); /* x[e] byte c = plane byte 8c + e */
-    unshuffle8_regs(x);
-    uint8_t *d = p + o;
-#define S_(k) ST2(d + 16 * k, d + 128 + 16 * k, x[k]);
-    REP8(S_)
-#undef S_
-  }
-  ndp_bitplane_inv_scalar(rows + o / 8, stride, len - o, p + o);
-}
-
-#define TMP_BYTES 16384
-
-/* Elements per round of the byte transpose into the stack buffer. */
-static size_t chunk_elems(size_t t) {
-  size_t c = TMP_BYTES / t;
-  if (c >= 256) return c & ~(size_t)255;
-  return c & ~(size_t)7;
-}
-
-static void bitshuffle_avx2(size_t t, size_t n, const uint8_t *src, uint8_t *dst) {
-  size_t ne = (t > 0) ? n / t : 0;
-  size_t m = ne - ne % 8;
-  if (m == 0 || t > TMP_BYTES / 8) {
-    ndp_bitshuffle_scalar(t, n, src, dst);
-    return;
-  }
-  size_t stride = m / 8;
-  if (t == 1) {
-    bitplane_fwd(src, m, dst, stride);
-  } else {
-    uint8_t tmp[TMP_BYTES];
-    size_t C = chunk_elems(t);
-    for (size_t i0 = 0; i0 < m; i0 += C) {
-      size_t c = (m - i0 < C) ? m - i0 : C;
-      shuffle_range(t, c, src + i0 * t, tmp);
-      for (size_t j = 0; j < t; j++)
-        bitplane_fwd(tmp + j * c, c, dst + 8 * j * stride + i0 / 8, stride);
-    }
-  }
-  if (n > m * t) memcpy(dst + m * t, src + m * t, n - m * t);
-}
-
-static void bitunshuffle_avx2(size_t t, size_t n, const uint8_t *src, uint8_t *dst) {
-  size_t ne = (t > 0) ? n / t : 0;
-  size_t m = ne - ne % 8;
-  if (m == 0 || t > TMP_BYTES / 8) {
-    ndp_bitunshuffle_scalar(t, n, src, dst);
-    return;
-  }
-  size_t stride = m / 8;
-  if (t == 1) {
-    bitplane_inv(src, stride, m, dst);
-  } else {
-    uint8_t tmp[TMP_BYTES];
-    size_t C = chunk_elems(t);
-    for (size_t i0 = 0; i0 < m; i0 += C) {
-      size_t c = (m - i0 < C) ? m - i0 : C;
-      for (size_t j = 0; j < t; j++)
-        bitplane_inv(src + 8 * j * stride + i0 / 8, stride, c, tmp + j * c);
-      unshuffle_range(t, c, tmp, dst + i0 * t);
-    }
-  }
-  if (n > m * t) memcpy(dst + m * t, src + m * t, n - m * t);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -794,8 +507,8 @@ static const ndp_filter_kernels avx2_kernels = {
     "avx2",
     shuffle_avx2,
     unshuffle_avx2,
-    bitshuffle_avx2,
-    bitunshuffle_avx2,
+    ndp_bitshuffle_avx2,
+    ndp_bitunshuffle_avx2,
     bytedelta_encode_avx2,
     bytedelta_decode_avx2,
     unshuffle_planes_avx2,

@@ -268,9 +268,14 @@ void ndp_bitunshuffle_scalar_part(size_t t, size_t m, size_t i0, size_t i1,
   }
 }
 
-void ndp_bitshuffle_scalar(size_t t, size_t n, const uint8_t *src, uint8_t *dst) {
+/* Elements a bit shuffle of n bytes transposes: the whole groups of 8. */
+static size_t bit_whole(size_t t, size_t n) {
   size_t ne = (t > 0) ? n / t : 0;
-  size_t m = ne - ne % 8;
+  return ne - ne % 8;
+}
+
+void ndp_bitshuffle_scalar(size_t t, size_t n, const uint8_t *src, uint8_t *dst) {
+  size_t m = bit_whole(t, n);
   if (m == 0) {
     copy_bytes(dst, src, n);
     return;
@@ -280,13 +285,64 @@ void ndp_bitshuffle_scalar(size_t t, size_t n, const uint8_t *src, uint8_t *dst)
 }
 
 void ndp_bitunshuffle_scalar(size_t t, size_t n, const uint8_t *src, uint8_t *dst) {
-  size_t ne = (t > 0) ? n / t : 0;
-  size_t m = ne - ne % 8;
+  size_t m = bit_whole(t, n);
   if (m == 0) {
     copy_bytes(dst, src, n);
     return;
   }
   ndp_bitunshuffle_scalar_part(t, m, 0, m, src, dst);
+  copy_tail(dst, src, m * t, n);
+}
+
+/* Elements per round of the byte transpose into the stack buffer. */
+static size_t bit_round_elems(size_t t) {
+  size_t c = NDP_BITSHUFFLE_TMP / t;
+  if (c >= 256) return c & ~(size_t)255;
+  return c & ~(size_t)7; /* t <= 2048 keeps c >= 8 */
+}
+
+/* Whether the SIMD rounds take a bit shuffle of m whole elements of t bytes. */
+static int bit_rounds_fit(size_t t, size_t m) { return m != 0 && t <= NDP_BITSHUFFLE_TMP / 8; }
+
+void ndp_bitshuffle_through(ndp_shuffle_fn range, ndp_bitplane_fwd_fn plane, size_t t,
+                            size_t n, const uint8_t *src, uint8_t *dst) {
+  const size_t m = bit_whole(t, n), stride = m / 8;
+  if (!bit_rounds_fit(t, m)) {
+    ndp_bitshuffle_scalar(t, n, src, dst);
+    return;
+  }
+  if (t == 1) {
+    plane(src, m, dst, stride);
+  } else {
+    uint8_t tmp[NDP_BITSHUFFLE_TMP];
+    for (size_t i0 = 0, C = bit_round_elems(t); i0 < m; i0 += C) {
+      size_t c = (m - i0 < C) ? m - i0 : C;
+      range(t, c, src + i0 * t, tmp);             /* elements -> byte planes, */
+      for (size_t j = 0; j < t; j++)              /* each -> its 8 bit-rows */
+        plane(tmp + j * c, c, dst + 8 * j * stride + i0 / 8, stride);
+    }
+  }
+  copy_tail(dst, src, m * t, n);
+}
+
+void ndp_bitunshuffle_through(ndp_shuffle_fn range, ndp_bitplane_inv_fn plane, size_t t,
+                              size_t n, const uint8_t *src, uint8_t *dst) {
+  const size_t m = bit_whole(t, n), stride = m / 8;
+  if (!bit_rounds_fit(t, m)) {
+    ndp_bitunshuffle_scalar(t, n, src, dst);
+    return;
+  }
+  if (t == 1) {
+    plane(src, stride, m, dst);
+  } else {
+    uint8_t tmp[NDP_BITSHUFFLE_TMP];
+    for (size_t i0 = 0, C = bit_round_elems(t); i0 < m; i0 += C) {
+      size_t c = (m - i0 < C) ? m - i0 : C;
+      for (size_t j = 0; j < t; j++)              /* bit-rows -> byte planes, */
+        plane(src + 8 * j * stride + i0 / 8, stride, c, tmp + j * c);
+      range(t, c, tmp, dst + i0 * t);             /* planes -> elements */
+    }
+  }
   copy_tail(dst, src, m * t, n);
 }
 

@@ -61,6 +61,22 @@ void ndp_bitunshuffle_scalar_part(size_t t, size_t m, size_t i0, size_t i1,
  * 8) plane bytes <-> 8 bit-rows of len/8 bytes at rows + k*stride. */
 void ndp_bitplane_fwd_scalar(const uint8_t *plane, size_t len, uint8_t *rows, size_t stride);
 void ndp_bitplane_inv_scalar(const uint8_t *rows, size_t stride, size_t len, uint8_t *plane);
+
+/* Bit shuffle (FORMAT.md 2.3) through one ISA's kernels, shared by sse2.c and avx2:
+ * rounds of elements byte-transposed into planes on the stack (`range`, the
+ * shuffle of m whole elements), each plane then bit-transposed into the rows
+ * (`plane`); t == 1 goes straight to `plane`.  The scalar reference when there
+ * is no whole group of 8 elements or t > NDP_BITSHUFFLE_TMP / 8. */
+#define NDP_BITSHUFFLE_TMP 16384
+typedef void (*ndp_bitplane_fwd_fn)(const uint8_t *plane, size_t len, uint8_t *rows,
+                                    size_t stride);
+typedef void (*ndp_bitplane_inv_fn)(const uint8_t *rows, size_t stride, size_t len,
+                                    uint8_t *plane);
+void ndp_bitshuffle_through(ndp_shuffle_fn range, ndp_bitplane_fwd_fn plane, size_t t,
+                            size_t n, const uint8_t *src, uint8_t *dst);
+void ndp_bitunshuffle_through(ndp_shuffle_fn range, ndp_bitplane_inv_fn plane, size_t t,
+                              size_t n, const uint8_t *src, uint8_t *dst);
+
 void ndp_bytedelta_encode_scalar_part(size_t k0, size_t k1, const uint8_t *src, uint8_t *dst);
 void ndp_bytedelta_decode_scalar_part(size_t k0, size_t k1, const uint8_t *src, uint8_t *dst);
 

@@ -442,59 +442,12 @@ static void bitplane_inv(const uint8_t *rows, size_t stride, size_t len, uint8_t
   ndp_bitplane_inv_scalar(rows + o / 8, stride, len - o, p + o);
 }
 
-/* Elements per round of the byte transpose into the stack buffer. */
-#define TMP_BYTES 16384
-
-static size_t chunk_elems(size_t t) {
-  size_t c = TMP_BYTES / t;
-  if (c >= 256) return c & ~(size_t)255;
-  return c & ~(size_t)7; /* t <= 2048 keeps c >= 8 */
-}
-
 static void bitshuffle_sse2(size_t t, size_t n, const uint8_t *src, uint8_t *dst) {
-  size_t ne = (t > 0) ? n / t : 0;
-  size_t m = ne - ne % 8;
-  if (m == 0 || t > TMP_BYTES / 8) {
-    ndp_bitshuffle_scalar(t, n, src, dst);
-    return;
-  }
-  size_t stride = m / 8;
-  if (t == 1) {
-    bitplane_fwd(src, m, dst, stride);
-  } else {
-    uint8_t tmp[TMP_BYTES];
-    size_t C = chunk_elems(t);
-    for (size_t i0 = 0; i0 < m; i0 += C) {
-      size_t c = (m - i0 < C) ? m - i0 : C;
-      shuffle_range(t, c, src + i0 * t, tmp);
-      for (size_t j = 0; j < t; j++)
-        bitplane_fwd(tmp + j * c, c, dst + 8 * j * stride + i0 / 8, stride);
-    }
-  }
-  if (n > m * t) memcpy(dst + m * t, src + m * t, n - m * t);
+  ndp_bitshuffle_through(shuffle_range, bitplane_fwd, t, n, src, dst);
 }
 
 static void bitunshuffle_sse2(size_t t, size_t n, const uint8_t *src, uint8_t *dst) {
-  size_t ne = (t > 0) ? n / t : 0;
-  size_t m = ne - ne % 8;
-  if (m == 0 || t > TMP_BYTES / 8) {
-    ndp_bitunshuffle_scalar(t, n, src, dst);
-    return;
-  }
-  size_t stride = m / 8;
-  if (t == 1) {
-    bitplane_inv(src, stride, m, dst);
-  } else {
-    uint8_t tmp[TMP_BYTES];
-    size_t C = chunk_elems(t);
-    for (size_t i0 = 0; i0 < m; i0 += C) {
-      size_t c = (m - i0 < C) ? m - i0 : C;
-      for (size_t j = 0; j < t; j++)
-        bitplane_inv(src + 8 * j * stride + i0 / 8, stride, c, tmp + j * c);
-      unshuffle_range(t, c, tmp, dst + i0 * t);
-    }
-  }
-  if (n > m * t) memcpy(dst + m * t, src + m * t, n - m * t);
+  ndp_bitunshuffle_through(unshuffle_range, bitplane_inv, t, n, src, dst);
 }
 
 /* ------------------------------------------------------------------------ */

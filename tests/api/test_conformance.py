@@ -18,13 +18,9 @@ from hypothesis import strategies as st
 import ndpack
 from ndpack.engine import elementwise
 
+from tests.api.standard import xp, xps
 from tests.helpers import as_operand, assert_eq
 
-xp = pytest.importorskip("array_api_strict")
-xp.set_array_api_strict_flags(api_version="2024.12")
-from hypothesis.extra.array_api import make_strategies_namespace  # noqa: E402
-
-xps = make_strategies_namespace(xp, api_version="2024.12")
 KINDS = ["ndarray", "lazyexpr", "numpy"]
 INEXACT = {"sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh",
            "acosh", "atanh", "exp", "expm1", "log", "log1p", "log2", "log10", "atan2",
@@ -68,6 +64,17 @@ def _values_agree(got, want, inexact):
             np.testing.assert_array_equal(g[ok], w[ok])
 
 
+def _binary_agrees(name, dtype, x1, x2):
+    """`name` of every operand kind on (x1, x2) agrees with the reference (skipped where
+    the standard does not define it for `dtype`)."""
+    want = _reference(getattr(xp, name), xp.asarray(x1), xp.asarray(x2))
+    if want is None:
+        pytest.skip(f"{name} is not defined for {dtype}")
+    for kind in KINDS:
+        got = _quiet(getattr(ndpack, name), as_operand(x1, kind), as_operand(x2, kind))
+        _values_agree(got, want, name in INEXACT)
+
+
 # ---- special values of every elementwise function ------------------------------------
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
@@ -90,13 +97,7 @@ def test_unary_special_values(name, dtype):
 def test_binary_special_values(name, dtype):
     """Every pair of special values (an outer product by broadcasting)."""
     v = np.array(FLOAT_SPECIALS, dtype=dtype)
-    x1, x2 = v[:, None], v[None, :]
-    want = _reference(getattr(xp, name), xp.asarray(x1), xp.asarray(x2))
-    if want is None:
-        pytest.skip(f"{name} is not defined for {dtype}")
-    for kind in KINDS:
-        got = _quiet(getattr(ndpack, name), as_operand(x1, kind), as_operand(x2, kind))
-        _values_agree(got, want, name in INEXACT)
+    _binary_agrees(name, dtype, v[:, None], v[None, :])
 
 
 def _int_values(dtype):
@@ -120,12 +121,7 @@ def test_binary_integer_edges(name, dtype):
     if "shift" in name:
         x2 = np.array([0, 1, 3, 7, 8, 15, 31, 63, 64, 70], dtype=dtype)[None, :] \
             if np.iinfo(dtype).max >= 70 else np.array([0, 1, 3, 7], dtype=dtype)[None, :]
-    want = _reference(getattr(xp, name), xp.asarray(x1), xp.asarray(x2))
-    if want is None:
-        pytest.skip(f"{name} is not defined for {dtype}")
-    for kind in KINDS:
-        got = _quiet(getattr(ndpack, name), as_operand(x1, kind), as_operand(x2, kind))
-        _values_agree(got, want, name in INEXACT)
+    _binary_agrees(name, dtype, x1, x2)
 
 
 def test_integer_division_by_zero_never_raises_in_expressions():

@@ -11,24 +11,11 @@ from hypothesis import strategies as st
 
 import ndpack
 
+from tests.api.standard import EXTENSIONS, xp, xps
 from tests.helpers import assert_eq
 
-xp = pytest.importorskip("array_api_strict")
-xp.set_array_api_strict_flags(api_version="2024.12")
-from hypothesis.extra.array_api import make_strategies_namespace  # noqa: E402
 
-xps = make_strategies_namespace(xp, api_version="2024.12")
-
-LINALG = ["cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul",
-          "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv",
-          "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "trace", "vecdot",
-          "vector_norm"]
-FFT = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
-       "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
-
-
-@pytest.mark.parametrize("module, name", [("linalg", n) for n in LINALG] +
-                         [("fft", n) for n in FFT])
+@pytest.mark.parametrize("module, name", EXTENSIONS)
 def test_signatures_are_the_standards(module, name):
     ours = inspect.signature(getattr(getattr(ndpack, module), name)).parameters
     ref = inspect.signature(getattr(getattr(xp, module), name)).parameters

@@ -26,7 +26,7 @@ import pytest
 import ndpack
 from ndpack.engine import elementwise
 
-xp = pytest.importorskip("array_api_strict")
+from tests.api.standard import EXTENSIONS, xp
 
 P = inspect.Parameter
 POSITIONAL = (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)
@@ -43,12 +43,6 @@ MAIN = sorted(set(elementwise.UNARY) | set(elementwise.BINARY) | {
     "unique_all", "unique_counts", "unique_inverse", "unique_values", "argsort", "sort",
     "cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var",
     "all", "any", "diff"})
-LINALG = ["cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul",
-          "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv",
-          "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "trace", "vecdot",
-          "vector_norm"]
-FFT = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
-       "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
 # the array object's methods (its properties are checked by test_array_attributes)
 METHODS = sorted(n for n, f in vars(type(xp.asarray(0))).items()
                  if callable(f) and n.startswith("__") and n.endswith("__")
@@ -124,8 +118,7 @@ def test_namespace_function(name):
     assert mismatches(getattr(ndpack, name), getattr(xp, name)) == []
 
 
-@pytest.mark.parametrize("module, name", [("linalg", n) for n in LINALG] +
-                         [("fft", n) for n in FFT])
+@pytest.mark.parametrize("module, name", EXTENSIONS)
 def test_extension_function(module, name):
     ours = getattr(getattr(ndpack, module), name)
     assert mismatches(ours, getattr(getattr(xp, module), name)) == []

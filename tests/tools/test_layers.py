@@ -178,3 +178,18 @@ def test_module_size(module):
     """A module holds one noun: under 800 lines."""
     n = len(MODULES[module].read_text().splitlines())
     assert n <= 800, f"{module} has {n} lines"
+
+
+# the C core's sources (csrc/, its tests excluded as the Python tests are): absent when
+# the suite runs from a copy of tests/ outside the tree against the wheel (.ci/wheel.sh)
+CSRC = pathlib.Path(__file__).resolve().parents[2] / "csrc"
+C_SOURCES = sorted(str(p.relative_to(CSRC)) for p in CSRC.rglob("*.[ch]")
+                   if p.relative_to(CSRC).parts[0] != "tests") if CSRC.is_dir() else []
+
+
+@pytest.mark.skipif(not C_SOURCES, reason="no csrc/ next to tests/ (the wheel's run)")
+@pytest.mark.parametrize("source", C_SOURCES or ["-"])
+def test_c_source_size(source):
+    """A C source file holds one noun too: under 800 lines."""
+    n = len((CSRC / source).read_text().splitlines())
+    assert n <= 800, f"csrc/{source} has {n} lines"

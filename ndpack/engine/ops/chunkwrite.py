@@ -17,8 +17,7 @@ import itertools
 
 import numpy as np
 
-import ndpack.resources as resources
-from ndpack.resources import scratch
+from ndpack.resources import pool, scratch
 from ndpack.storage.grid import prod
 from ndpack.storage.ndarray import NDArray
 
@@ -36,9 +35,9 @@ def in_order(out):
 def encode_all(out, one, items, nthreads: int) -> NDArray:
     """``one(item)`` (an encoded chunk of `out`) for each item of `items` on the
     pool's threads, stored in order; a window of ``nthreads + 1`` in flight."""
-    put, pool, window = in_order(out), resources.pool("shape", nthreads), []
+    put, executor, window = in_order(out), pool("shape", nthreads), []
     for item in items:
-        window.append(pool.submit(one, item))
+        window.append(executor.submit(one, item))
         if len(window) > nthreads:
             put(window.pop(0).result())
     for f in window:

@@ -31,8 +31,7 @@ import threading
 
 import numexpr
 
-import ndpack.resources as resources
-from ndpack.resources import buffers
+from ndpack.resources import buffers, pool
 
 __all__ = ["prefetch", "on_engine_thread", "workers", "writer", "submit", "run_all",
            "run_leaves", "serial_numexpr", "buffers"]
@@ -66,7 +65,7 @@ def prefetch(fn, *args) -> concurrent.futures.Future:
     instead: a nested evaluation never waits on a pool that is waiting for it."""
     if on_engine_thread():
         return _now(fn, *args)
-    return resources.pool("prefetch", 1).submit(_on_engine_thread, fn, *args)
+    return pool("prefetch", 1).submit(_on_engine_thread, fn, *args)
 
 
 class _Inline:
@@ -84,13 +83,13 @@ _INLINE = _Inline()
 def writer():
     """One thread (per process) that compresses and stores finished chunks in order
     (inline when called from an engine thread)."""
-    return _INLINE if on_engine_thread() else resources.pool("write", 1)
+    return _INLINE if on_engine_thread() else pool("write", 1)
 
 
 def workers(n: int):
     """A pool of `n` evaluation worker threads shared per process; tasks should be
     submitted with :func:`submit` (inline when called from an engine thread)."""
-    return _INLINE if on_engine_thread() else resources.pool("eval", max(1, int(n)))
+    return _INLINE if on_engine_thread() else pool("eval", max(1, int(n)))
 
 
 def run_all(calls: list, n: int) -> list:
@@ -99,8 +98,8 @@ def run_all(calls: list, n: int) -> list:
     from an engine thread, so nested reads never wait on a pool that waits on them)."""
     if len(calls) < 2 or n < 2 or on_engine_thread():
         return [c() for c in calls]
-    pool = resources.pool("read", n)
-    futures = [pool.submit(_on_engine_thread, c) for c in calls]
+    executor = pool("read", n)
+    futures = [executor.submit(_on_engine_thread, c) for c in calls]
     return [f.result() for f in futures]
 
 
@@ -111,8 +110,8 @@ def run_leaves(calls: list, n: int) -> list:
     run serially when there is one call, one thread, or when called from a leaf."""
     if len(calls) < 2 or n < 2 or getattr(_STATE, "leaf", False):
         return [c() for c in calls]
-    pool = resources.pool("leaf", n)
-    futures = [pool.submit(_on_leaf_thread, c) for c in calls]
+    executor = pool("leaf", n)
+    futures = [executor.submit(_on_leaf_thread, c) for c in calls]
     return [f.result() for f in futures]
 
 
@@ -121,9 +120,9 @@ def _on_leaf_thread(fn):
     return fn()
 
 
-def submit(pool: concurrent.futures.ThreadPoolExecutor, fn, *args):
-    """``pool.submit`` marking the task's thread as an engine thread."""
-    return pool.submit(_on_engine_thread, fn, *args)
+def submit(executor: concurrent.futures.ThreadPoolExecutor, fn, *args):
+    """``executor.submit`` marking the task's thread as an engine thread."""
+    return executor.submit(_on_engine_thread, fn, *args)
 
 
 _NUMEXPR = {"users": 0, "before": None}
