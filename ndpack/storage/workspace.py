@@ -19,7 +19,7 @@ from __future__ import annotations
 import concurrent.futures
 import time
 
-from ndpack import resources
+from ndpack.resources import pool as _registry_pool
 
 __all__ = ["HELP_AFTER_S", "pool", "share"]
 
@@ -31,7 +31,7 @@ HELP_AFTER_S = 3e-4
 
 def pool(nthreads: int) -> concurrent.futures.ThreadPoolExecutor:
     """The process's pool of `nthreads` threads for reading chunks in parallel."""
-    return resources.pool("storage", nthreads)
+    return _registry_pool("storage", nthreads)
 
 
 def share(items: list, work, nthreads: int) -> None:
