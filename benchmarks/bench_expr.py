@@ -8,6 +8,12 @@ Three expressions (``a + b + c``, ``sqrt(a + 2*b + c/2)**1.2``,
   clevel 1, shuffle); NumPy and numexpr on the decompressed arrays are the baselines;
   ``[()]`` (result as NumPy) and ``compute()`` (compressed result, same cparams) for
   ndpack and python-blosc2.
+* ``compute``: issue 26's row, ``compute()`` of ``a + b + c`` over three (4000, 4000)
+  float64 arrays in memory (``linspace(i, i + 1) + normal(0, 1e-3)``, LZ4 clevel 5 +
+  shuffle, default chunks (256, 4000) and blocks (8, 4000) in both libraries), the
+  result at the same cparams: ndpack and python-blosc2 alternated, wall and process CPU
+  time, best and median of N runs each (the last two results kept alive, as a caller
+  keeps them).
 * ``disk``: (7500, 5000) operands in .b2nd files (zstd clevel 1); ndpack and
   python-blosc2 ``[()]`` and ``compute(urlpath=...)`` vs a chunked numexpr loop over
   ``np.memmap`` views of .npy files.
@@ -22,7 +28,8 @@ Three expressions (``a + b + c``, ``sqrt(a + 2*b + c/2)**1.2``,
 
 ``--quick`` shrinks every size (CI).
 
-    python benchmarks/bench_expr.py [--quick] [--section memory|disk|write|foreign] [--json f]
+    python benchmarks/bench_expr.py [--quick] [--section memory|compute|disk|write|foreign]
+                                    [--json f]
 """
 
 from __future__ import annotations
@@ -136,6 +143,56 @@ def memory(n, reps, rows):
                   f" | CPU ms nd/b2 comp {_cpu_text(cpu)}")
             rows.append(dict(section="memory", codec=codec, expression=text, decode_floor=floor,
                              compute_floor=cfloor, cpu_compute=cpu, **t))
+
+
+def compute_row(n, reps, rows):
+    """Issue 26's row: in-memory ``compute()`` of ``a + b + c``, ndpack and
+    python-blosc2 alternated (each run of one followed by a run of the other, so both
+    see the same machine), best and median of wall and process CPU time."""
+    import statistics
+    import time
+    rng = np.random.default_rng(0)
+    raw = [np.linspace(i, i + 1, n * n).reshape(n, n) + rng.normal(0, 1e-3, (n, n))
+           for i in range(3)]
+    cp_nd = {"codec": ndpack.Codec.LZ4, "clevel": 5}
+    nd_ops = dict(zip("abc", [ndpack.asarray(x, cparams=cp_nd) for x in raw]))
+    nd = ndpack.lazyexpr("a + b + c", operands=nd_ops)
+    fns = {"nd": lambda: nd.compute(cparams=cp_nd)}
+    if blosc2 is not None:
+        cp_b2 = {"codec": blosc2.Codec.LZ4, "clevel": 5}
+        b2_ops = dict(zip("abc", [blosc2.asarray(x, cparams=cp_b2) for x in raw]))
+        b2 = blosc2.lazyexpr("a + b + c", operands=b2_ops)
+        fns["b2"] = lambda: b2.compute(cparams=cp_b2)
+    expected = raw[0] + raw[1] + raw[2]
+    np.testing.assert_array_equal(fns["nd"]()[()], expected)
+    del raw, expected
+    wall = {k: [] for k in fns}
+    cpu = {k: [] for k in fns}
+    kept: list = []
+    for _ in range(reps):
+        for k, fn in fns.items():
+            t0, c0 = time.perf_counter(), time.process_time()
+            kept.append(fn())
+            cpu[k].append(time.process_time() - c0)
+            wall[k].append(time.perf_counter() - t0)
+            kept = kept[-2:]
+    med = statistics.median
+    a = nd_ops["a"]
+    print(f"\n[compute] a + b + c, 3 x ({n}, {n}) float64 in memory, LZ4 clevel 5 + shuffle, "
+          f"chunks {a.chunks}, blocks {a.blocks}; {reps} alternated runs, ms")
+    print(f"{'':8}{'wall best':>10}{'median':>8}{'CPU best':>10}{'median':>8}")
+    for k in fns:
+        print(f"{k:8}{min(wall[k]) * 1e3:>10.1f}{med(wall[k]) * 1e3:>8.1f}"
+              f"{min(cpu[k]) * 1e3:>10.1f}{med(cpu[k]) * 1e3:>8.1f}")
+    row = dict(section="compute", expression="a + b + c", n=n,
+               **{f"{k}_{m}": f(v[k]) for k in fns for m, f, v in
+                  (("wall_best", min, wall), ("wall_median", med, wall),
+                   ("cpu_best", min, cpu), ("cpu_median", med, cpu))})
+    if "b2" in fns:
+        print(f"b2/nd   {min(wall['b2']) / min(wall['nd']):>10.2f}"
+              f"{med(wall['b2']) / med(wall['nd']):>8.2f}"
+              f"{min(cpu['b2']) / min(cpu['nd']):>10.2f}{med(cpu['b2']) / med(cpu['nd']):>8.2f}")
+    rows.append(row)
 
 
 def _memmap_loop(text, mms, out, rows_per_slab):
@@ -302,15 +359,17 @@ def foreign(shape, reps, rows):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--section", choices=["memory", "disk", "write", "foreign"],
+    ap.add_argument("--section", choices=["memory", "compute", "disk", "write", "foreign"],
                     action="append")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
-    sections = args.section or ["memory", "disk", "write", "foreign"]
+    sections = args.section or ["memory", "compute", "disk", "write", "foreign"]
     reps = 2 if args.quick else 5
     rows: list = []
     if "memory" in sections:
         memory(1000 if args.quick else 4000, reps, rows)
+    if "compute" in sections:
+        compute_row(1000 if args.quick else 4000, 3 if args.quick else 15, rows)
     if "disk" in sections:
         disk((750, 500) if args.quick else (7500, 5000), reps, rows)
     if "write" in sections:

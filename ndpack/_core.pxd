@@ -54,6 +54,7 @@ cdef extern from "ndpack.h" nogil:
     int ndp_cparts_add(ndp_cparts *p, const void *chunk_src, int32_t first, int32_t count,
                        ndp_error *err)
     int32_t ndp_cparts_end(ndp_cparts *p, const void *chunk_src, ndp_error *err)
+    int ndp_cparts_crc(const ndp_cparts *p, uint32_t *crc)
     void ndp_cparts_free(ndp_cparts *p)
     int32_t ndp_chunk_special(int special, int32_t nbytes, int32_t typesize, int32_t blocksize,
                               const void *value, void *dst, int32_t dstsize, ndp_error *err)

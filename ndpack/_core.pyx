@@ -167,13 +167,16 @@ def compress(src, int compcode, int compcode_meta, int clevel, bint use_dict, in
 cdef class ChunkParts:
     """A chunk of `nbytes` encoded in parts (``ndp_cparts_*``): :meth:`add` encodes
     blocks of the chunk's buffer from any thread (several at once, GIL released) as soon
-    as their bytes exist; :meth:`finish` returns the chunk (bytes).  Made by
-    :func:`chunk_parts`, which returns None when the chunk cannot be encoded in parts
-    (clevel 0, tiny, dictionary, DELTA).  Blocks added in increasing order give the
+    as their bytes exist; :meth:`finish` returns the chunk (bytes) and sets :attr:`crc`.
+    Made by :func:`chunk_parts`, which returns None when the chunk cannot be encoded in
+    parts (clevel 0, tiny, dictionary, DELTA); :meth:`again` makes the encoder of the
+    next chunk with the same parameters.  Blocks added in increasing order give the
     bytes of a one-thread :func:`compress`."""
     cdef ndp_cparts *enc
     cdef PyObject *raw
+    cdef ndp_cparams cp
     cdef readonly int32_t nbytes, blocksize, nblocks
+    cdef readonly object crc          # see finish
 
     def __dealloc__(self):
         ndp_cparts_free(self.enc)
@@ -198,10 +201,15 @@ cdef class ChunkParts:
 
     def finish(self, src):
         """The chunk, once every block was added (`src`: the chunk's buffer, read
-        whole when the data is stored uncompressed)."""
+        whole when the data is stored uncompressed).  Sets :attr:`crc`: the chunk's
+        crc32c joined from its blocks' crcs, computed by the threads that encoded them
+        (None when the chunk is not made of those blocks: stored uncompressed,
+        collapsed into zeros, encoded again whole)."""
         cdef _ReadBuffer buf = _ReadBuffer(src)
         cdef ndp_error err
         cdef int32_t r
+        cdef uint32_t crc = 0
+        cdef int known = 0
         err.code = 0
         if self.enc == NULL:
             raise ParameterError("the chunk was finished")
@@ -210,13 +218,43 @@ cdef class ChunkParts:
                                  f"{self.nbytes}")
         with nogil:
             r = ndp_cparts_end(self.enc, buf.view.buf, &err)
+            if r >= 0:
+                known = ndp_cparts_crc(self.enc, &crc)
         ndp_cparts_free(self.enc)
         self.enc = NULL
         if r < 0:
             _raise(r, &err)
+        self.crc = crc if known else None
         raw = self.raw
         self.raw = NULL
         return _take_bytes(raw, r)
+
+    def again(self):
+        """The encoder of another chunk of the same size and parameters."""
+        return _new_parts(&self.cp, self.nbytes)
+
+
+cdef object _new_parts(const ndp_cparams *cp, int32_t n):
+    cdef ndp_error err
+    cdef ndp_cparts *enc = NULL
+    cdef int r
+    err.code = 0
+    cdef int32_t cap = n + NDP_MAX_OVERHEAD
+    cdef PyObject *raw = _new_bytes(cap, False)
+    r = ndp_cparts_begin(&enc, cp, n, _bytes_data(raw), cap, &err)
+    if r <= 0:
+        Py_XDECREF(raw)
+        if r < 0:
+            _raise(r, &err)
+        return None
+    cdef ChunkParts out = ChunkParts.__new__(ChunkParts)
+    out.enc = enc
+    out.raw = raw
+    out.cp = cp[0]
+    out.nbytes = n
+    out.blocksize = ndp_cparts_blocksize(enc)
+    out.nblocks = ndp_cparts_nblocks(enc)
+    return out
 
 
 def chunk_parts(Py_ssize_t nbytes, int compcode, int compcode_meta, int clevel, bint use_dict,
@@ -226,27 +264,9 @@ def chunk_parts(Py_ssize_t nbytes, int compcode, int compcode_meta, int clevel, 
     encoded in parts."""
     cdef int32_t n = _checked_len(nbytes, "chunk")
     cdef ndp_cparams cp
-    cdef ndp_error err
-    cdef ndp_cparts *enc = NULL
-    cdef int r
-    err.code = 0
     _fill_cparams(&cp, compcode, compcode_meta, clevel, use_dict, typesize, nthreads,
                   blocksize, splitmode, filters, filters_meta)
-    cdef int32_t cap = n + NDP_MAX_OVERHEAD
-    cdef PyObject *raw = _new_bytes(cap, False)
-    r = ndp_cparts_begin(&enc, &cp, n, _bytes_data(raw), cap, &err)
-    if r <= 0:
-        Py_XDECREF(raw)
-        if r < 0:
-            _raise(r, &err)
-        return None
-    cdef ChunkParts out = ChunkParts.__new__(ChunkParts)
-    out.enc = enc
-    out.raw = raw
-    out.nbytes = n
-    out.blocksize = ndp_cparts_blocksize(enc)
-    out.nblocks = ndp_cparts_nblocks(enc)
-    return out
+    return _new_parts(&cp, n)
 
 
 cdef ndp_chunk_info _parse(_ReadBuffer buf) except *:

@@ -28,6 +28,7 @@ typedef struct {
   atomic_int all_zero;        /* every stream so far was a zero run */
   atomic_int failed;
   atomic_int noise_first, noise_mid; /* encoder in parts: the noise samples' verdicts */
+  uint32_t *crcs;             /* encoder in parts: each block's crc32c as written, or NULL */
   ndp_error err;
   pthread_mutex_t err_lock;
 } cjob;
@@ -136,6 +137,8 @@ static void compress_block_from(cjob *job, const uint8_t *src, int32_t j) {
   if (j == 0 || j == job->nblocks / 2)
     atomic_store(j == 0 ? &job->noise_first : &job->noise_mid, len >= bsize - bsize / 50);
   if (!zero_block) atomic_store(&job->all_zero, 0);
+  /* hashed while in cache: the chunk's crc32c is joined from these at the end */
+  if (job->crcs != NULL) job->crcs[j] = ndp_crc32c(0, w, (size_t)len);
   if (job->sequential) {
     atomic_store(&job->pos, at + len);
   } else {
@@ -315,6 +318,7 @@ static void start_job(cjob *job, const ndp_cparams *cp, const uint8_t *src, int3
   job->limit = nbytes + NDP_MAX_OVERHEAD < dstsize ? nbytes + NDP_MAX_OVERHEAD : dstsize;
   job->bstarts_pos = NDP_EXT_HEADER;
   job->dict = NULL;
+  job->crcs = NULL;
   int32_t data_start = NDP_EXT_HEADER + 4 * job->nblocks;
   atomic_init(&job->pos, data_start);
   atomic_init(&job->overflow, data_start > job->limit);
@@ -406,6 +410,9 @@ struct ndp_cparts {
   ndp_cparams cp;
   cjob job;
   int32_t dstsize;
+  int crc_known;              /* ndp_cparts_end joined the blocks' crcs into `crc` */
+  uint32_t crc;
+  uint32_t block_crcs[];      /* one per block (job.crcs) */
 };
 
 int ndp_cparts_begin(ndp_cparts **out, const ndp_cparams *cp, int32_t nbytes, void *dst,
@@ -420,12 +427,15 @@ int ndp_cparts_begin(ndp_cparts **out, const ndp_cparams *cp, int32_t nbytes, vo
   for (int i = 0; i < NDP_NFILTERS; i++) has_delta |= cp->filters[i] == NDP_DELTA;
   /* DELTA needs block 0 before the others, a dictionary every block first */
   if (cp->clevel == 0 || nbytes < 32 || cp->use_dict || has_delta) return 0;
-  ndp_cparts *p = (ndp_cparts *)calloc(1, sizeof *p);
+  int32_t blocksize = ndp_auto_blocksize(cp, nbytes);
+  size_t nblocks = (size_t)(((int64_t)nbytes + blocksize - 1) / blocksize);
+  ndp_cparts *p = (ndp_cparts *)calloc(1, sizeof *p + nblocks * sizeof(uint32_t));
   if (p == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "cannot allocate a chunk encoder");
   p->cp = *cp;
   p->dstsize = dstsize;
   start_job(&p->job, &p->cp, NULL, nbytes, (uint8_t *)dst, dstsize);
   p->job.sequential = 0;            /* blocks of several callers: reserved positions */
+  p->job.crcs = p->block_crcs;
   pthread_mutex_init(&p->job.err_lock, NULL);
   *out = p;
   return 1;
@@ -454,9 +464,43 @@ int ndp_cparts_add(ndp_cparts *p, const void *chunk_src, int32_t first, int32_t 
  * differ from those encoded with a block's worth of room. */
 #define PARTS_MARGIN 4096
 
+/* The crc32c of the chunk ndp_cparts_end wrote with every block at its reserved
+ * position: the header and bstarts hashed, then each block's crc joined in the order
+ * of the positions (blocks are contiguous in reservation order).  0 when the layout
+ * is not that one (the caller hashes the chunk). */
+static int join_crcs(ndp_cparts *p, int32_t cbytes) {
+  cjob *job = &p->job;
+  int32_t n = job->nblocks, data_start = job->bstarts_pos + 4 * n;
+  int32_t order_buf[64];
+  int32_t *order = n <= 64 ? order_buf : (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
+  if (order == NULL) return 0;
+  for (int32_t j = 0; j < n; j++) {         /* insertion sort by start: nearly in order */
+    int32_t s = ndp_rd32(job->dst + job->bstarts_pos + 4 * j), k = j;
+    while (k > 0 && ndp_rd32(job->dst + job->bstarts_pos + 4 * order[k - 1]) > s) {
+      order[k] = order[k - 1];
+      k--;
+    }
+    order[k] = j;
+  }
+  uint32_t c = ndp_crc32c(0, job->dst, (size_t)data_start);
+  int32_t at = data_start;
+  int ok = 1;
+  for (int32_t k = 0; k < n && ok; k++) {
+    int32_t s = ndp_rd32(job->dst + job->bstarts_pos + 4 * order[k]);
+    int32_t e = k + 1 < n ? ndp_rd32(job->dst + job->bstarts_pos + 4 * order[k + 1]) : cbytes;
+    ok = s == at && e > s;
+    if (ok) c = ndp_crc32c_combine(c, job->crcs[order[k]], (size_t)(e - s));
+    at = e;
+  }
+  if (order != order_buf) free(order);
+  p->crc = c;
+  return ok && at == cbytes;
+}
+
 int32_t ndp_cparts_end(ndp_cparts *p, const void *chunk_src, ndp_error *err) {
   cjob *job = &p->job;
   job->src = (const uint8_t *)chunk_src;
+  p->crc_known = 0;
   int noise = job->nblocks >= SAMPLE_MIN_BLOCKS && atomic_load(&job->noise_first) &&
               atomic_load(&job->noise_mid) && !atomic_load(&job->failed);
   if (!noise && !atomic_load(&job->failed) && !atomic_load(&job->overflow) &&
@@ -465,7 +509,18 @@ int32_t ndp_cparts_end(ndp_cparts *p, const void *chunk_src, ndp_error *err) {
     one.nthreads = 1;
     return ndp_compress(&one, chunk_src, job->nbytes, job->dst, p->dstsize, err);
   }
-  return end_job(job, noise, p->dstsize, 0, err);
+  int32_t r = end_job(job, noise, p->dstsize, 0, err);
+  /* a chunk of blocks (not the memcpy fallback nor the zero collapse) */
+  if (r > job->bstarts_pos && !noise && !atomic_load(&job->overflow) &&
+      !(job->dst[2] & 0x02) && (job->dst[31] & 0x70) == 0)
+    p->crc_known = join_crcs(p, r);
+  return r;
+}
+
+int ndp_cparts_crc(const ndp_cparts *p, uint32_t *crc) {
+  if (!p->crc_known) return 0;
+  *crc = p->crc;
+  return 1;
 }
 
 void ndp_cparts_free(ndp_cparts *p) {

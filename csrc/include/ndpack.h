@@ -139,6 +139,11 @@ int32_t ndp_cparts_nblocks(const ndp_cparts *p);
 int ndp_cparts_add(ndp_cparts *p, const void *chunk_src, int32_t first, int32_t count,
                    ndp_error *err);
 int32_t ndp_cparts_end(ndp_cparts *p, const void *chunk_src, ndp_error *err);
+/* After ndp_cparts_end: 1 and the crc32c of the chunk's cbytes bytes in *crc when its
+ * blocks were hashed as they were encoded (joined with ndp_crc32c_combine: the chunk is
+ * not read again), 0 for the memcpy fallback, the zero collapse or a chunk encoded again
+ * whole (hash it yourself). */
+int ndp_cparts_crc(const ndp_cparts *p, uint32_t *crc);
 void ndp_cparts_free(ndp_cparts *p);
 
 /* Replace blocks ids[0..nids) (increasing) of a chunk by new raw bytes (block ids[k]

@@ -494,10 +494,14 @@ class MemoryFrame(FrameBase):
             i = self._check_index(i)
             return self.chunks[i], checksums.expected(self, i, partial)
 
-    def append(self, chunk):
-        self.insert(self.nchunks, chunk, op="append")
+    # `crc` (append, insert, update): the chunk's crc32c when the caller has it
+    # (``ChunkParts.crc``, joined from the blocks' crcs by the threads that encoded
+    # them), recorded as is instead of hashing the chunk again.
 
-    def insert(self, i: int, chunk, op: str = "insert"):
+    def append(self, chunk, crc: int | None = None):
+        self.insert(self.nchunks, chunk, op="append", crc=crc)
+
+    def insert(self, i: int, chunk, op: str = "insert", crc: int | None = None):
         if isinstance(chunk, RawChunk):
             chunk = chunk.joined()
         with self.lock:
@@ -507,18 +511,26 @@ class MemoryFrame(FrameBase):
             if i == self.nchunks:
                 op = "append"
             self._account(i, chunk_nbytes_of(chunk), op)
-            checksums.on_write(self, i, chunk, op)
+            self._record_crc(i, chunk, op, crc)
             self.chunks.insert(i, chunk)
             self._cbytes += len(chunk)
             self.changed(op, i)
 
-    def update(self, i: int, chunk):
+    def _record_crc(self, i: int, chunk, op: str, crc) -> None:
+        if crc is None or self.crcs is None or len(chunk) <= CHUNK_HEADER:
+            checksums.on_write(self, i, chunk, op)   # (specials are hashed by meaning)
+        elif op == "update":
+            self.crcs[i] = crc
+        else:
+            self.crcs.insert(i, crc)
+
+    def update(self, i: int, chunk, crc: int | None = None):
         with self.lock:
             self._check_write()
             i = self._check_index(i)
             chunk_len(chunk)
             self._account(i, chunk_nbytes_of(chunk), "update")
-            checksums.on_write(self, i, chunk, "update")
+            self._record_crc(i, chunk, "update", crc)
             self._cbytes += len(chunk) - len(self.chunks[i])
             self.chunks[i] = chunk
             self.changed("update", i)

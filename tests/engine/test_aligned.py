@@ -400,7 +400,7 @@ def test_an_error_while_encoding_reaches_the_caller(monkeypatch):
     the engine computes again afterwards."""
     raw, nd = _arrays((80, 10), (16, 10), (4, 10))
     e = ndpack.lazyexpr("a + b", operands=dict(zip("abc", nd)))
-    real = aligned.NDArray.encoder_stored
+    real = aligned._encoder
     made = []
 
     class Failing:
@@ -413,12 +413,77 @@ def test_an_error_while_encoding_reaches_the_caller(monkeypatch):
         def finish(self, values):
             return self.enc.finish(values)
 
-    def encoder(self):
-        made.append(1)
-        enc = real(self)
-        return Failing(enc) if len(made) == 4 and enc is not None else enc
-    monkeypatch.setattr(aligned.NDArray, "encoder_stored", encoder)
+    class Proto:                      # chunk 3's encoder fails
+        def __init__(self, enc):
+            self.enc = enc
+
+        def again(self):
+            made.append(1)
+            enc = self.enc.again()
+            return Failing(enc) if len(made) == 4 else enc
+
+    def encoder(out):
+        enc = real(out)
+        return None if enc is None else Proto(enc)
+    monkeypatch.setattr(aligned, "_encoder", encoder)
     with pytest.raises(RuntimeError, match="encoder failed"):
         e.compute()
     monkeypatch.undo()
     np.testing.assert_array_equal(e.compute()[()], raw[0] + raw[1])
+
+
+def test_encoded_chunks_carry_their_crc(monkeypatch):
+    """The crc32c of each chunk encoded on the workers is joined from its blocks'
+    crcs (ChunkParts.crc): the frame records it without hashing the chunk again, and
+    it is the chunk's crc32c; chunks not made of those blocks (the memcpy fallback,
+    zero collapse, small chunks encoded again whole) are hashed as before."""
+    from ndpack.storage import checksums
+    hashed = []
+    real = checksums.on_write
+    monkeypatch.setattr(checksums, "on_write", lambda *a: (hashed.append(a[1]), real(*a)))
+    rng = np.random.default_rng(3)
+    shape, chunks, blocks = (400, 300), (64, 300), (4, 300)
+    x = [np.linspace(i, i + 1, 400 * 300).reshape(shape) + rng.normal(0, 1e-3, shape)
+         for i in range(3)]
+    nd = [ndpack.asarray(v, chunks=chunks, blocks=blocks) for v in x]
+    for cp in ({"codec": ndpack.Codec.LZ4, "clevel": 5},
+               {"codec": ndpack.Codec.ZSTD, "clevel": 1, "nthreads": 1}):
+        hashed.clear()
+        r = ndpack.lazyexpr("a + b + c", operands=dict(zip("abc", nd))).compute(cparams=cp)
+        np.testing.assert_array_equal(r[()], x[0] + x[1] + x[2])
+        frame = r.schunk.frame
+        assert hashed == [] and len(frame.crcs) == r.schunk.nchunks == 7
+        assert [c == checksums.chunk_crc(frame.get(i)) for i, c in enumerate(frame.crcs)] \
+            == [True] * 7
+    noise = ndpack.asarray(rng.integers(-2**62, 2**62, (96, 64)), chunks=(32, 64),
+                           blocks=(2, 64))
+    zero = ndpack.zeros((96, 64), dtype=np.int64, chunks=(32, 64), blocks=(2, 64))
+    zero[32:64] = 1
+    zero[64:] = np.arange(32 * 64).reshape(32, 64) + 2
+    hashed.clear()                   # chunks: noise (stored raw), zeros, compressible
+    r = ndpack.lazyexpr("a * (z == 0) + z * (z > 1)", operands={"a": noise, "z": zero}
+                        ).compute(cparams={"codec": ndpack.Codec.LZ4, "clevel": 5})
+    assert [i.special for i in r.iterchunks_info()][1] == ndpack.SpecialValue.ZERO
+    assert hashed == [0, 1]
+    frame = r.schunk.frame
+    assert [c == checksums.chunk_crc(frame.get(i)) for i, c in enumerate(frame.crcs)] \
+        == [True] * 3
+
+
+def test_chunk_parts_again_and_crc():
+    """``ChunkParts.again`` encodes another chunk with the same parameters; ``crc`` is
+    the crc32c of the chunk ``finish`` returned (blocks in any order)."""
+    from ndpack.chunks import chunk_parts, compress2, crc32c
+    cp = ndpack.CParams(codec=ndpack.Codec.LZ4, clevel=5, typesize=8, blocksize=8000,
+                        nthreads=1)
+    x = np.linspace(0, 1, 20_000) + np.random.default_rng(0).normal(0, 1e-3, 20_000)
+    first = chunk_parts(x.nbytes, cp)
+    assert first.crc is None
+    for enc in (first, first.again()):
+        order = [19, 0, 5, 1, 2, 3, 4] + list(range(6, 19)) if enc is first else range(20)
+        for j in order:
+            enc.add(x, j, 1)
+        chunk = enc.finish(x)
+        assert enc.crc == crc32c(chunk)
+        np.testing.assert_array_equal(np.frombuffer(ndpack.decompress2(chunk), x.dtype), x)
+    assert chunk == compress2(x, cparams=cp)                # in order: one-thread compress

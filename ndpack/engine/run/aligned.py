@@ -32,17 +32,20 @@ Examples
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 
 import numpy as np
 
+from ndpack.chunks import decompress_blocks
 from ndpack.engine.run import plan
 from ndpack.engine.run.kernel import Kernel, run
 from ndpack.engine.run.regions import operand_key
 from ndpack.engine.expr.nodes import Node, operands_of
 from ndpack.engine.run.workers import (buffers, on_engine_thread, prefetch, serial_numexpr,
                                    submit, workers, writer)
+from ndpack.storage.frame import MemoryFrame
 from ndpack.storage.ndarray import NDArray
 
 __all__ = ["aligned_operands", "compute_aligned", "read_aligned"]
@@ -145,11 +148,14 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=Fal
     order (a buffer reused for the next chunk, unless ``target(n)`` gave one) or 0-d.
 
     A chunk is cut into groups of blocks (about `group_bytes` per operand, default
-    ``plan.GROUP_BYTES``); worker threads take one group at a time, decode it (one C
-    thread each) into their own small buffers and evaluate it into place, so the
-    decoded operands are still in that core's cache when used.  ``after(n, blocks,
-    dst)``, when given, runs on the worker right after a group of chunk `n` landed in
-    `dst` (the chunk's buffer), while those blocks are still in its cache.
+    ``plan.GROUP_BYTES``); each worker thread takes one task per chunk and claims its
+    groups one at a time from a shared counter until none is left (a task per group
+    cost ~60 us of Python and a thread wake-up each: 20-35 ms of CPU per ``compute()``
+    of three 4000^2 operands), decodes each group (one C thread) into its own small
+    buffers and evaluates it into place, so the decoded operands are still in that
+    core's cache when used.  ``after(n, blocks, dst)``, when given, runs on the worker
+    right after a group of chunk `n` landed in `dst` (the chunk's buffer), while those
+    blocks are still in its cache.
     """
     stored = [isinstance(op.array, NDArray) and op.shape == node.shape for op in ops]
     ref = ops[stored.index(True)].array
@@ -159,31 +165,50 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=Fal
     itemsize = max([op.dtype.itemsize for op in ops] + [dtype.itemsize])
     group_bytes = plan.GROUP_BYTES if group_bytes is None else group_bytes
     step = max(1, min(nblocks, group_bytes // (per_block * itemsize)))
-    groups = [range(g, min(g + step, nblocks)) for g in range(0, nblocks, step)]
+    # each group: its blocks, their numbers (the decoder's list) and its element span
+    groups = [(range(g, min(g + step, nblocks)), list(range(g, min(g + step, nblocks))),
+               g * per_block, min(g + step, nblocks) * per_block)
+              for g in range(0, nblocks, step)]
     kernel = Kernel(node, ops)
     cast = dtype != node.dtype
     local = threading.local()
     whole_raw = buffers.take(size * dtype.itemsize)
     whole = whole_raw[:size * dtype.itemsize].view(dtype)
     nworkers = max(1, ref.schunk.dparams.nthreads)
+    ntasks = min(nworkers, len(groups))
+    # the chunks were checked against the layout when read (``read_chunk``), special
+    # ones enter as scalars: the others decode straight into the worker's buffers
+    slots = [(i, op.dtype) for i, (op, st) in enumerate(zip(ops, stored)) if st]
 
-    def group(raw, fills, g, part, n, dst):
+    def group(raw, fills, g, n, dst):
+        blocks, ids, lo, hi = g
         bufs = getattr(local, "bufs", None)
         if bufs is None:
             bufs = local.bufs = [np.empty(step * per_block, op.dtype) if st else None
                                  for op, st in zip(ops, stored)]
             local.staging = np.empty(step * per_block, node.dtype) if cast else None
-        m = len(g) * per_block
-        values = [f if f is not None else
-                  op.array.decode_stored(c, b[:m], g, nthreads=1) if st else
-                  c[g.start * per_block:g.stop * per_block]
-                  for op, c, b, f, st in zip(ops, raw, bufs, fills, stored)]
+        m = hi - lo
+        values = list(fills)
+        for i, _ in slots:
+            if values[i] is None:
+                values[i] = b = bufs[i][:m]
+                decompress_blocks(raw[i], ids, 1, b)
+        for i, st in enumerate(stored):
+            if not st:
+                values[i] = raw[i][lo:hi]
+        part = dst[lo:hi]
         if cast:
             np.copyto(part, kernel(values, local.staging[:m]), casting="unsafe")
         else:
             kernel(values, part)
         if after is not None:
-            after(n, g, dst)
+            after(n, blocks, dst)
+
+    def claim(raw, fills, n, dst, counter):
+        for k in counter:                # next() of a count is atomic under the GIL
+            if k >= len(groups):
+                return
+            group(raw, fills, groups[k], n, dst)
 
     pool, fetch = workers(nworkers), _Fetcher(ops, ref, stored)
     pending, jobs = prefetch(fetch, 0), []
@@ -215,9 +240,9 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=Fal
                     dst = whole if dst is None else dst
                     while inflight:                            # `whole` must be free
                         yield _finished(inflight.pop(0))
-                jobs = [submit(pool, group, raw, fills, g,
-                               dst[g.start * per_block:g.stop * per_block], n, dst)
-                        for g in groups]
+                counter = itertools.count()
+                jobs = [submit(pool, claim, raw, fills, n, dst, counter)
+                        for _ in range(ntasks)]
                 inflight.append((n, dst, jobs))
                 if len(inflight) > 1 or dst is whole or not lookahead:
                     done = _finished(inflight.pop(0))
@@ -254,7 +279,7 @@ def compute_aligned(node: Node, ops: list, out: NDArray, tick=None) -> NDArray:
     Otherwise chunk `n` is compressed and stored by a writer thread while the workers
     compute chunk `n + 1` into the other of two result buffers.
     """
-    if not on_engine_thread() and out.encoder_stored() is not None:
+    if not on_engine_thread() and _encoder(out) is not None:
         return _compute_encoding(node, ops, out, tick)
     size = out.stored_elements
     nbytes = size * out.dtype.itemsize
@@ -318,9 +343,10 @@ def _compute_encoding(node: Node, ops: list, out: NDArray, tick=None) -> NDArray
     results = [r[:nbytes].view(out.dtype) for r in raws]
     encoders = {}
     tick = tick or (lambda: None)
+    proto = _encoder(out)     # cparams read once: each chunk's encoder is ``again``'s
 
     def target(n):
-        encoders[n] = out.encoder_stored()
+        encoders[n] = proto.again()
         return results[n % 2]
 
     def encode(n, blocks, dst):
@@ -336,10 +362,10 @@ def _compute_encoding(node: Node, ops: list, out: NDArray, tick=None) -> NDArray
         for n, values in chunks:
             enc = encoders.pop(n, None)
             if values.ndim == 0 or enc is None:
-                chunk = out.encode_stored(values)
+                chunk, crc = out.encode_stored(values), None
             else:
-                chunk = enc.finish(values)
-            writes.append(stores.submit(out.write_encoded, n, chunk))
+                chunk, crc = enc.finish(values), enc.crc
+            writes.append(stores.submit(_store, out, n, chunk, crc))
             while len(writes) > 2 or (writes and writes[0].done()):
                 writes.pop(0).result()
                 tick()
@@ -354,6 +380,26 @@ def _compute_encoding(node: Node, ops: list, out: NDArray, tick=None) -> NDArray
         for r in raws:
             buffers.give(r)
     return out
+
+
+def _encoder(out: NDArray):
+    """The encoder in parts of a chunk of `out` (a seam for tests)."""
+    return out.encoder_stored()
+
+
+def _store(out: NDArray, n: int, chunk: bytes, crc) -> None:
+    """:meth:`NDArray.write_encoded` of chunk `n`, handing an in-memory frame the
+    chunk's crc32c when the encoder joined it from its blocks (`crc`, else None): the
+    chunk is then not read again to hash it."""
+    frame = out.schunk.frame
+    if crc is None or not isinstance(frame, MemoryFrame):
+        out.write_encoded(n, chunk)
+        return
+    out.schunk.check_writable()          # as write_encoded: chunks in order
+    if n == frame.nchunks and n < out.layout.nchunks:
+        frame.append(chunk, crc=crc)
+    else:
+        frame.update(n, chunk, crc=crc)
 
 
 def read_aligned(node: Node, ops: list, out) -> np.ndarray:
