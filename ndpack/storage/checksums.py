@@ -115,13 +115,16 @@ def chunk_crc(chunk) -> int:
     return crc32c(chunk)
 
 
-def on_write(frame, i: int, chunk, op: str):
+def on_write(frame, i: int, chunk, op: str, value: int | None = None):
     """Record the checksum of `chunk` written at `i` by `op` ("append", "insert" or
-    "update"); nothing when the frame carries no record."""
+    "update"); nothing when the frame carries no record.  `value`: the chunk's crc32c
+    when its encoder joined it from its blocks (``ChunkParts.crc``), else None (hashed
+    here); chunks of a header alone are hashed by meaning (:func:`chunk_crc`)."""
     crcs = frame.crcs
     if crcs is None:
         return
-    value = chunk_crc(chunk)
+    if value is None or getattr(chunk, "header", None) is not None or len(chunk) <= 32:
+        value = chunk_crc(chunk)
     if op == "update":
         crcs[i] = value
     else:

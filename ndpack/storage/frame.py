@@ -511,18 +511,10 @@ class MemoryFrame(FrameBase):
             if i == self.nchunks:
                 op = "append"
             self._account(i, chunk_nbytes_of(chunk), op)
-            self._record_crc(i, chunk, op, crc)
+            checksums.on_write(self, i, chunk, op, crc)
             self.chunks.insert(i, chunk)
             self._cbytes += len(chunk)
             self.changed(op, i)
-
-    def _record_crc(self, i: int, chunk, op: str, crc) -> None:
-        if crc is None or self.crcs is None or len(chunk) <= CHUNK_HEADER:
-            checksums.on_write(self, i, chunk, op)   # (specials are hashed by meaning)
-        elif op == "update":
-            self.crcs[i] = crc
-        else:
-            self.crcs.insert(i, crc)
 
     def update(self, i: int, chunk, crc: int | None = None):
         with self.lock:
@@ -530,7 +522,7 @@ class MemoryFrame(FrameBase):
             i = self._check_index(i)
             chunk_len(chunk)
             self._account(i, chunk_nbytes_of(chunk), "update")
-            self._record_crc(i, chunk, "update", crc)
+            checksums.on_write(self, i, chunk, "update", crc)
             self._cbytes += len(chunk) - len(self.chunks[i])
             self.chunks[i] = chunk
             self.changed("update", i)

@@ -286,7 +286,7 @@ class _FileFrame(FrameBase):
                                       min(self.info.typesize, 255))
                 self.offsets[i] = self._store_new(chunk)
 
-    def _mutate(self, i: int, chunk, op: str):
+    def _mutate(self, i: int, chunk, op: str, crc: int | None = None):
         if isinstance(chunk, RawChunk) and (op == "update" or not self._writes_raw):
             chunk = chunk.joined()
         with self.lock:
@@ -300,7 +300,7 @@ class _FileFrame(FrameBase):
             head = chunk.header if isinstance(chunk, RawChunk) else chunk
             became_var = self._account(i, chunk_nbytes_of(head), op)
             code = 0 if head is not chunk else index_special(chunk, self.info)
-            checksums.on_write(self, i, chunk, op)
+            checksums.on_write(self, i, chunk, op, crc)
             if op == "update":
                 self._replace(i, chunk, code)
             else:
@@ -312,8 +312,8 @@ class _FileFrame(FrameBase):
             self.changed(op, i)
             self.maybe_commit()
 
-    def append(self, chunk):
-        self._mutate(self.nchunks, chunk, "append")
+    def append(self, chunk, crc: int | None = None):
+        self._mutate(self.nchunks, chunk, "append", crc)
 
     def _extend_same(self, chunk: bytes, count: int) -> None:
         """`count` more copies of `chunk` after the first two (see append_repeated):
@@ -331,8 +331,8 @@ class _FileFrame(FrameBase):
     def insert(self, i: int, chunk):
         self._mutate(i, chunk, "insert")
 
-    def update(self, i: int, chunk):
-        self._mutate(i, chunk, "update")
+    def update(self, i: int, chunk, crc: int | None = None):
+        self._mutate(i, chunk, "update", crc)
 
     def delete(self, i: int):
         with self.lock:

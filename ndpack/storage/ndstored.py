@@ -206,13 +206,16 @@ class NDStored:
         chunks are written in order, ``nchunk == schunk.nchunks`` appends one."""
         self.write_encoded(nchunk, self.encode_stored(values))
 
-    def write_encoded(self, nchunk: int, chunk: bytes) -> None:
+    def write_encoded(self, nchunk: int, chunk: bytes, crc: int | None = None) -> None:
         """Store chunk `nchunk` from :meth:`encode_stored`'s result (chunks in order,
-        as :meth:`write_stored`); the caller encodes, e.g. on its own threads."""
+        as :meth:`write_stored`); the caller encodes, e.g. on its own threads.  `crc`:
+        the chunk's crc32c when the encoder joined it from its blocks
+        (``ChunkParts.crc``; the frame's checksum record takes it instead of hashing
+        the chunk again), else None."""
         self.schunk.check_writable()
         frame = self.schunk.frame                   # our own chunk: no validation copy
         if nchunk == frame.nchunks and nchunk < self.layout.nchunks:
-            frame.append(chunk)
+            frame.append(chunk, crc=crc)
         else:
-            frame.update(nchunk, chunk)
+            frame.update(nchunk, chunk, crc=crc)
 

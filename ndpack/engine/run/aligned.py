@@ -45,7 +45,6 @@ from ndpack.engine.run.regions import operand_key
 from ndpack.engine.expr.nodes import Node, operands_of
 from ndpack.engine.run.workers import (buffers, on_engine_thread, prefetch, serial_numexpr,
                                    submit, workers, writer)
-from ndpack.storage.frame import MemoryFrame
 from ndpack.storage.ndarray import NDArray
 
 __all__ = ["aligned_operands", "compute_aligned", "read_aligned"]
@@ -365,7 +364,7 @@ def _compute_encoding(node: Node, ops: list, out: NDArray, tick=None) -> NDArray
                 chunk, crc = out.encode_stored(values), None
             else:
                 chunk, crc = enc.finish(values), enc.crc
-            writes.append(stores.submit(_store, out, n, chunk, crc))
+            writes.append(stores.submit(out.write_encoded, n, chunk, crc))
             while len(writes) > 2 or (writes and writes[0].done()):
                 writes.pop(0).result()
                 tick()
@@ -385,21 +384,6 @@ def _compute_encoding(node: Node, ops: list, out: NDArray, tick=None) -> NDArray
 def _encoder(out: NDArray):
     """The encoder in parts of a chunk of `out` (a seam for tests)."""
     return out.encoder_stored()
-
-
-def _store(out: NDArray, n: int, chunk: bytes, crc) -> None:
-    """:meth:`NDArray.write_encoded` of chunk `n`, handing an in-memory frame the
-    chunk's crc32c when the encoder joined it from its blocks (`crc`, else None): the
-    chunk is then not read again to hash it."""
-    frame = out.schunk.frame
-    if crc is None or not isinstance(frame, MemoryFrame):
-        out.write_encoded(n, chunk)
-        return
-    out.schunk.check_writable()          # as write_encoded: chunks in order
-    if n == frame.nchunks and n < out.layout.nchunks:
-        frame.append(chunk, crc=crc)
-    else:
-        frame.update(n, chunk, crc=crc)
 
 
 def read_aligned(node: Node, ops: list, out) -> np.ndarray:
