@@ -20,6 +20,7 @@ __all__ = [
     "CodecError",
     "FilterError",
     "ParameterError",
+    "MissingFileError",
     "CallbackError",
 ]
 
@@ -42,6 +43,11 @@ class FilterError(NdpackError, ValueError):
 
 class ParameterError(NdpackError, ValueError):
     """An argument is out of range or inconsistent with the data."""
+
+
+class MissingFileError(NdpackError, FileNotFoundError, ValueError):
+    """A file opened for reading does not exist (a ValueError too, as python-blosc2's
+    ``SChunk(urlpath=..., mode="r")`` raises)."""
 
 
 class CallbackError(NdpackError, RuntimeError):

@@ -223,6 +223,9 @@ def open(urlpath, mode: str = "r", offset: int = 0, trust_code: bool = False,  #
         Where a contiguous frame starts inside a larger file.
     trust_code : bool
         Allow opening saved user functions (their source is run).
+    deserialize : {'safe', 'full'}, optional (keyword)
+        python-blosc2's policy: ``'full'`` is ``trust_code=True``; ``'safe'`` (the
+        default) still opens saved expressions, which never run code.
     operand_paths : path or list of paths, optional
         Directories, besides the carrier's folder, that saved expressions may read
         their operands from.
@@ -243,6 +246,10 @@ def open(urlpath, mode: str = "r", offset: int = 0, trust_code: bool = False,  #
     >>> e[()].tolist()
     [0.0, 2.0, 4.0]
     """
+    deserialize = kwargs.pop("deserialize", "safe")      # python-blosc2's policy
+    if deserialize not in ("safe", "full"):
+        raise ValueError(f"deserialize must be 'safe' or 'full', not {deserialize!r}")
+    trust_code = trust_code or deserialize == "full"     # "full": trusted input
     roots = allowed_roots(operand_paths)
     return _open(urlpath, mode, offset, trust_code, roots, (), kwargs)
 

@@ -31,6 +31,7 @@ from ndpack.engine.compute import prepare
 from ndpack.engine.expr.accuracy import check_fp_accuracy
 from ndpack.engine.expr.lazyexpr import as_node
 from ndpack.engine.expr.nodes import Reduce
+from ndpack.engine.expr.views import SliceView
 from ndpack.engine.ops.cumulative import cumulative_prod, cumulative_sum
 
 # the cumulative functions are here too, so that the arrays' methods (python-blosc2's
@@ -42,6 +43,9 @@ __all__ = ["sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "arg
 def _reduce(op, x, axis=None, keepdims=False, dtype=None, ddof=0, where=None,
             initial=None, out=None, fp_accuracy=None, **kwargs):
     check_fp_accuracy(fp_accuracy)
+    item = kwargs.pop("item", None)       # python-blosc2's item=: reduce x[item]
+    if item is not None and item != ():
+        x = SliceView(x, item)
     if kwargs:
         raise TypeError(f"{op}() got unexpected keyword argument(s) "
                         f"{', '.join(sorted(kwargs))}")

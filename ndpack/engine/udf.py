@@ -121,6 +121,11 @@ class LazyUDF:
         """Every chunk into a new NDArray (in memory, or on disk with `urlpath`);
         ``fp_accuracy=`` is accepted as python-blosc2 does (the function computes)."""
         check_fp_accuracy(kwargs.pop("fp_accuracy", None))
+        for name, value in getattr(self, "storage", {}).items():   # given to lazyudf
+            if name == "urlpath":
+                urlpath = value if urlpath is None else urlpath
+            else:
+                kwargs.setdefault(name, value)
         kwargs.setdefault("chunks", self.chunks)
         kwargs.setdefault("blocks", self.blocks if kwargs["chunks"] == self.chunks else None)
         mode = kwargs.pop("mode", "w")
@@ -139,9 +144,17 @@ class LazyUDF:
 def lazyudf(func, inputs, dtype, shape=None, chunks=None, blocks=None, **kwargs) -> LazyUDF:
     """A lazy array computed by ``func(inputs, output, offset)`` one chunk at a time
     (python-blosc2's ``lazyudf``; see the module docstring)."""
+    kwargs.pop("chunked_eval", None)    # python-blosc2's: ndpack always goes by chunks,
+    kwargs.pop("jit", None)             # and never compiles; the function sees the same
+    storage = {k: kwargs.pop(k) for k in _UDF_STORAGE if k in kwargs}
     if kwargs:
         raise ParameterError(f"unknown argument(s) {sorted(kwargs)}")
-    return LazyUDF(func, inputs, dtype, shape, chunks, blocks)
+    udf = LazyUDF(func, inputs, dtype, shape, chunks, blocks)
+    udf.storage = storage               # python-blosc2's: where compute() puts the result
+    return udf
+
+
+_UDF_STORAGE = ("urlpath", "contiguous", "mode", "cparams", "dparams", "meta", "storage")
 
 
 def _chunk_regions(shape, chunks, box):

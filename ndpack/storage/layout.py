@@ -73,7 +73,8 @@ class Layout:
     chunk_nbytes, blocksize : int
         Bytes of one decoded chunk and of one block.
     typesize : int
-        The typesize written in chunk headers (the itemsize, at most 255).
+        The typesize written in chunk headers: the itemsize, or 1 for items over 255
+        bytes (as C-Blosc2 writes them; then chunk items are bytes).
     stored_c_order : bool
         Whether a chunk's stored order (blocks one after another, each in C order)
         is the C order of the extended chunk: blocks ``(1, ..., 1, b, full, ...)``.
@@ -118,7 +119,7 @@ class Layout:
             "nchunks": prod(grid), "nblocks": prod(bgrid),
             "chunk_items": prod(ext_chunks), "block_items": prod(blocks),
             "chunk_nbytes": prod(ext_chunks) * itemsize, "blocksize": prod(blocks) * itemsize,
-            "typesize": min(itemsize, 255) or 1, "stored_c_order": corder,
+            "typesize": itemsize if 1 <= itemsize <= 255 else 1, "stored_c_order": corder,
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)      # (frozen: set once, here)

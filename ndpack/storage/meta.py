@@ -369,8 +369,14 @@ class vlmeta(MutableMapping):  # noqa: N801  (python-blosc2's name)
     (['pair'], 1)
     """
 
-    def __init__(self, store):
+    def __init__(self, store, owner=None):
         self._store = store       # has .vlmeta (name -> chunk bytes), .set_vlmeta, .del_vlmeta
+        self._owner = owner       # the SChunk, for its mode
+
+    @property
+    def mode(self) -> str:
+        """The owner's open mode ('r', 'a' or 'w'), as python-blosc2's ``vlmeta.mode``."""
+        return getattr(self._owner, "mode", "a")
 
     def __getitem__(self, name):
         if isinstance(name, slice):

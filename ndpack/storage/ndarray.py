@@ -193,6 +193,10 @@ def _fill(arr: NDArray, producer, special, value) -> NDArray:
     s, lay = arr.schunk, arr.layout
     if special is not None:
         raw = None if value is None else np.asarray(value, dtype=lay.dtype).tobytes()
+        if raw is not None and len(raw) != lay.typesize:     # items over 255 bytes: no
+            item = np.asarray(value, dtype=lay.dtype)        # header holds one; real chunks
+            return _fill(arr, lambda reg: np.broadcast_to(
+                item, tuple(r.stop - r.start for r in reg)), None, None)
         chunk = special_chunk(special, lay.chunk_nbytes, lay.typesize, lay.blocksize,
                               value=raw)
         s.check_writable()
@@ -415,6 +419,17 @@ class NDArray(NDStored, NDViews):
         a = self[()]
         return a if dtype is None else a.astype(dtype, copy=False)
 
+    def __enter__(self) -> NDArray:
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        """A no-op, as python-blosc2's (``with ndpack.open(path) as a:``)."""
+        return False
+
+    def tobytes(self) -> bytes:
+        """The whole array's bytes in C order (``self[()].tobytes()``)."""
+        return self[()].tobytes()
+
     def __repr__(self):
         return (f"<NDArray shape={self.shape} dtype={self.dtype} chunks={self.chunks} "
                 f"blocks={self.blocks} urlpath={self.urlpath!r}>")
@@ -450,6 +465,8 @@ class NDArray(NDStored, NDViews):
 
     # --- item access ---------------------------------------------------------------------
     def __getitem__(self, key) -> np.ndarray:
+        if type(key) is str and key in (self.dtype.names or ()):
+            return self.fields[key]       # python-blosc2's a["name"]: the field's NDField
         lay = self._layout
         if type(key) is tuple and len(key) == lay.ndim and lay.ndim:
             point = self._io.get_point(key)

@@ -416,8 +416,9 @@ class ChunkIO:
                     * prod(b[d + 1:])).reshape(-1)
         offs = grid + inner[k].start * prod(b[k + 1:])
         numbers = np.asarray(lay.block_numbers(bids), np.int64)
-        starts = (numbers[:, None] * lay.block_items + offs).reshape(-1)
-        counts = np.full(starts.size, run, np.int32)
+        w = lay.dtype.itemsize // lay.typesize   # items over 255 bytes: header items
+        starts = (numbers[:, None] * lay.block_items + offs).reshape(-1) * w   # are bytes
+        counts = np.full(starts.size, run * w, np.int32)
         buf = scratch(starts.size * run * lay.dtype.itemsize, "dst")
         getitems(chunk, starts, counts, buf)
         # the runs are blocks of shape `ext`: one sub-range taken whole, or the pieces
@@ -512,5 +513,6 @@ class ChunkIO:
         if fill is not None:
             out[()] = fill
             return out
-        getitems(chunk, [flat_b * lay.block_items + flat_i], [1], out)
+        w = dtype.itemsize // lay.typesize       # items over 255 bytes: header items
+        getitems(chunk, [(flat_b * lay.block_items + flat_i) * w], [w], out)   # are bytes
         return out

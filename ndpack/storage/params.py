@@ -18,7 +18,7 @@ import dataclasses
 
 from ndpack.errors import ParameterError
 
-__all__ = ["Storage", "storage_dflts", "storage_keywords"]
+__all__ = ["Storage", "schunk_storage", "storage_dflts", "storage_keywords"]
 
 
 @dataclasses.dataclass
@@ -81,3 +81,27 @@ def storage_keywords(storage, kwargs: dict) -> dict:
         if name not in out and value is not None and not (name == "mode" and value == "a"):
             out[name] = value
     return out
+
+
+def schunk_storage(storage, extra: dict, given: dict) -> dict:
+    """``SChunk``'s storage fields: `storage` (a Storage, a dict or None) completed by
+    the Storage fields passed as keywords (`extra`: ``initial_mapping_size``, ``locking``,
+    consumed) and overridden by the keywords `given` explicitly.  ``mmap_mode`` passes
+    through (SChunk checks it); a mapping size or locking is a ParameterError, as when
+    creating an array."""
+    if isinstance(storage, dict):
+        storage = Storage(**storage)
+    elif storage is None:
+        storage = Storage()
+    elif not isinstance(storage, Storage):
+        raise TypeError(f"storage must be a Storage or a dict, not {type(storage).__name__}")
+    fields = dataclasses.asdict(storage)
+    for name in ("initial_mapping_size", "locking"):
+        if name in extra:
+            fields[name] = extra.pop(name)
+    for name, default in (("initial_mapping_size", None), ("locking", False)):
+        if fields[name] != default:
+            raise ParameterError(f"storage.{name}={fields[name]!r} is not supported (ndpack "
+                                 "maps files read-only and writes them atomically)")
+    fields.update(given)
+    return fields

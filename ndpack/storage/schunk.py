@@ -30,13 +30,14 @@ import numpy as np
 from ndpack.chunks import (_as_buffer, chunk_info, compress2, decompress2, getitem,
                            special_chunk)
 from ndpack.codecs import CParams, DParams, SpecialValue, make_cparams, make_dparams
-from ndpack.errors import ParameterError
+from ndpack.errors import MissingFileError, ParameterError
 from ndpack.storage.atomic import Pending
 from ndpack.storage import checksums
 from ndpack.storage.frame import FrameInfo, MemoryFrame
 from ndpack.storage.grid import MAX_NCHUNKS
 from ndpack.storage.framefile import ContiguousFrame, SparseFrame, open_frame, parse_cframe
 from ndpack.storage.meta import Meta, check_name, packb, vlmeta
+from ndpack.storage.params import schunk_storage
 
 __all__ = ["SChunk", "open_schunk", "schunk_from_cframe", "remove_urlpath", "ChunkInfo",
            "frame_info", "new_file_frame"]
@@ -92,6 +93,18 @@ def _as_bytes_view(data) -> memoryview:
     return view.cast("B")
 
 
+def _scalar_bytes(value, typesize: int) -> bytes:
+    """The bytes of one item: NumPy's for arrays and NumPy scalars; a Python int (or
+    bool) or float as the signed integer or float of `typesize` bytes when NumPy's
+    default has another size (as python-blosc2's ``fill_special``)."""
+    raw = np.asarray(value).tobytes()
+    if len(raw) != typesize and type(value) in (int, bool, float) and typesize in (
+            (1, 2, 4, 8) if type(value) is not float else (2, 4, 8)):
+        kind = "f" if type(value) is float else "i"
+        raw = np.asarray(value, f"{kind}{typesize}").tobytes()
+    return raw
+
+
 class SChunk:
     """A super-chunk: compressed chunks plus metalayers and vlmeta.
 
@@ -130,6 +143,16 @@ class SChunk:
     def __init__(self, chunksize=None, data=None, cparams=None, dparams=None, urlpath=None,
                  contiguous=None, mode="a", mmap_mode=None, meta=None, **kwargs):
         commit = kwargs.pop("_commit", True)     # internal: the creator commits itself
+        if kwargs.get("storage") is not None or "initial_mapping_size" in kwargs \
+                or "locking" in kwargs:       # python-blosc2's Storage, or its fields
+            given = {"urlpath": urlpath, "contiguous": contiguous, "meta": meta,
+                     "mmap_mode": mmap_mode, **({} if mode == "a" else {"mode": mode})}
+            given = {k: v for k, v in given.items() if v is not None}
+            fields = schunk_storage(kwargs.pop("storage", None), kwargs, given)
+            urlpath, contiguous, meta = (fields.get(k) for k in ("urlpath", "contiguous",
+                                                                 "meta"))
+            mode, mmap_mode = fields.get("mode", "a"), fields.get("mmap_mode")
+        kwargs.pop("storage", None)
         if kwargs:
             raise ParameterError(f"unknown SChunk argument(s) {sorted(kwargs)}")
         if mode not in _MODES:
@@ -143,7 +166,10 @@ class SChunk:
         self._dparams = make_dparams(dparams)
         if mode == "r" or mmap_mode == "r":
             if self._urlpath is None:
-                raise ParameterError("mode 'r' and mmap_mode need a urlpath")
+                raise ParameterError("mode 'r' and mmap_mode need a urlpath (you did not "
+                                     "specify a urlpath)")
+            if not os.path.exists(self._urlpath):
+                raise MissingFileError(f"{self._urlpath!r} does not exist")
             if data is not None or meta is not None:
                 raise ParameterError("data= and meta= cannot be given in mode 'r'")
             self._mode = "r"
@@ -209,7 +235,7 @@ class SChunk:
             self._cparams = _cparams_from(frame.info)
         self._contiguous = isinstance(frame, (ContiguousFrame, MemoryFrame))
         self._meta = Meta(frame.meta, frame.write_meta, self.check_writable)
-        self._vlmeta = vlmeta(frame)
+        self._vlmeta = vlmeta(frame, self)
         checksums.configure(frame, self._dparams.verify)
 
     # --- properties ----------------------------------------------------------------------
@@ -243,6 +269,11 @@ class SChunk:
     def chunksize(self) -> int:
         """Bytes per chunk (0 when chunks have different sizes)."""
         return max(self._frame.info.chunksize, 0)
+
+    @property
+    def chunkshape(self) -> int:
+        """Items per chunk (``chunksize // typesize``), python-blosc2's name."""
+        return self.chunksize // self.typesize
 
     @property
     def blocksize(self) -> int:
@@ -423,7 +454,7 @@ class SChunk:
             if value is None:
                 raise ParameterError("SpecialValue.VALUE needs value=")
             raw = bytes(value) if isinstance(value, (bytes, bytearray)) else \
-                np.asarray(value).tobytes()
+                _scalar_bytes(value, ts)
             if len(raw) != ts:
                 raise ParameterError(f"value is {len(raw)} bytes, the typesize is {ts}")
         total = nitems * ts
@@ -609,10 +640,19 @@ def open_schunk(urlpath, mode: str = "r", offset: int = 0, mmap_mode=None,
     if mmap_mode == "r":
         mode = "r"
     dparams = kwargs.pop("dparams", None)
+    cparams = kwargs.pop("cparams", None)
     if kwargs:
         raise ParameterError(f"unknown open() argument(s) {sorted(kwargs)}")
     frame = open_frame(urlpath, mode, offset, mmap_mode)
-    return SChunk.from_frame(frame, urlpath=urlpath, mode=mode, dparams=dparams)
+    s = SChunk.from_frame(frame, urlpath=urlpath, mode=mode, dparams=dparams)
+    if cparams is not None:           # python-blosc2's: the parameters of later writes
+        cp = make_cparams(s.cparams, **cparams) if isinstance(cparams, dict) \
+            else make_cparams(cparams)
+        if mode == "r":
+            s._cparams = cp           # nothing will be written: the frame stays as it is
+        else:
+            s.cparams = cp
+    return s
 
 
 def new_file_frame(urlpath, mode: str, info: FrameInfo, raw_meta: dict, contiguous):

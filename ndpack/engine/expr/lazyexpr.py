@@ -34,6 +34,8 @@ True
 
 from __future__ import annotations
 
+import os
+
 import ndindex
 import numpy as np
 
@@ -108,6 +110,32 @@ def _reduction(name: str):
     return method
 
 
+# python-blosc2's ``LazyExpr(new_op=(left, op, right))``: op is a symbol or a function
+_SYMBOLS = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide",
+            "//": "floor_divide", "%": "remainder", "**": "power", "&": "bitwise_and",
+            "|": "bitwise_or", "^": "bitwise_xor", "<<": "left_shift", ">>": "right_shift",
+            "==": "equal", "!=": "not_equal", "<": "less", "<=": "less_equal",
+            ">": "greater", ">=": "greater_equal"}
+_UNARY_SYMBOLS = {"-": "negative", "+": "positive", "~": "invert", "!": "logical_not"}
+
+
+def _new_op(new_op) -> Node:
+    """The tree of python-blosc2's ``new_op=(left, op, right)``: ``right`` None makes
+    ``op`` unary (a function name or ``-``; ``op`` None keeps ``left`` as it is)."""
+    left, op, right = new_op
+    if right is None:
+        if op is None:
+            return as_node(left)
+        name = _UNARY_SYMBOLS.get(op, op)
+        args = (as_node(left),)
+    else:
+        name = _SYMBOLS.get(op, op)
+        args = (as_node(left), as_node(right))
+    if name not in FUNCTIONS:
+        raise ValueError(f"LazyExpr(new_op=...): unknown operator or function {op!r}")
+    return Apply(name, args)
+
+
 class LazyExpr:
     """An expression over arrays, evaluated only when asked (``compute()``, ``[key]``).
 
@@ -118,7 +146,11 @@ class LazyExpr:
 
     __array_priority__ = 100
 
-    def __init__(self, node: Node):
+    def __init__(self, node: Node | tuple | None = None, *, new_op: tuple | None = None):
+        if isinstance(node, tuple) or new_op is not None:   # python-blosc2's new_op=
+            node = _new_op(new_op if new_op is not None else node)
+        elif node is None:
+            raise TypeError("LazyExpr needs a tree or new_op=(left, op, right)")
         self._node = node
         self._sig = _signature(node)
         # NumPy operands keep their shape: only trees over other arrays can go stale
@@ -241,6 +273,9 @@ class LazyExpr:
 
         Parameters
         ----------
+        item : basic index, optional (keyword)
+            Compute only ``self[item]`` (python-blosc2's first argument: a key given
+            in place of `urlpath` is taken as `item`).
         urlpath : str, optional
             Write the result to this file.  It appears under that name only when
             complete: a failure (Ctrl-C included) leaves no half-written file behind.
@@ -266,10 +301,22 @@ class LazyExpr:
         -------
         NDArray, or `out`
         """
+        item = kwargs.pop("item", None)
+        if urlpath is not None and not isinstance(urlpath, (str, bytes, os.PathLike)):
+            item, urlpath = urlpath, None            # python-blosc2's compute(item)
+        if item is not None and item != ():
+            return LazyExpr(Operand(SliceView(self, item))).compute(
+                urlpath=urlpath, mode=mode, chunks=chunks, blocks=blocks, cparams=cparams,
+                dparams=dparams, progress=progress, scheduler=scheduler,
+                fp_accuracy=fp_accuracy, **kwargs)
         from ndpack.engine.compute import compute                   # seam
         return compute(self, urlpath=urlpath, mode=mode, chunks=chunks, blocks=blocks,
                        cparams=cparams, dparams=dparams, progress=progress,
                        scheduler=scheduler, fp_accuracy=fp_accuracy, **kwargs)
+
+    def slice(self, item):
+        """``self[item]`` computed into a new NDArray (python-blosc2's method)."""
+        return self.compute(item=item)
 
     def save(self, urlpath, **kwargs) -> None:
         """Save the expression (not its values) to a ``.b2nd`` carrier that
