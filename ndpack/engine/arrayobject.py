@@ -3,7 +3,8 @@
 Libraries that accept any array (through ``x.__array_namespace__()`` or
 array-api-compat) find ndpack's namespace here; the Python conversions of 0-d arrays,
 the device attributes (ndpack computes on the CPU), DLPack export (the array is
-decoded, then shared with the consumer) and the transposes of lazy expressions.  The
+decoded, then shared with the consumer), the transposes of lazy expressions and
+``NDArray.take`` (python-blosc2's method, :func:`ndpack.take`).  The
 storage layer does not know the engine (imports point down), so the engine installs
 these members when ``ndpack.engine`` is imported, as it installs the operators.
 
@@ -28,7 +29,7 @@ import numpy as np
 from ndpack.engine.elementwise import astype
 from ndpack.engine.expr.lazyexpr import LazyExpr
 from ndpack.storage.ndarray import NDArray
-from ndpack.engine.ops.shape import matrix_transpose, permute_dims
+from ndpack.engine.ops.shape import matrix_transpose, permute_dims, take
 
 __all__ = ["install", "API_VERSIONS", "DEVICE"]
 
@@ -127,6 +128,12 @@ def _astype(self, dtype, /, *, copy=True, device=None):
     return astype(self, dtype, copy=copy, device=device)
 
 
+def _take(self, indices, axis=None, **kwargs):
+    """Items at `indices` along `axis` (of the flattened array when None), as a new
+    NDArray; see :func:`ndpack.take`."""
+    return take(self, indices, axis=axis, **kwargs)
+
+
 def install(cls, transposes: bool = False) -> None:
     """Give `cls` the array object protocol (idempotent); `transposes` adds ``T`` and
     ``mT`` (NDArray has its own)."""
@@ -144,4 +151,5 @@ def install(cls, transposes: bool = False) -> None:
 
 
 install(NDArray)
+NDArray.take = _take                     # NDArray only, as python-blosc2's
 install(LazyExpr, transposes=True)

@@ -161,3 +161,23 @@ def test_lazyudf_chunked_eval_and_storage(tmp_path):
     assert u.compute().urlpath == path
     with pytest.raises(ValueError, match="unknown argument"):
         ndpack.lazyudf(plus_one, (na,), np.float64, nosuch=1)
+
+
+@pytest.mark.parametrize("axis,indices", [(None, [[0, -1], [17, 5]]), (0, [2, -1, 2]),
+                                          (1, [[3, 0], [1, -1]]), (2, []), (1, [])])
+def test_ndarray_take_method(axis, indices):
+    npa = np.arange(60, dtype=np.float64).reshape(3, 4, 5)
+    a = ndpack.asarray(npa, chunks=(2, 3, 4), blocks=(1, 2, 3))
+    res = a.take(indices, axis=axis)
+    assert isinstance(res, ndpack.NDArray)
+    np.testing.assert_array_equal(res[()], np.take(npa, indices, axis=axis))
+
+
+def test_ndarray_take_errors():
+    a = ndpack.asarray(np.arange(12, dtype=np.int32).reshape(3, 4))
+    with pytest.raises(TypeError, match="integer"):        # NumPy's type
+        a.take(np.array([1.5]), axis=0)
+    with pytest.raises(ValueError, match="axis"):
+        a.take([0], axis=2)
+    with pytest.raises(IndexError, match="bounds"):
+        a.take([3], axis=0)

@@ -731,8 +731,10 @@ def take(x, indices, axis=None, **kwargs) -> NDArray:
     """
     x = _array(x)
     idx = np.asarray(indices[()] if isinstance(indices, NDArray) else indices)
-    if idx.dtype.kind not in "iu":
-        raise IndexError(f"indices must be integers, not {idx.dtype}")
+    if idx.size == 0 and idx.dtype.kind not in "iu":
+        idx = idx.astype(np.intp)           # ``[]`` is float64 to NumPy, but selects nothing
+    if idx.dtype.kind not in "iu":          # np.take's exception type
+        raise TypeError(f"indices must be integers, not {idx.dtype}")
     if axis is None:
         size = prod(x.shape)
         if idx.size and (idx.min() < -size or idx.max() >= size):
