@@ -5,7 +5,8 @@
 :class:`~ndpack.engine.expr.lazyexpr.LazyExpr` (each returns a new LazyExpr and reads
 nothing), the reduction methods (``a.sum(axis=0)``, ``a.argmax()``, ...; see
 :mod:`ndpack.engine.statistical`), and in-place operators (``a += b``) that compute at
-once and write the result back chunk by chunk.  The storage layer does not know the
+once and write the result back chunk by chunk, and ``compute()`` (a computed copy,
+as an expression's).  The storage layer does not know the
 engine (imports point down), so the engine installs these on ``NDArray`` here, once,
 when ``ndpack`` is imported.
 
@@ -73,6 +74,13 @@ def _reduction_method(name):
     return method
 
 
+def _compute(self, *args, **kwargs):
+    """A computed copy of the array (same arguments as :meth:`LazyExpr.compute`:
+    ``item``, ``urlpath``, storage, ``out``, ...), so code that rebinds ``a += 1`` to an
+    expression under python-blosc2 may call ``a.compute()`` either way."""
+    return LazyExpr(as_node(self)).compute(*args, **kwargs)
+
+
 def install(cls) -> None:
     """Give `cls` LazyExpr's lazy operators and the reduction methods (idempotent)."""
     for name in OPERATORS:
@@ -82,6 +90,7 @@ def install(cls) -> None:
 
 
 install(NDArray)
+NDArray.compute = _compute
 for _short, _func in _INPLACE.items():          # NDArray only: an expression is rebound
     setattr(NDArray, f"__i{_short}__", _inplace(_func))
 del _short, _func

@@ -181,3 +181,16 @@ def test_ndarray_take_errors():
         a.take([0], axis=2)
     with pytest.raises(IndexError, match="bounds"):
         a.take([3], axis=0)
+
+
+def test_ndarray_compute(tmp_path):
+    npa = np.arange(24, dtype=np.complex128).reshape(4, 6)
+    a = ndpack.asarray(npa, chunks=(2, 3), blocks=(1, 3))
+    a += 1j                              # in place here; an expression under python-blosc2
+    b = a.compute()
+    assert isinstance(b, ndpack.NDArray) and b is not a
+    assert (b.chunks, b.blocks) == (a.chunks, a.blocks)
+    np.testing.assert_array_equal(b[()], npa + 1j)
+    np.testing.assert_array_equal(a.compute(item=(slice(1, 3),))[()], (npa + 1j)[1:3])
+    c = a.compute(urlpath=str(tmp_path / "c.b2nd"))
+    np.testing.assert_array_equal(ndpack.open(c.urlpath)[()], npa + 1j)
