@@ -15,7 +15,8 @@ operand.  Peers: h5py / zarr's own ``[...]`` plus NumPy, python-blosc2, dask.  P
 (growth of the process during one call) for ndpack and python-blosc2.
 
 Times are best of interleaved rounds; ratios are peer time / ndpack time (> 1: ndpack
-faster); "native" is ndpack's time on ``.b2nd`` divided by its time here (the target is
+faster); "nd CPU" / "own CPU" the process CPU time (all threads) of ndpack's call and of
+the library's own, which a loaded machine does not hide; "native" is ndpack's time on ``.b2nd`` divided by its time here (the target is
 1 / 1.2 for writes and 1 / 1.3 for reads).
 
     python benchmarks/bench_foreign.py            # 2 x 200 MB operands (~2 minutes)
@@ -32,7 +33,9 @@ import shutil
 import tempfile
 
 import numpy as np
-from timing import best_times, optional, peak_rss_during, write_json
+import time
+
+from timing import best, best_times, optional, peak_rss_during, write_json
 
 import ndpack
 
@@ -68,10 +71,13 @@ def _zarr_target(path, shape, chunks, kind):
 
 
 def _rss(row, fns, names):
-    """Peak RSS growth of one call of ndpack and of python-blosc2."""
+    """Peak RSS growth of one call of ndpack and of python-blosc2; the process CPU
+    time (all threads, best of 2) of ndpack and of the library's own."""
     for fn, name in zip(fns, names):
         if name in ("nd_s", "b2_s"):
             _, row[name.replace("_s", "_rss")] = peak_rss_during(fn)
+        if name in ("nd_s", "own_s"):
+            row[name.replace("_s", "_cpu")] = best(fn, 2, clock=time.process_time)
 
 
 def writes(tmp, shape, out_chunks, reps, own=True):
@@ -185,7 +191,7 @@ def main():
           f"(float64), foreign chunks {out_chunks}")
     print(f"{'direction':<9} {'target':<22} {'ndpack':>8} {'b2':>8} {'dask':>8} {'own':>8}"
           f" {'vs b2':>7} {'vs dask':>8} {'vs own':>7} {'native':>7} {'RSS MB':>7}"
-          f" {'b2 RSS':>7}")
+          f" {'b2 RSS':>7} {'nd CPU':>7} {'own CPU':>8}")
     for r in rows:
         def ms(k):
             return f"{r[k] * 1e3:8.0f}" if k in r else f"{'-':>8}"
@@ -198,7 +204,7 @@ def main():
         print(f"{r['direction']:<9} {r['target']:<22} {ms('nd_s')} {ms('b2_s')} "
               f"{ms('dask_s')} {ms('own_s')} {ratio('b2_s')} {ratio('dask_s'):>8} "
               f"{ratio('own_s')} {r['native_s'] / r['nd_s']:6.2f}x {mb('nd_rss')} "
-              f"{mb('b2_rss')}")
+              f"{mb('b2_rss')} {ms('nd_cpu'):>7} {ms('own_cpu'):>8}")
     write_json(args.json, rows)
 
 

@@ -143,3 +143,11 @@ cdef extern from "ndpack.h" nogil:
                         void *scratch, int64_t scratch_len, void *out, int64_t out_len,
                         int nthreads, ndp_error *err)
     void ndp_points_free(ndp_points *p)
+
+# raw zstd frames (csrc/codecs/codecs.h): zarr's and numcodecs' zstd codec
+cdef extern from "../codecs/codecs.h" nogil:
+    int64_t ndp_zstd_decompress(const void *src, int64_t srclen, void *dst, int64_t dstlen,
+                                ndp_error *err)
+    int64_t ndp_zstd_compress(int level, int checksum, const void *src, int64_t srclen,
+                              void *dst, int64_t dstcap, ndp_error *err)
+    int64_t ndp_zstd_bound(int64_t srclen)

@@ -744,3 +744,60 @@ def library_version(int compcode):
 
 # box and point reads of n-dim arrays (csrc/format/boxread.c, pointread.c)
 include "_reads.pxi"
+
+
+# raw zstd frames (zarr's and numcodecs' zstd codec), csrc/codecs/codecs.c
+def zstd_decompress(src, dst):
+    """Decode the zstd frame(s) `src` into the writable buffer `dst`, which they must
+    fill exactly; returns its size.  FormatError for what is not a whole, valid frame,
+    ParameterError when the frames hold another size."""
+    cdef _ReadBuffer buf = _ReadBuffer(src)
+    cdef _WriteBuffer wbuf = _WriteBuffer(dst)
+    cdef ndp_error err
+    err.code = 0
+    cdef int64_t r
+    with nogil:
+        r = ndp_zstd_decompress(buf.view.buf, buf.view.len, wbuf.view.buf, wbuf.view.len, &err)
+    if r < 0:
+        _raise(<int>r, &err)
+    return r
+
+
+def zstd_compress(src, int level=0, bint checksum=False, dst=None):
+    """One zstd frame of `src` (its size in the header) at `level`, with a checksum
+    when `checksum`: bytes, or written into the writable buffer `dst` (its size
+    returned; ParameterError when it does not fit)."""
+    cdef _ReadBuffer buf = _ReadBuffer(src)
+    cdef ndp_error err
+    err.code = 0
+    cdef int64_t r, cap
+    cdef _WriteBuffer wbuf
+    cdef PyObject *raw
+    cdef char *dp
+    if dst is not None:
+        wbuf = _WriteBuffer(dst)
+        with nogil:
+            r = ndp_zstd_compress(level, checksum, buf.view.buf, buf.view.len, wbuf.view.buf,
+                                  wbuf.view.len, &err)
+        if r < 0:
+            _raise(<int>r, &err)
+        return r
+    cap = ndp_zstd_bound(buf.view.len)
+    if cap < 0:
+        raise ParameterError(f"{buf.view.len} bytes are too many for one zstd frame")
+    raw = _new_bytes(cap, False)
+    dp = _bytes_data(raw)
+    with nogil:
+        r = ndp_zstd_compress(level, checksum, buf.view.buf, buf.view.len, dp, cap, &err)
+    if r < 0:
+        Py_XDECREF(raw)
+        _raise(<int>r, &err)
+    return _take_bytes(raw, r)
+
+
+def zstd_bound(Py_ssize_t n):
+    """The most bytes one zstd frame of `n` input bytes can take."""
+    cdef int64_t r = ndp_zstd_bound(n)
+    if r < 0:
+        raise ParameterError(f"{n} bytes are too many for one zstd frame")
+    return r

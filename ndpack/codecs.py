@@ -381,3 +381,60 @@ def register_filter(id: int, forward: Callable | None = None,
 #: thread count as it was when ndpack was imported).
 cparams_dflts = dataclasses.asdict(CParams())
 dparams_dflts = {"nthreads": DParams().nthreads}
+
+
+# ---- raw zstd frames: the chunks of zarr's and numcodecs' zstd codec -----------------------
+
+def zstd_frame_compress(data, level: int = 0, checksum: bool = False, out=None):
+    """One zstd frame of the bytes of `data` (a contiguous buffer), as zarr's and
+    numcodecs' zstd codec store a chunk: the content size in the frame header, a
+    checksum when `checksum`, `level` in zstd's numbering (0: its default, 3;
+    negative: the fast levels).  Encoded by the C core with this thread's reused
+    context, the GIL released.  Returns bytes, or with `out` (a writable buffer of at
+    least :func:`zstd_frame_bound` bytes) the frame's size, written at its start.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.arange(1000.0)
+    >>> frame = zstd_frame_compress(x, level=1, checksum=True)
+    >>> len(frame) < x.nbytes
+    True
+    >>> y = np.empty_like(x)
+    >>> zstd_frame_decompress(frame, y), bool((x == y).all())
+    (8000, True)
+    """
+    level = check_int_range("level", level, -(1 << 17), 22)
+    return _core.zstd_compress(data, level, bool(checksum), out)
+
+
+def zstd_frame_decompress(src, out) -> int:
+    """Decode the zstd frame(s) `src` into the writable contiguous buffer `out`, which
+    they must fill exactly (a frame without its content size is decoded, then its
+    size checked).  Returns the bytes written.  A corrupt, truncated or foreign `src`
+    raises :class:`~ndpack.errors.FormatError`; frames of another size
+    :class:`~ndpack.errors.ParameterError`.  The C core decodes with this thread's
+    reused context, the GIL released.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ndpack.errors import FormatError
+    >>> frame = zstd_frame_compress(np.ones(100))
+    >>> zstd_frame_decompress(frame[:-3], np.empty(100))
+    Traceback (most recent call last):
+    ...
+    ndpack.errors.FormatError: a corrupt or truncated zstd frame (...)
+    """
+    return _core.zstd_decompress(src, out)
+
+
+def zstd_frame_bound(nbytes: int) -> int:
+    """The most bytes one zstd frame of `nbytes` input bytes can take.
+
+    Examples
+    --------
+    >>> zstd_frame_bound(1 << 20) > 1 << 20
+    True
+    """
+    return _core.zstd_bound(int(nbytes))

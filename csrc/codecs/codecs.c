@@ -360,3 +360,77 @@ const char *ndp_codec_library_version(int compcode) {
     default: return "";
   }
 }
+
+/* ---- raw zstd frames (zarr's and numcodecs' zstd codec) ---- */
+
+int64_t ndp_zstd_decompress(const void *src, int64_t srclen, void *dst, int64_t dstlen,
+                            ndp_error *err) {
+  if (srclen < 0 || dstlen < 0 || (src == NULL && srclen > 0) || (dst == NULL && dstlen > 0))
+    return ndp_fail(err, NDP_ERR_PARAM, "zstd: negative sizes or missing buffers");
+  static const uint8_t magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
+  if (srclen < 4 || memcmp(src, magic, 4) != 0)
+    return ndp_fail(err, NDP_ERR_FORMAT, "not a zstd frame (%lld bytes, no magic number)",
+                    (long long)srclen);
+  /* the sizes the frames state, all of them (a corrupt header or a frame cut short is
+   * an error here, before anything is written) */
+  unsigned long long stated = ZSTD_findDecompressedSize(src, (size_t)srclen);
+  if (stated == ZSTD_CONTENTSIZE_ERROR)
+    return ndp_fail(err, NDP_ERR_FORMAT, "a corrupt or truncated zstd frame (%lld bytes)",
+                    (long long)srclen);
+  if (stated != ZSTD_CONTENTSIZE_UNKNOWN && stated != (unsigned long long)dstlen)
+    return ndp_fail(err, NDP_ERR_DEST_SIZE, "the zstd frame holds %llu bytes, not %lld",
+                    stated, (long long)dstlen);
+  ndp_tls *t = ndp_tls_get();
+  if (t == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "zstd: no thread state");
+  if (t->zstd_dctx == NULL && (t->zstd_dctx = ZSTD_createDCtx()) == NULL)
+    return ndp_fail(err, NDP_ERR_MEMORY, "zstd: cannot make a decompression context");
+  size_t r = ZSTD_decompressDCtx((ZSTD_DCtx *)t->zstd_dctx, dst, (size_t)dstlen, src,
+                                 (size_t)srclen);
+  if (ZSTD_isError(r)) {
+    if (ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall)
+      return ndp_fail(err, NDP_ERR_DEST_SIZE, "the zstd frame decodes to more than %lld bytes",
+                      (long long)dstlen);
+    if (ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation)
+      return ndp_fail(err, NDP_ERR_MEMORY, "zstd: %s", ZSTD_getErrorName(r));
+    return ndp_fail(err, NDP_ERR_FORMAT, "a corrupt zstd frame: %s", ZSTD_getErrorName(r));
+  }
+  if ((int64_t)r != dstlen)
+    return ndp_fail(err, NDP_ERR_DEST_SIZE, "the zstd frame decodes to %zu bytes, not %lld", r,
+                    (long long)dstlen);
+  return (int64_t)r;
+}
+
+int64_t ndp_zstd_bound(int64_t srclen) {
+  if (srclen < 0) return NDP_ERR_PARAM;
+  size_t b = ZSTD_compressBound((size_t)srclen);
+  return ZSTD_isError(b) || b > (size_t)INT64_MAX ? NDP_ERR_PARAM : (int64_t)b;
+}
+
+int64_t ndp_zstd_compress(int level, int checksum, const void *src, int64_t srclen,
+                          void *dst, int64_t dstcap, ndp_error *err) {
+  if (srclen < 0 || dstcap < 0 || (src == NULL && srclen > 0) || (dst == NULL && dstcap > 0))
+    return ndp_fail(err, NDP_ERR_PARAM, "zstd: negative sizes or missing buffers");
+  ndp_tls *t = ndp_tls_get();
+  if (t == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "zstd: no thread state");
+  if (t->zstd_cctx == NULL && (t->zstd_cctx = ZSTD_createCCtx()) == NULL)
+    return ndp_fail(err, NDP_ERR_MEMORY, "zstd: cannot make a compression context");
+  ZSTD_CCtx *c = (ZSTD_CCtx *)t->zstd_cctx;
+  /* parameters set here are sticky: reset them (the Blosc2 path's ZSTD_compressCCtx
+   * ignores them anyway) */
+  ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
+  size_t r = ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
+  if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, checksum != 0);
+  if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 1);
+  if (ZSTD_isError(r))
+    return ndp_fail(err, NDP_ERR_PARAM, "zstd level %d: %s", level, ZSTD_getErrorName(r));
+  r = ZSTD_compress2(c, dst, (size_t)dstcap, src, (size_t)srclen);
+  if (ZSTD_isError(r)) {
+    ZSTD_ErrorCode code = ZSTD_getErrorCode(r);
+    if (code == ZSTD_error_dstSize_tooSmall)
+      return ndp_fail(err, NDP_ERR_DEST_SIZE, "the zstd frame of %lld bytes needs more than %lld",
+                      (long long)srclen, (long long)dstcap);
+    return ndp_fail(err, code == ZSTD_error_memory_allocation ? NDP_ERR_MEMORY : NDP_ERR_CODEC,
+                    "zstd: %s", ZSTD_getErrorName(r));
+  }
+  return (int64_t)r;
+}

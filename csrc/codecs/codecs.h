@@ -56,4 +56,24 @@ int32_t ndp_dict_train(uint8_t *dict, int32_t cap, const uint8_t *samples, const
 /* User filters (ids 160-255), or NULL. */
 int ndp_user_filter(int id, ndp_filter_fn *fwd, ndp_filter_fn *bwd, void **userdata);
 
+/* Raw zstd frames, the stored chunks of zarr's and numcodecs' zstd codec (not Blosc2
+ * chunks), through this thread's reused contexts; no locks, safe without the GIL.
+ *
+ * ndp_zstd_decompress: decode the frame(s) in `src` into `dst`, which they must fill
+ * exactly: returns `dstlen`, NDP_ERR_FORMAT (not zstd, corrupt, truncated, checksum
+ * mismatch) or NDP_ERR_DEST_SIZE (the frames state or decode to another size; a frame
+ * that states no size is decoded and its size checked).  `dst` may be partly written
+ * on failure.
+ * ndp_zstd_compress: one frame of `src` at `level` (zstd's numbering: 0 is the
+ * default level 3, negatives are the fast levels), the content size always in its
+ * header, a checksum when `checksum`; returns its size, NDP_ERR_DEST_SIZE when it
+ * does not fit in `dstcap` (ndp_zstd_bound(srclen) always fits) or NDP_ERR_PARAM.
+ * Both report a message in `err` (may be NULL). */
+int64_t ndp_zstd_decompress(const void *src, int64_t srclen, void *dst, int64_t dstlen,
+                            ndp_error *err);
+int64_t ndp_zstd_compress(int level, int checksum, const void *src, int64_t srclen,
+                          void *dst, int64_t dstcap, ndp_error *err);
+/* The most bytes ndp_zstd_compress can write for `srclen` input bytes (< 0: too big). */
+int64_t ndp_zstd_bound(int64_t srclen);
+
 #endif
