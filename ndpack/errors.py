@@ -22,6 +22,7 @@ __all__ = [
     "ParameterError",
     "MissingFileError",
     "CallbackError",
+    "OperationError",
 ]
 
 
@@ -52,3 +53,9 @@ class MissingFileError(NdpackError, FileNotFoundError, ValueError):
 
 class CallbackError(NdpackError, RuntimeError):
     """A user codec or filter registered from Python failed; the cause is chained."""
+
+
+class OperationError(NdpackError, RuntimeError):
+    """A request the store cannot carry out as given (a chunk beyond the format's size
+    limit, an order that is not a permutation of the chunks); a RuntimeError, the type
+    python-blosc2 raises when C-Blosc2 refuses the same request."""

@@ -25,8 +25,8 @@ bytes a writer happened to use.
 
 The frames (:mod:`ndpack.storage.frame`, :mod:`ndpack.storage.framefile`) call the
 functions here: :func:`on_write` / :func:`on_delete` with every chunk write, insert,
-update and delete (appends and slice writes go through them), :func:`checked` when
-a whole chunk is read, :func:`with_record` when the trailer is written and
+update and delete (appends and slice writes go through them), :func:`on_reorder` when
+the chunks are reordered, :func:`checked` when a whole chunk is read, :func:`with_record` when the trailer is written and
 :func:`take_record` when a frame is opened.  Verification follows
 ``DParams(verify=...)`` (:func:`configure`):
 
@@ -66,7 +66,7 @@ from ndpack.errors import FormatError, NdpackError, ParameterError
 from ndpack.storage.meta import packb, unpack_vlmeta_value
 
 __all__ = ["RECORD", "enabled", "set_default", "new_record", "chunk_crc", "on_write", "on_delete",
-           "expected", "checked", "decode_checked", "with_record", "take_record", "configure", "verify_mode"]
+           "on_reorder", "expected", "checked", "decode_checked", "with_record", "take_record", "configure", "verify_mode"]
 
 RECORD = "ndpack.checksums"
 ALG = "crc32c"
@@ -135,6 +135,15 @@ def on_delete(frame, i: int):
     """Forget the checksum of chunk `i`, deleted."""
     if frame.crcs is not None:
         del frame.crcs[i]
+
+
+def on_reorder(frame, order) -> None:
+    """Move the checksums with their chunks: chunk ``order[k]`` became chunk `k`."""
+    crcs = frame.crcs
+    if crcs is not None:
+        moved = [crcs[k] for k in order]
+        for k, value in enumerate(moved):
+            crcs[k] = value
 
 
 def expected(frame, i: int, partial: bool = False):

@@ -38,7 +38,7 @@ import numpy as np
 
 from ndpack.chunks import compress2, decompress, special_chunk
 from ndpack.codecs import Codec, Filter, SpecialValue, SplitMode
-from ndpack.errors import FormatError, ParameterError
+from ndpack.errors import FormatError, OperationError, ParameterError
 from ndpack.storage import checksums
 from ndpack.storage.meta import build_metalayers, build_trailer, expect, parse_section
 
@@ -355,6 +355,34 @@ class FrameBase:
     def _extend_same(self, chunk: bytes, count: int) -> None:
         raise NotImplementedError
 
+    def reorder(self, order) -> None:
+        """Make chunk ``order[k]`` chunk `k` (python-blosc2's ``reorder_offsets``): only
+        the index moves -- chunk bytes stay where they are -- with the chunk sizes and
+        the checksum record.  A fixed-size frame whose short last chunk moves becomes
+        variable-size.  :class:`OperationError` unless `order` is a permutation of the
+        chunks."""
+        with self.lock:
+            self._check_write()
+            n = self.nchunks
+            order = [int(k) for k in order]
+            if len(order) != n or sorted(order) != list(range(n)):
+                raise OperationError(f"the order of {n} chunks must be a permutation of "
+                                     f"range({n}) (each chunk once), not {order[:8]}"
+                                     f"{'...' if len(order) > 8 else ''}")
+            self.cnb = [self.cnb[k] for k in order]
+            checksums.on_reorder(self, order)
+            cs = self.info.chunksize
+            became_var = cs > 0 and any(nb != cs for nb in self.cnb[:-1])
+            if became_var:
+                self.info.chunksize = 0
+            self._reordered(order, became_var)
+            for i in range(n) if self.watchers else ():
+                if order[i] != i:
+                    self.changed("update", i)
+
+    def _reordered(self, order: list, became_var: bool) -> None:
+        raise NotImplementedError
+
     # --- vlmeta ------------------------------------------------------------------------
     def set_vlmeta(self, name: str, chunk: bytes):
         with self.lock:
@@ -530,6 +558,9 @@ class MemoryFrame(FrameBase):
     def _extend_same(self, chunk: bytes, count: int) -> None:
         self.chunks.extend([chunk] * count)
         self._cbytes += len(chunk) * count
+
+    def _reordered(self, order: list, became_var: bool) -> None:
+        self.chunks = [self.chunks[k] for k in order]
 
     def delete(self, i: int):
         with self.lock:

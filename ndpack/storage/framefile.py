@@ -347,6 +347,12 @@ class _FileFrame(FrameBase):
             self._flush()
             self.changed("delete", i)
 
+    def _reordered(self, order: list, became_var: bool) -> None:
+        self.offsets = array.array("q", [self.offsets[k] for k in order])
+        if became_var:
+            self._materialize_specials()
+        self._flush()
+
     def _flush_meta(self):
         self._flush()
 

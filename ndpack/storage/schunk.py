@@ -399,6 +399,27 @@ class SChunk:
         self._frame.delete(nchunk)
         return self.nchunks
 
+    def reorder_offsets(self, order) -> None:
+        """Reorder the chunks in place: chunk ``order[k]`` becomes chunk `k` (as
+        python-blosc2's; only the offsets index is rewritten, no chunk is copied).
+
+        `order` is a one-dimensional permutation of ``range(self.nchunks)``: another
+        shape or length raises ValueError, repeated or out-of-range chunks
+        :class:`~ndpack.errors.OperationError` (a RuntimeError, as python-blosc2's).
+        The checksum record follows the chunks.
+        """
+        if self._mode == "r":
+            raise ParameterError("cannot reorder the chunks of a super-chunk opened in "
+                                 "reading mode ('r')")
+        order = np.asarray(order)
+        if order.ndim != 1:
+            raise ParameterError(f"order must be one-dimensional, not of shape {order.shape}")
+        if len(order) != self.nchunks:
+            raise ParameterError(f"order has {len(order)} entries for {self.nchunks} chunks")
+        if order.size and order.dtype.kind not in "iu":
+            raise ParameterError(f"order must hold chunk numbers (integers), not {order.dtype}")
+        self._frame.reorder(order.tolist())
+
     def get_chunk(self, nchunk: int) -> bytes:
         """The compressed chunk `nchunk` (special chunks come back as 32-byte chunks)."""
         return bytes(self._frame.get(nchunk))
