@@ -218,11 +218,20 @@ def test_a_corrupt_chunk_never_gives_wrong_data(stored, damage):
         np.testing.assert_array_equal(got, want)
 
 
-def test_tensordot_over_zstd_operands_matches_numpy(tmp_path):
+def test_tensordot_over_zstd_operands_matches_numpy(tmp_path, monkeypatch):
+    """Issue 26: the operands are read by the direct reader only -- never through
+    zarr (``tuple(z.blocks)`` once read every chunk to learn the product's grain)."""
+    from ndpack.engine.ops import contract
     rng = np.random.default_rng(4)
     x, y = rng.random((12, 10, 8)), rng.random((12, 10, 8))
     a = zarr.create_array(str(tmp_path / "a.zarr"), data=x, chunks=(3, 10, 8))
     b = zarr.create_array(str(tmp_path / "b.zarr"), data=y, chunks=(4, 5, 8))
+    assert contract.grain_of(a, x.shape) == (3, 10, 8)
+
+    def through_zarr(*args, **kwargs):
+        raise AssertionError("read through zarr")
+    monkeypatch.setattr(type(a), "get_block_selection", through_zarr)
+    monkeypatch.setattr(type(a), "__getitem__", through_zarr)
     for axes in (((0, 1), (0, 1)), ((1, 2), (1, 2)), ((2, 0), (2, 0))):
         got = ndpack.evaluate(f"tensordot(a, b, axes={axes})", local_dict={"a": a, "b": b})
         np.testing.assert_allclose(got, np.tensordot(x, y, axes=axes), rtol=1e-12)

@@ -264,10 +264,17 @@ def contract_into(acc, t1, t2, c1, c2, first: bool, scratch: dict) -> None:
 # operands and output tiles
 
 
+def _sizes(g, shape) -> bool:
+    """Whether `g` is one positive size per axis: a tuple or a list only (zarr's
+    ``.blocks`` is an iterable of its blocks' *values*: ``tuple()`` of it read every
+    chunk through zarr, 0.9 s of a 300^3 tensordot's 1.1 s, issue 26)."""
+    return isinstance(g, (tuple, list)) and len(g) == len(shape) and \
+        all(isinstance(v, (int, np.integer)) and v > 0 for v in g)
+
+
 def chunks_of(x, shape):
     c = getattr(x, "chunks", None)
-    if c is not None and not isinstance(c, str) and len(tuple(c)) == len(shape) and \
-            all(isinstance(v, (int, np.integer)) and v > 0 for v in c):
+    if _sizes(c, shape):
         return tuple(int(v) for v in c)
     return tuple(shape)
 
@@ -281,8 +288,7 @@ def grain_of(x, shape) -> tuple:
     chunks, 1 for in-memory arrays (any cut is free)."""
     for attr in ("blocks", "chunks"):
         g = getattr(x, attr, None)
-        if g is not None and not isinstance(g, str) and len(tuple(g)) == len(shape) and \
-                all(isinstance(v, (int, np.integer)) and v > 0 for v in g):
+        if _sizes(g, shape):
             return tuple(max(1, min(int(v), n)) for v, n in zip(g, shape))
     return (1,) * len(shape)
 
