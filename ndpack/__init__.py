@@ -31,8 +31,8 @@ from ndpack.dtypes import (bool, can_cast, complex64, complex128, finfo, float32
                            uint16, uint32, uint64)
 from ndpack.inspection import __array_namespace_info__
 from ndpack.resources import memory_limit, set_memory_limit
-from ndpack.errors import (CallbackError, CodecError, FilterError, FormatError, NdpackError,
-                           OperationError, ParameterError)
+from ndpack.errors import (CallbackError, CodecError, FilterError, FormatError, LimitError,
+                           NdpackError, OperationError, ParameterError)
 from ndpack.storage import (NDArray, SChunk, arange, array, asarray, compute_chunks_blocks,
                             copy, empty, empty_like, eye, from_dlpack, frombuffer, fromiter,
                             full, full_like, linspace, load, load_array, load_tensor, nans, ndarray_from_cframe,
@@ -89,7 +89,7 @@ __all__ = [
     "nthreads", "set_nthreads", "show_config", "set_memory_limit", "memory_limit",
     "NdpackError", "FormatError", "CodecError", "FilterError", "ParameterError",
     "CallbackError",
-    "OperationError",
+    "OperationError", "LimitError",
     "SChunk", "open", "MissingOperandsError", "LazyUDF", "lazyudf", "matmul", "tensordot",
     "vecdot", "outer", "schunk_from_cframe", "remove_urlpath", "pack_array2", "unpack_array2",
     "save_array", "load_array", "pack_tensor", "unpack_tensor", "save_tensor", "load_tensor",

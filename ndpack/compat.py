@@ -225,8 +225,9 @@ def get_slice_nchunks(schunk, key) -> np.ndarray:
     Parameters
     ----------
     schunk : SChunk or NDArray
-    key : int, slice, (start, stop) of items for an SChunk; slices (one per dimension)
-        for an NDArray.  Steps other than 1 are an IndexError, as in python-blosc2.
+    key : int, slice, (start, stop) of items for an SChunk; slices or integers (one per
+        dimension, ``...`` standing for the missing ones) for an NDArray.  Steps other
+        than 1 are an IndexError, as in python-blosc2.
 
     Examples
     --------
@@ -239,6 +240,12 @@ def get_slice_nchunks(schunk, key) -> np.ndarray:
     """
     if isinstance(schunk, NDArray):
         key = key if isinstance(key, tuple) else (key,)
+        dots = [i for i, k in enumerate(key) if k is Ellipsis]
+        if len(dots) > 1:
+            raise IndexError("get_slice_nchunks: an index can only have a single ellipsis")
+        if dots:                        # ``...`` stands for as many full slices as needed
+            i = dots[0]
+            key = key[:i] + (slice(None),) * (schunk.ndim - len(key) + 1) + key[i + 1:]
         key = key + (slice(None),) * (schunk.ndim - len(key))
         ranges = []
         for k, n, c in zip(key, schunk.shape, schunk.chunks, strict=True):

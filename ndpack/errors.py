@@ -23,6 +23,7 @@ __all__ = [
     "MissingFileError",
     "CallbackError",
     "OperationError",
+    "LimitError",
 ]
 
 
@@ -59,3 +60,8 @@ class OperationError(NdpackError, RuntimeError):
     """A request the store cannot carry out as given (a chunk beyond the format's size
     limit, an order that is not a permutation of the chunks); a RuntimeError, the type
     python-blosc2 raises when C-Blosc2 refuses the same request."""
+
+
+class LimitError(ParameterError, OperationError):
+    """A size beyond what the format can hold (a chunk over ``2**31 - 33`` bytes):
+    a ParameterError (ValueError) and, as python-blosc2 raises for it, a RuntimeError."""

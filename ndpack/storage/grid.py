@@ -30,12 +30,13 @@ import struct
 
 import numpy as np
 
-from ndpack.errors import FormatError, ParameterError
+from ndpack.errors import FormatError, LimitError, ParameterError
 
 __all__ = [
     "MAX_DIM",
     "cache_sizes",
     "check_layout",
+    "check_block_bytes",
     "check_sizes",
     "chunk_cap",
     "compute_chunks_blocks",
@@ -51,6 +52,7 @@ __all__ = [
 MAX_DIM = 16
 KIB, MIB = 1024, 1024 * 1024
 MAX_CHUNK_BYTES = 2 ** 31 - 33
+MAX_BLOCK_BYTES = 536866816           # C-Blosc2's BLOSC2_MAXBLOCKSIZE: no larger block is read
 MAX_INT64 = 2 ** 63 - 1
 # the offsets index of a frame is one chunk of int64 entries
 MAX_NCHUNKS = MAX_CHUNK_BYTES // 8
@@ -238,9 +240,28 @@ def check_layout(shape, chunks, blocks) -> None:
                              f"than a frame's index holds ({MAX_NCHUNKS})")
 
 
+def check_block_bytes(blocks, itemsize: int) -> None:
+    """A new array's blocks hold at most ``MAX_BLOCK_BYTES`` (python-blosc2's
+    ``MAX_BLOCKSIZE``: C-Blosc2 reads no larger block); else ParameterError.
+
+    Examples
+    --------
+    >>> check_block_bytes((2,), 2**29)
+    Traceback (most recent call last):
+    ...
+    ndpack.errors.ParameterError: blocks (2,) of 536870912-byte items hold 1073741824 bytes, a block holds at most 536866816 (MAX_BLOCKSIZE)
+    """
+    nbytes = prod(blocks) * itemsize
+    if nbytes > MAX_BLOCK_BYTES:
+        raise ParameterError(f"blocks {tuple(blocks)} of {itemsize}-byte items hold {nbytes} "
+                             f"bytes, a block holds at most {MAX_BLOCK_BYTES} (MAX_BLOCKSIZE)")
+
+
 def check_sizes(shape, chunks, blocks, itemsize: int) -> None:
     """Bytes of a layout the format can hold: a chunk (padded to whole blocks) of at
-    most ``MAX_CHUNK_BYTES``, a frame of at most 2**63 - 1 bytes; else ParameterError.
+    most ``MAX_CHUNK_BYTES`` (else :class:`~ndpack.errors.LimitError`, a ParameterError
+    and a RuntimeError as python-blosc2's), a frame of at most 2**63 - 1 bytes (else
+    ParameterError).
 
     Examples
     --------
@@ -248,12 +269,12 @@ def check_sizes(shape, chunks, blocks, itemsize: int) -> None:
     >>> check_sizes((2**40,), (2**31,), (2**20,), 8)
     Traceback (most recent call last):
     ...
-    ndpack.errors.ParameterError: chunks (2147483648,) padded to blocks (1048576,) hold 17179869184 bytes of 8-byte items, a chunk holds at most 2147483615
+    ndpack.errors.LimitError: chunks (2147483648,) padded to blocks (1048576,) hold 17179869184 bytes of 8-byte items, a chunk holds at most 2147483615
     """
     check_layout(shape, chunks, blocks)
     nbytes = prod(ext_shape(chunks, blocks)) * itemsize
     if nbytes > MAX_CHUNK_BYTES:
-        raise ParameterError(f"chunks {chunks} padded to blocks {blocks} hold {nbytes} bytes "
+        raise LimitError(f"chunks {chunks} padded to blocks {blocks} hold {nbytes} bytes "
                              f"of {itemsize}-byte items, a chunk holds at most "
                              f"{MAX_CHUNK_BYTES}")
     nchunks = prod(-(-s // c) if c else 0 for s, c in zip(shape, chunks))

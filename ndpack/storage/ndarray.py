@@ -40,6 +40,7 @@ from ndpack.storage.fancy import OIndex, VIndex, fancy_get, fancy_set, is_fancy
 from ndpack.storage.frame import MemoryFrame, special_code
 from ndpack.storage.grid import (
     as_range,
+    check_block_bytes,
     check_sizes,
     compute_chunks_blocks,
     encode_b2nd,
@@ -99,11 +100,15 @@ def create(shape, dtype=np.float64, chunks=None, blocks=None, cparams=None, dpar
     dtype = np.dtype(dtype)
     if dtype.hasobject:
         raise TypeError(f"dtype {dtype} holds Python objects and cannot be stored")
+    if dtype.shape:
+        raise TypeError(f"sub-array dtype {dtype} is not supported: give its shape to the "
+                        f"array instead (shape + {dtype.shape} of {dtype.base})")
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
     chunks, blocks = compute_chunks_blocks(shape, chunks, blocks, dtype=dtype)
     shape = tuple(int(s) for s in shape)
     check_sizes(shape, chunks, blocks, dtype.itemsize)      # what the format can index
+    check_block_bytes(blocks, dtype.itemsize)               # what C-Blosc2 can read
     cp = _layout_cparams(cparams, dtype, blocks)
     dp = make_dparams(dparams)
     raw_meta = {"b2nd": encode_b2nd(shape, chunks, blocks, dtype)}

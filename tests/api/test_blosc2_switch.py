@@ -194,3 +194,26 @@ def test_ndarray_compute(tmp_path):
     np.testing.assert_array_equal(a.compute(item=(slice(1, 3),))[()], (npa + 1j)[1:3])
     c = a.compute(urlpath=str(tmp_path / "c.b2nd"))
     np.testing.assert_array_equal(ndpack.open(c.urlpath)[()], npa + 1j)
+
+
+def test_size_limits_raise_python_blosc2_types():
+    """A chunk over the format's limit is a RuntimeError (python-blosc2's type) and a
+    ValueError (ndpack's ParameterError); a block over MAX_BLOCKSIZE a ValueError."""
+    with pytest.raises(ndpack.LimitError, match="a chunk holds at most") as info:
+        ndpack.zeros((2**31 - 1,), chunks=(2**30,), dtype=np.float32)
+    assert isinstance(info.value, RuntimeError) and isinstance(info.value, ValueError)
+    with pytest.raises(ValueError, match="MAX_BLOCKSIZE"):
+        ndpack.empty(shape=10, dtype=f"S{ndpack.MAX_BLOCKSIZE}", blocks=(2,))
+    with pytest.raises(TypeError, match="sub-array dtype"):     # docs/compat.md
+        ndpack.zeros((1,), dtype=("<f8", (10,)))
+
+
+@pytest.mark.parametrize("key", [(slice(1, 3), ..., slice(3, 6)), (..., 2), (...,),
+                                 (1, ...), (slice(0, 7), 3, ..., slice(2, 9))])
+def test_get_slice_nchunks_ellipsis(key):
+    blosc2 = pytest.importorskip("blosc2")
+    shape, chunks, blocks = (12, 13, 14, 15, 16), (5,) * 5, (2,) * 5
+    a = ndpack.zeros(shape, chunks=chunks, blocks=blocks, dtype=np.float32)
+    b = blosc2.zeros(shape, chunks=chunks, blocks=blocks, dtype=np.float32)
+    np.testing.assert_array_equal(ndpack.get_slice_nchunks(a, key),
+                                  blosc2.get_slice_nchunks(b, key))
