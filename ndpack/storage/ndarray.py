@@ -246,14 +246,14 @@ class NDArray(NDStored, NDViews):
     Build one with the constructors (:func:`ndpack.storage.constructors.asarray`,
     ``zeros``, ``full``, ...) or open a ``.b2nd`` file with ``ndpack.open``.
 
+    ``expand_dims`` and ``squeeze`` give views: arrays sharing another's super-chunk
+    with axes of length 1 added or removed (:meth:`axes_view`, :attr:`base`, see
+    :mod:`ndpack.storage.ndview`).
+
     Parameters
     ----------
     schunk : SChunk
         A super-chunk carrying a ``b2nd`` metalayer.
-
-    ``expand_dims`` and ``squeeze`` give views: arrays sharing another's super-chunk
-    with axes of length 1 added or removed (:meth:`axes_view`, :attr:`base`, see
-    :mod:`ndpack.storage.ndview`).
 
     Examples
     --------
