@@ -250,3 +250,25 @@ def test_a_corrupt_chunk_decoded_ahead_is_refused_by_name(stored):
             read(key, dst, 2)
             np.testing.assert_array_equal(dst, x[key])
             time.sleep(0.02)
+
+
+def test_the_region_path_reads_ahead(tmp_path, monkeypatch):
+    """Regions of one chunk (as 25 MB chunks give): the reader, called per piece with
+    one thread, sees the scan in C order and decodes the next chunks ahead."""
+    from ndpack.engine.run import plan
+    x = np.random.default_rng(7).normal(size=(6, 100, 100)).round(2)
+    z = zarr.create_array(str(tmp_path / "s.zarr"), data=x, chunks=(1, 100, 100))
+    monkeypatch.setattr(plan, "REGION_BYTES", 1)           # (64 KiB at least: a chunk)
+    started, real = [], foreign._Ahead.start
+
+    def start(self, follow, nthreads):
+        started.extend(follow)
+        return real(self, follow, nthreads)
+    monkeypatch.setattr(foreign._Ahead, "start", start)
+    old = ndpack.set_nthreads(2)
+    try:
+        got = ndpack.evaluate("z + 1", local_dict={"z": z})
+    finally:
+        ndpack.set_nthreads(old)
+    np.testing.assert_array_equal(got, x + 1)
+    assert started[:2] == [(1, 0, 0), (2, 0, 0)]

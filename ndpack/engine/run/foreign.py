@@ -57,7 +57,7 @@ import zlib
 import numpy as np
 
 from ndpack.chunks import chunk_info, decompress2
-from ndpack.codecs import zstd_frame_decompress
+from ndpack.codecs import get_nthreads, zstd_frame_decompress
 from ndpack.engine.run.workers import run_leaves
 from ndpack.errors import FormatError
 from ndpack.resources import buffers, memory_limit, pool, scratch
@@ -189,7 +189,7 @@ class _GridReader:
         self.arr, self.shape, self.chunks = arr, tuple(arr.shape), tuple(chunks)
         self.raw, self.fill = np.dtype(raw), fill
         self.decoded = _Decoded(math.prod(self.chunks) * self.raw.itemsize)
-        self.ahead = None
+        self.ahead, self.next = None, 0      # (`next`: the chunk a C-order scan reads next)
 
     def __call__(self, key: tuple, dst: np.ndarray, nthreads: int = 1) -> None:
         if not _plain_key(key, self.shape) or dst.shape != tuple(s.stop - s.start
@@ -197,8 +197,9 @@ class _GridReader:
             dst[...] = self.arr[key]
             return
         jobs = list(self._jobs(key, dst))
-        if self.ahead_ok and nthreads > 1 and len(jobs) < nthreads:
-            jobs = self._read_ahead(key, jobs, nthreads)
+        ahead = max(nthreads, get_nthreads())     # (the region path reads by pieces)
+        if self.ahead_ok and ahead > 1 and len(jobs) < ahead:
+            jobs = self._read_ahead(key, jobs, ahead)
         calls, group, size = [], [], 0
         chunk_bytes = math.prod(self.chunks) * self.raw.itemsize
         for job in jobs:                  # groups of >= 1 MiB per reader thread
@@ -249,11 +250,15 @@ class _GridReader:
         wait: the next ones are decoded meanwhile on the leaf threads into pooled
         buffers (``evaluate("z + 1")`` over 8 zstd chunks of 25 MB: 1.4 -> 2.1 times
         zarr's own speed with a core free).  Only for keys of whole chunks, as the
-        region path reads them; at most `nthreads` chunks (and an eighth of the memory
+        region path reads them in a scan in C order (from the first chunk or the one
+        after the last read); at most `nthreads` chunks (and an eighth of the memory
         limit) ahead."""
         grid = tuple(-(-n // c) for n, c in zip(self.shape, self.chunks))
-        if any(s.start % c or (s.stop % c and s.stop != n)
-               for s, c, n in zip(key, self.chunks, self.shape)):
+        first = int(np.ravel_multi_index(jobs[0][0], grid))
+        last = int(np.ravel_multi_index(jobs[-1][0], grid))
+        scan, self.next = first == self.next, last + 1
+        if not scan or any(s.start % c or (s.stop % c and s.stop != n)
+                           for s, c, n in zip(key, self.chunks, self.shape)):
             return jobs
         if self.ahead is None:
             depth = min(nthreads, memory_limit() // 8 // max(1, self.decoded.chunk_bytes))
@@ -261,7 +266,6 @@ class _GridReader:
                 return jobs
             self.ahead = _Ahead(self, depth)
         left = [job for job in jobs if not self.ahead.serve(*job)]
-        last = int(np.ravel_multi_index(jobs[-1][0], grid))
         follow = [tuple(int(i) for i in np.unravel_index(f, grid))
                   for f in range(last + 1, min(last + 1 + self.ahead.depth, math.prod(grid)))]
         self.ahead.start(follow, nthreads)
