@@ -4,7 +4,10 @@ Accepted: names (resolved to operands or numbers), numeric and boolean constants
 arithmetic, comparison (chained too), bitwise and boolean operators, calls of the
 functions in :mod:`ndpack.engine.expr.functions` with their known keywords, reductions
 (``sum(a, axis=0)``, ``mean(a, axis=1, keepdims=True)``, ``where=`` a boolean
-expression), subscripts with constant integers, slices, ``None`` and ``...``
+expression) and the same as methods (``(a + 1).sum(axis=0)``), NumPy scalars of a
+number (``np.float32(0)``), the constructors of :data:`CONSTRUCTORS` with literal
+arguments (``arange(10, shape=(2, 5))``, ``zeros((3,), dtype=int32)``: a new array
+of at most :data:`MAX_CONSTRUCTED_ITEMS` items), subscripts with constant integers, slices, ``None`` and ``...``
 (``a[1:3, ::-2]``, ``sin(a)[0]``) and ``.T``.  Everything else -- other attributes,
 lambdas, comprehensions, non-constant or fancy subscripts, f-strings, ``__import__``,
 unknown names or calls -- raises ``ValueError`` quoting the offending part.  The text
@@ -28,6 +31,7 @@ ValueError: not allowed in an expression: attribute access 'a.__class__'
 from __future__ import annotations
 
 import ast
+import math
 import numbers
 import operator
 
@@ -37,10 +41,26 @@ from ndpack.engine.expr.functions import BINARY_OPERATORS, FUNCTIONS, REDUCTIONS
 from ndpack.engine.expr.nodes import LINALG, Apply, Constant, Contract, Node, Operand, Reduce
 from ndpack.engine.expr.views import SliceView, TransposeView
 from ndpack.engine.expr.lazyexpr import LazyExpr
+from ndpack.storage import constructors
 
-__all__ = ["parse", "MAX_LENGTH"]
+__all__ = ["parse", "MAX_LENGTH", "MAX_CONSTRUCTED_ITEMS", "CONSTRUCTORS", "SCALAR_TYPES"]
 
 MAX_LENGTH = 10_000          # characters; longer strings are refused before parsing
+MAX_CONSTRUCTED_ITEMS = 2 ** 27     # items of an array built by a constructor call
+
+#: NumPy scalar types callable as ``np.<name>(number)`` (and usable as dtypes)
+SCALAR_TYPES = frozenset(("bool_", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                          "uint32", "uint64", "float16", "float32", "float64", "complex64",
+                          "complex128"))
+#: constructors callable in an expression: (positional parameters, keyword-only ones)
+CONSTRUCTORS = {
+    "arange": (("start", "stop", "step"), ("dtype", "shape", "chunks", "blocks")),
+    "linspace": (("start", "stop", "num"), ("dtype", "shape", "endpoint", "chunks",
+                                            "blocks")),
+    "zeros": (("shape",), ("dtype", "chunks", "blocks")),
+    "ones": (("shape",), ("dtype", "chunks", "blocks")),
+    "full": (("shape", "fill_value"), ("dtype", "chunks", "blocks")),
+}
 _MAX_DEPTH = 200             # nesting; deeper trees are refused
 
 
@@ -194,9 +214,24 @@ class _Builder:
         return result
 
     def visit_Call(self, node, depth):
-        if not isinstance(node.func, ast.Name):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in REDUCTIONS:
+            # ``x.sum(axis=0)``: the method is the function of its object
+            call = ast.copy_location(ast.Call(ast.Name(func.attr, ast.Load()),
+                                              [func.value] + list(node.args),
+                                              node.keywords), node)
+            return self._reduction(call, func.attr, depth)
+        if isinstance(func, ast.Attribute) and self._is_numpy(func.value):
+            return self._scalar(node, func.attr)
+        if isinstance(func, ast.Attribute) and func.attr == "reshape" and \
+                isinstance(func.value, ast.Call) and isinstance(func.value.func, ast.Name) \
+                and func.value.func.id in CONSTRUCTORS:
+            return self._construct(func.value, func.value.func.id, reshape=node)
+        if not isinstance(func, ast.Name):
             self.reject(node, "call of")
-        name = node.func.id
+        name = func.id
+        if name in CONSTRUCTORS and name not in FUNCTIONS:
+            return self._construct(node, name)
         if name in REDUCTIONS:
             return self._reduction(node, name, depth)
         if name in LINALG:
@@ -219,6 +254,76 @@ class _Builder:
             kwargs[kw.arg] = value.value
         return Apply(name, tuple(args), kwargs)
 
+
+    # ---- NumPy scalars and array constructors ----------------------------------------
+    def _is_numpy(self, node) -> bool:
+        """`node` is ``np`` or ``numpy``, not given as an operand of another kind."""
+        return isinstance(node, ast.Name) and node.id in ("np", "numpy") and \
+            self.names.get(node.id, np) is np
+
+    def _scalar(self, node, kind: str):
+        """``np.float32(0)``: a NumPy scalar of a number literal."""
+        if kind not in SCALAR_TYPES or len(node.args) != 1 or node.keywords:
+            self.reject(node, "call of")
+        value = self._literal(node.args[0])
+        if isinstance(value, (str, tuple)) or value is None:
+            self.reject(node.args[0], "non-number argument")
+        return Constant(getattr(np, kind)(value))
+
+    def _dtype(self, node):
+        """A dtype keyword: a string, a dtype name (``int32``) or ``np.int32``."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            name = node.value
+        elif isinstance(node, ast.Name) and node.id not in self.names:
+            name = node.id
+        elif isinstance(node, ast.Attribute) and self._is_numpy(node.value):
+            name = node.attr
+        else:
+            self.reject(node, "dtype")
+        if name in SCALAR_TYPES:
+            return np.dtype(getattr(np, name))
+        if name in ("bool", "int", "float", "complex") or isinstance(node, ast.Constant):
+            try:
+                return np.dtype(name)
+            except TypeError:
+                pass
+        self.reject(node, "dtype")
+
+    def _construct(self, node, name: str, reshape=None):
+        """``arange(10, shape=(2, 5))`` and the other constructors of literal arguments:
+        a new in-memory array of at most ``MAX_CONSTRUCTED_ITEMS`` items;
+        ``arange(10).reshape((2, 5))`` (`reshape`: that call) gives it the shape."""
+        params = CONSTRUCTORS[name]
+        if len(node.args) > len(params[0]) or any(isinstance(a, ast.Starred)
+                                                 for a in node.args):
+            self.reject(node, f"arguments of {name}() in")
+        kwargs = {params[0][k]: self._literal(a) for k, a in enumerate(node.args)}
+        for kw in node.keywords:
+            if kw.arg is None or kw.arg in kwargs or kw.arg not in params[0] + params[1]:
+                self.reject(node, f"keyword {kw.arg!r} for {name}() in")
+            kwargs[kw.arg] = self._dtype(kw.value) if kw.arg == "dtype" else \
+                self._literal(kw.value)
+        if reshape is not None:
+            args = [self._literal(a) for a in reshape.args]
+            args = [tuple(args)] if len(args) > 1 else args      # reshape(2, 5)
+            args += [self._literal(kw.value) for kw in reshape.keywords if kw.arg == "shape"]
+            if len(args) != 1 or len(reshape.keywords) > 1 or "shape" in kwargs or \
+                    any(kw.arg != "shape" for kw in reshape.keywords):
+                self.reject(reshape, "reshape of")
+            kwargs["shape"] = args[0]
+            node = reshape
+        try:
+            n = _items(name, kwargs)
+        except (TypeError, ValueError, ZeroDivisionError, OverflowError) as exc:
+            raise ValueError(f"bad arguments in {self._src(node)!r}: {exc}") from None
+        if n > MAX_CONSTRUCTED_ITEMS:
+            raise ValueError(f"{self._src(node)!r} makes {n} items, more than an expression "
+                             f"builds ({MAX_CONSTRUCTED_ITEMS}): create the array apart")
+        try:
+            array = getattr(constructors, name)(**kwargs)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{exc} in {self._src(node)!r}") from None
+        return Operand(array, self._src(node))
 
     # ---- reductions ------------------------------------------------------------------
     def _reduction(self, node, name, depth):
@@ -318,6 +423,22 @@ class _Builder:
                 not isinstance(v.value, bool):
             return -v.value if neg else v.value
         self.reject(node, "non-constant or fancy subscript")
+
+
+def _items(name: str, kw: dict) -> int:
+    """How many items constructor `name` makes with keywords `kw`."""
+    shape = kw.get("shape")
+    if shape is not None:
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        return int(np.prod(shape, dtype=object)) if shape else 1
+    if name == "arange":
+        start, stop, step = kw["start"], kw.get("stop"), kw.get("step", 1)
+        if stop is None:
+            start, stop = 0, start
+        return max(0, math.ceil((stop - start) / step))
+    if name == "linspace":
+        return int(kw.get("num") if kw.get("num") is not None else 50)
+    raise ValueError(f"{name}() needs a shape")
 
 
 def _describe(node) -> str:
