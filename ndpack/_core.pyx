@@ -182,18 +182,23 @@ cdef class ChunkParts:
         ndp_cparts_free(self.enc)
         Py_XDECREF(self.raw)
 
-    def add(self, src, int32_t first, int32_t count):
-        """Encode blocks [first, first + count) of the chunk whose buffer is `src` (the
-        whole chunk's bytes; only those blocks are read)."""
+    cdef _ReadBuffer _buffer(self, src):
+        """`src` as the buffer of the chunk being encoded (checked: whole, unfinished)."""
         cdef _ReadBuffer buf = _ReadBuffer(src)
-        cdef ndp_error err
-        cdef int r
-        err.code = 0
         if self.enc == NULL:
             raise ParameterError("the chunk was finished")
         if buf.view.len < self.nbytes:
             raise ParameterError(f"the chunk buffer holds {buf.view.len} bytes, not "
                                  f"{self.nbytes}")
+        return buf
+
+    def add(self, src, int32_t first, int32_t count):
+        """Encode blocks [first, first + count) of the chunk whose buffer is `src` (the
+        whole chunk's bytes; only those blocks are read)."""
+        cdef _ReadBuffer buf = self._buffer(src)
+        cdef ndp_error err
+        cdef int r
+        err.code = 0
         with nogil:
             r = ndp_cparts_add(self.enc, buf.view.buf, first, count, &err)
         if r < 0:
@@ -205,17 +210,12 @@ cdef class ChunkParts:
         crc32c joined from its blocks' crcs, computed by the threads that encoded them
         (None when the chunk is not made of those blocks: stored uncompressed,
         collapsed into zeros, encoded again whole)."""
-        cdef _ReadBuffer buf = _ReadBuffer(src)
+        cdef _ReadBuffer buf = self._buffer(src)
         cdef ndp_error err
         cdef int32_t r
         cdef uint32_t crc = 0
         cdef int known = 0
         err.code = 0
-        if self.enc == NULL:
-            raise ParameterError("the chunk was finished")
-        if buf.view.len < self.nbytes:
-            raise ParameterError(f"the chunk buffer holds {buf.view.len} bytes, not "
-                                 f"{self.nbytes}")
         with nogil:
             r = ndp_cparts_end(self.enc, buf.view.buf, &err)
             if r >= 0:
@@ -296,18 +296,24 @@ def chunk_info(src):
     }
 
 
-def decompress(src, dst=None, int nthreads=1):
-    """Decode a chunk.  Returns bytes, or writes into the writable buffer `dst` and returns nbytes."""
+def decompress(src, dst=None, int nthreads=1, bint crc=False):
+    """Decode a chunk.  Returns bytes, or writes into the writable buffer `dst` and returns
+    nbytes; with `crc` (and `dst`) returns instead the crc32c of all the bytes of `src`
+    (the chunk and anything after it), each block's bytes hashed by the thread that
+    decodes it."""
     cdef _ReadBuffer buf = _ReadBuffer(src)
     cdef ndp_chunk_info ci = _parse(buf)
     cdef ndp_error err
     err.code = 0
     cdef int32_t r
+    cdef uint32_t value = 0
     cdef int32_t srclen = ci.cbytes
     cdef _WriteBuffer wbuf
     cdef PyObject *raw
     cdef char *dp
     if dst is None:
+        if crc:
+            raise ParameterError("a crc32c is given only with a destination buffer")
         raw = _new_bytes(ci.nbytes)
         dp = _bytes_data(raw)
         with nogil:
@@ -320,36 +326,19 @@ def decompress(src, dst=None, int nthreads=1):
     if wbuf.view.len < ci.nbytes:
         raise ParameterError(f"destination holds {wbuf.view.len} bytes, the chunk decodes "
                              f"to {ci.nbytes}")
+    if crc:
+        if buf.view.len > 0x7FFFFFFF:
+            raise ParameterError(f"a chunk buffer of {buf.view.len} bytes (at most 2 GiB)")
+        srclen = <int32_t>buf.view.len
     with nogil:
-        r = ndp_decompress(buf.view.buf, srclen, wbuf.view.buf, ci.nbytes, nthreads, &err)
+        if crc:
+            r = ndp_decompress_crc(buf.view.buf, srclen, wbuf.view.buf, ci.nbytes, nthreads,
+                                   &value, &err)
+        else:
+            r = ndp_decompress(buf.view.buf, srclen, wbuf.view.buf, ci.nbytes, nthreads, &err)
     if r < 0:
         _raise(r, &err)
-    return r
-
-
-def decompress_crc(src, dst, int nthreads=1):
-    """Decode a chunk into the writable buffer `dst` and return the crc32c of all the
-    bytes of `src` (the chunk and anything after it), each block's bytes hashed by the
-    thread that decodes it."""
-    cdef _ReadBuffer buf = _ReadBuffer(src)
-    cdef ndp_chunk_info ci = _parse(buf)
-    cdef ndp_error err
-    err.code = 0
-    cdef int32_t r
-    cdef uint32_t crc = 0
-    if buf.view.len > 0x7FFFFFFF:
-        raise ParameterError(f"a chunk buffer of {buf.view.len} bytes (at most 2 GiB)")
-    cdef int32_t srclen = <int32_t>buf.view.len
-    cdef _WriteBuffer wbuf = _WriteBuffer(dst)
-    if wbuf.view.len < ci.nbytes:
-        raise ParameterError(f"destination holds {wbuf.view.len} bytes, the chunk decodes "
-                             f"to {ci.nbytes}")
-    with nogil:
-        r = ndp_decompress_crc(buf.view.buf, srclen, wbuf.view.buf, ci.nbytes, nthreads,
-                               &crc, &err)
-    if r < 0:
-        _raise(r, &err)
-    return crc
+    return value if crc else r
 
 
 def getitem(src, int start, int nitems):

@@ -375,7 +375,7 @@ def decompress_crc(src, dst, nthreads: int = 1) -> int:
     (True, [0, 1, 2])
     """
     check_int_range("nthreads", nthreads, 1)
-    return _core.decompress_crc(_as_buffer(src), dst, nthreads)
+    return _core.decompress(_as_buffer(src), dst, nthreads, True)
 
 
 def chunk_info(src) -> dict:

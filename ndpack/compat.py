@@ -26,7 +26,7 @@ import os
 import numpy as np
 
 from ndpack.about import __version__
-from ndpack import _core
+from . import _core
 from ndpack.codecs import MAX_TYPESIZE as _MAX_TYPESIZE  # one byte in a chunk header
 from ndpack.codecs import Codec, Filter
 from ndpack.resources import buffers
