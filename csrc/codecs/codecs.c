@@ -363,6 +363,28 @@ const char *ndp_codec_library_version(int compcode) {
 
 /* ---- raw zstd frames (zarr's and numcodecs' zstd codec) ---- */
 
+/* The sum of the content sizes the frames of src state (the stable API's
+ * ZSTD_getFrameContentSize and ZSTD_findFrameCompressedSize, frame after frame; skippable
+ * frames state 0): ZSTD_CONTENTSIZE_ERROR for a corrupt or truncated frame,
+ * ZSTD_CONTENTSIZE_UNKNOWN when a frame does not say. */
+static unsigned long long zstd_stated_size(const void *src, size_t srclen) {
+  const uint8_t *p = (const uint8_t *)src;
+  unsigned long long total = 0;
+  int unknown = 0;
+  while (srclen > 0) {
+    unsigned long long one = ZSTD_getFrameContentSize(p, srclen);
+    size_t used = ZSTD_findFrameCompressedSize(p, srclen);
+    if (one == ZSTD_CONTENTSIZE_ERROR || ZSTD_isError(used) || used == 0 || used > srclen)
+      return ZSTD_CONTENTSIZE_ERROR;
+    if (one == ZSTD_CONTENTSIZE_UNKNOWN) unknown = 1;
+    else if (total + one < total) return ZSTD_CONTENTSIZE_ERROR;   /* overflow */
+    else total += one;
+    p += used;
+    srclen -= used;
+  }
+  return unknown ? ZSTD_CONTENTSIZE_UNKNOWN : total;
+}
+
 int64_t ndp_zstd_decompress(const void *src, int64_t srclen, void *dst, int64_t dstlen,
                             ndp_error *err) {
   if (srclen < 0 || dstlen < 0 || (src == NULL && srclen > 0) || (dst == NULL && dstlen > 0))
@@ -373,7 +395,7 @@ int64_t ndp_zstd_decompress(const void *src, int64_t srclen, void *dst, int64_t 
                     (long long)srclen);
   /* the sizes the frames state, all of them (a corrupt header or a frame cut short is
    * an error here, before anything is written) */
-  unsigned long long stated = ZSTD_findDecompressedSize(src, (size_t)srclen);
+  unsigned long long stated = zstd_stated_size(src, (size_t)srclen);
   if (stated == ZSTD_CONTENTSIZE_ERROR)
     return ndp_fail(err, NDP_ERR_FORMAT, "a corrupt or truncated zstd frame (%lld bytes)",
                     (long long)srclen);
