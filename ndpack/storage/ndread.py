@@ -338,7 +338,8 @@ class ChunkIO:
             return True
         m = max(1, _GROUP_BYTES // (prod(counts[:j]) * prod(counts[j + 1:]) * bs))
         parts = list(dim_parts(locs[j], blocks[j]))
-        for r0 in range(0, counts[j], m):
+
+        def group(r0: int, threads: int) -> None:
             run = parts[r0:r0 + m]
             k0, k1 = run[0][1], run[-1][2]
             sub_bids = list(bids)
@@ -349,9 +350,17 @@ class ChunkIO:
             sub_pieces[j] = _pieces(sub_locs[j], blocks[j], sub_bids[j])
             idx = [slice(None)] * nd
             idx[j] = slice(k0, k1)
-            raw = self._decode_scratch(chunk, lay.block_numbers(sub_bids), nthreads,
+            raw = self._decode_scratch(chunk, lay.block_numbers(sub_bids), threads,
                                        self._needs(sub_locs, sub_bids))
             self._copy_pieces(raw, sub_bids, sub_pieces, target[tuple(idx)])
+        starts = range(0, counts[j], m)
+        if nthreads > 1 and len(starts) > 1:
+            # groups in parallel, each decoded and copied by one thread while in its
+            # cache (one big chunk read whole or nearly: the copies are half the work)
+            share(list(starts), lambda r0: group(r0, 1), nthreads)
+            return True
+        for r0 in starts:
+            group(r0, nthreads)
         return True
 
     def _direct_into(self, chunk, locs, bids, target, nthreads) -> bool:

@@ -320,3 +320,45 @@ def test_compound_datasets_take_h5py_path(tmp_path):
         c[...] = np.array([(1.5, 2)] * 10, dtype=dt)
         assert chunkout.chunk_writer(c) is None and foreign.reader(c) is None
         np.testing.assert_array_equal(ndpack.evaluate("h", local_dict={"h": c}), c[...])
+
+
+@pytest.mark.parametrize("shape, chunks", [((12, 40, 30), (12, 40, 30)), ((3000,), (3000,)),
+                                           ((24, 40, 30), (12, 40, 30))])
+def test_few_big_chunks_are_decoded_by_several_threads(tmp_path, monkeypatch, shape, chunks):
+    """A region holding fewer chunks than threads (100 MB chunks of a region path)
+    decodes each chunk with the threads left over; the values are h5py's, and one
+    thread alone reads the same."""
+    from ndpack.storage.ndarray import NDArray
+    from ndpack.storage.schunk import SChunk
+    x = np.random.default_rng(5).standard_normal(shape).round(2)
+    with h5py.File(tmp_path / "a.h5", "w") as f:
+        f.create_dataset("x", data=x, chunks=chunks, **_blosc2("lz4", 5, 1))
+    seen = []
+    real_into, real_chunk = NDArray.read_into, SChunk.decompress_chunk
+
+    def read_into(self, key, out, nthreads=None):
+        seen.append(nthreads)
+        return real_into(self, key, out, nthreads)
+
+    def decompress_chunk(self, n, dst=None):
+        seen.append(self.dparams.nthreads)
+        return real_chunk(self, n, dst)
+    monkeypatch.setattr(NDArray, "read_into", read_into)
+    monkeypatch.setattr(SChunk, "decompress_chunk", decompress_chunk)
+    with h5py.File(tmp_path / "a.h5", "r") as f:
+        ds = f["x"]
+        read = foreign.reader(ds)
+        whole = tuple(slice(0, n) for n in chunks)
+        for nthreads in (1, 2, 3):
+            seen.clear()
+            np.testing.assert_array_equal(foreign.read_new(read, ds, whole, nthreads),
+                                          x[whole])
+            assert seen == [nthreads]
+        seen.clear()
+        both = tuple(slice(0, n) for n in shape)     # small chunks: one batch of all
+        np.testing.assert_array_equal(foreign.read_new(read, ds, both, 2), x)
+        assert seen == [2] * (x.size // np.prod(chunks))
+        seen.clear()
+        np.testing.assert_array_equal(ndpack.evaluate("ds + 1", local_dict={"ds": ds}),
+                                      x + 1)
+        assert seen and all(n >= 1 for n in seen)

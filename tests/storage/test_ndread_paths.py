@@ -342,3 +342,25 @@ def test_block_numbers_and_needs_match_loops(data):
     io = ndread.ChunkIO(lay, a.schunk)
     got = io._needs(locs, bids)
     assert got is None or got == _needs_reference(lay, locs, bids)
+
+
+@pytest.mark.parametrize("where", ["memory", "disk"])
+def test_one_big_chunk_read_in_groups_by_several_threads(where, tmp_path, monkeypatch):
+    """A read of one chunk whose blocks do not tile it (the padded edge blocks are cut)
+    splits into groups of blocks; with 2 threads the groups go to both (each decoded
+    and copied by one), with 1 thread in turn: both as NumPy."""
+    x = _noisy_sine((50, 100, 40), "f8", 3)
+    a = _stored(x, where, tmp_path, chunks=(50, 100, 40), blocks=(16, 16, 32))
+    monkeypatch.setattr(ndread, "_GROUP_BYTES", 4 * 16 * 16 * 32 * 8)   # 4 blocks a group
+    shared = []
+    real = ndread.share
+    monkeypatch.setattr(ndread, "share",
+                        lambda items, work, n: shared.append(len(items)) or real(items, work, n))
+    for nthreads in (1, 2):
+        for key in [(slice(0, 50), slice(0, 100), slice(0, 40)),
+                    (slice(3, 47), slice(5, 99), slice(1, 39))]:
+            shared.clear()
+            out = np.empty(tuple(s.stop - s.start for s in key))
+            a.read_into(key, out, nthreads)
+            np.testing.assert_array_equal(out, x[key])
+            assert (len(shared) == 1 and shared[0] > 1) if nthreads == 2 else not shared

@@ -210,6 +210,9 @@ class _GridReader:
                 group, size = [], 0
         if group:
             calls.append(_Batch(self, group))
+        if len(calls) < nthreads:         # few chunks: threads left decode inside them
+            for call in calls:
+                call.threads = nthreads // len(calls)
         if nthreads > 1:
             run_leaves(calls, nthreads)
             return
@@ -237,8 +240,9 @@ class _GridReader:
                 rel.append(slice(lo - s.start, hi - s.start))
             yield coords, tuple(local), dst[tuple(rel)]
 
-    def load(self, coords, local, dstv) -> None:
-        """Chunk `coords`, box `local` of it, into `dstv`."""
+    def load(self, coords, local, dstv, nthreads: int = 1) -> None:
+        """Chunk `coords`, box `local` of it, into `dstv` (`nthreads`: threads that
+        may decode inside the chunk, for codecs that can)."""
         raise NotImplementedError
 
     def _read_ahead(self, key, jobs, nthreads) -> list:
@@ -400,6 +404,8 @@ class _Ahead:
 class _Batch:
     """Some chunks of one region, read by one thread (a fallback per chunk)."""
 
+    threads = 1                  # threads decoding inside a chunk (few chunks, big)
+
     def __init__(self, owner: _GridReader, jobs: list):
         self.owner, self.jobs = owner, jobs
 
@@ -407,7 +413,7 @@ class _Batch:
         owner = self.owner
         for coords, local, dstv in self.jobs:
             try:
-                owner.load(coords, local, dstv)
+                owner.load(coords, local, dstv, self.threads)
             except Exception as exc:   # noqa: BLE001 -- _Fallback, a codec error: the library decides
                 READS[owner.kind + " fallback"] += 1      # counted even if the library fails
                 origin = [i * c for i, c in zip(coords, owner.chunks)]
@@ -521,7 +527,7 @@ class _H5Reader(_GridReader):
             got = self.info[coords] = self.arr.id.get_chunk_info_by_coord(origin)
         return got.byte_offset, got.size, got.filter_mask, self.chunks
 
-    def load(self, coords, local, dstv) -> None:
+    def load(self, coords, local, dstv, nthreads: int = 1) -> None:
         offset, size, mask, stored = self._locate(coords)
         if offset is None:
             dstv[...] = self.fill
@@ -530,7 +536,7 @@ class _H5Reader(_GridReader):
         if self.codec == BLOSC2_FILTER and not mask & 1:
             src = scratch(size, "foreign-packed")
             _pread(self.fd, memoryview(src), offset)
-            _blosc2_frame_into(src, stored, local, dstv, self.raw)
+            _blosc2_frame_into(src, stored, local, dstv, self.raw, nthreads)
             return
         if self.codec is not None and not mask & 1:
             def inflate():
@@ -615,10 +621,12 @@ class _TablesReader(_H5Reader):
         return got.offset, got.size, got.filter_mask, self.chunks
 
 
-def _blosc2_frame_into(src, stored: tuple, local: tuple, dstv: np.ndarray, raw) -> None:
+def _blosc2_frame_into(src, stored: tuple, local: tuple, dstv: np.ndarray, raw,
+                       nthreads: int = 1) -> None:
     """Box `local` of an HDF5 chunk stored by the Blosc2 filter (a Blosc2 frame in
     `src`: a b2nd array of the chunk's shape, or a super-chunk of one chunk for 1-d
-    datasets) into `dstv`; a b2nd chunk decodes only the blocks `local` touches."""
+    datasets) into `dstv` with `nthreads` decoding threads; a b2nd chunk decodes only
+    the blocks `local` touches."""
     schunk = schunk_from_cframe(src)               # views of `src`: decoded right away
     nbytes = math.prod(stored) * raw.itemsize
     if "b2nd" in schunk.meta:
@@ -626,12 +634,17 @@ def _blosc2_frame_into(src, stored: tuple, local: tuple, dstv: np.ndarray, raw) 
         if arr.shape != stored or arr.dtype.itemsize != raw.itemsize:
             raise _Fallback("a Blosc2 frame of another shape or item size")
         if dstv.dtype == raw and dstv.flags.c_contiguous:
-            arr.read_into(local, dstv.view(arr.dtype))
+            arr.read_into(local, dstv.view(arr.dtype), nthreads)
         else:
             dstv[...] = arr[local].view(raw)
         return
     if schunk.nchunks != 1 or schunk.nbytes != nbytes:
         raise _Fallback("a Blosc2 frame that is not one chunk of the dataset's")
+    if dstv.dtype == raw and dstv.flags.c_contiguous and tuple(dstv.shape) == stored:
+        if nthreads > 1:
+            schunk.dparams = {"nthreads": nthreads}
+        schunk.decompress_chunk(0, _bytes_of(dstv))      # checked, straight into place
+        return
     data = np.frombuffer(schunk.decompress_chunk(0), raw).reshape(stored)
     dstv[...] = data[local]
 
@@ -684,7 +697,7 @@ class _ZarrReader(_GridReader):
         self.key = arr.metadata.encode_chunk_key
         self.ahead_ok = codec != "none"
 
-    def load(self, coords, local, dstv) -> None:
+    def load(self, coords, local, dstv, nthreads: int = 1) -> None:
         path = os.path.join(self.root, self.key(coords))
         if not os.path.exists(path):
             dstv[...] = self.fill

@@ -126,6 +126,9 @@ class _Reader:
             else:
                 calls += [functools.partial(_read_piece, arr, piece, buf[rel])
                           for piece, rel in _pieces(arr, key)]
+        if 0 < len(leaves) < self.nthreads:        # few pieces (big foreign chunks):
+            inner = self.nthreads // len(leaves)   # the threads left decode inside them
+            leaves = [functools.partial(leaf, nthreads=inner) for leaf in leaves]
         run_leaves(leaves, self.nthreads)
         run_all(calls, self.nthreads)
         return values
