@@ -36,7 +36,7 @@ import numpy as np
 
 from ndpack.codecs import Codec, Filter, make_cparams
 from ndpack.engine.api import evaluate, lazyexpr
-from ndpack.engine.run.foreign import BLOSC2_FILTER
+from ndpack.engine.run.h5read import BLOSC2_FILTER
 from ndpack.errors import ParameterError
 from ndpack.storage.grid import compute_chunks_blocks
 from ndpack.storage.ndarray import NDArray, create

@@ -1,4 +1,4 @@
-"""Direct readers of h5py and zarr operands (ndpack/engine/direct.py): NumPy is the
+"""Direct readers of h5py and zarr operands (ndpack/engine/run/foreign.py and its readers): NumPy is the
 oracle, every fast path is proven taken (``direct.READS`` counts its chunks) and every
 layout it refuses is proven to fall back to ``obj[key]`` with the same values."""
 
@@ -9,6 +9,7 @@ import pytest
 
 import ndpack
 from ndpack.engine.run import foreign as direct
+from ndpack.engine.run import gridread, h5read, zarrread
 
 h5py = pytest.importorskip("h5py")
 zarr = pytest.importorskip("zarr")
@@ -93,7 +94,7 @@ def test_h5py_unallocated_chunks_read_as_the_fill_value(h5):
 
 @pytest.mark.parametrize("shape", [SHAPE, (7, 9, 11), (50,)])
 def test_h5py_contiguous(h5, shape, monkeypatch):
-    monkeypatch.setattr(direct, "_VIRTUAL_BYTES", 64)       # many pieces per read
+    monkeypatch.setattr(h5read, "_VIRTUAL_BYTES", 64)       # many pieces per read
     x = data(shape, ">f8")
     d = h5.create_dataset("x", data=x)
     assert d.chunks is None
@@ -252,7 +253,7 @@ def test_zarr_unsupported_layouts_fall_back(tmp_path):
 def test_a_chunk_that_does_not_decode_to_its_size_is_read_by_zarr(tmp_path, monkeypatch):
     x = data()
     z = zarr_array(tmp_path / "z", x, 3, V3_CODECS["zstd"])
-    monkeypatch.setattr(direct, "_zstd_content_size", lambda src: None)
+    monkeypatch.setattr(zarrread, "_zstd_content_size", lambda src: None)
     before, fell = direct.READS["zarr"], direct.READS["zarr fallback"]
     np.testing.assert_array_equal(ndpack.evaluate("z + 1", local_dict={"z": z}), x + 1)
     assert direct.READS["zarr"] == before
@@ -265,7 +266,7 @@ def test_a_chunk_that_fails_to_decode_is_read_by_zarr(tmp_path, monkeypatch):
 
     def broken(*args, **kwargs):
         raise ndpack.FormatError("not a chunk")
-    monkeypatch.setattr(direct, "decompress2", broken)
+    monkeypatch.setattr(zarrread, "decompress2", broken)
     np.testing.assert_array_equal(ndpack.evaluate("z + 1", local_dict={"z": z}), x + 1)
 
 
@@ -328,10 +329,10 @@ def test_reductions(operands):
 
 def test_reads_run_on_several_threads(operands, monkeypatch):
     ops, a, _ = operands
-    monkeypatch.setattr(direct, "_GROUP_BYTES", 1)             # a call per chunk
+    monkeypatch.setattr(gridread, "_GROUP_BYTES", 1)             # a call per chunk
     seen = []
-    real = direct.run_leaves
-    monkeypatch.setattr(direct, "run_leaves", lambda calls, n: seen.append((len(calls), n))
+    real = gridread.run_leaves
+    monkeypatch.setattr(gridread, "run_leaves", lambda calls, n: seen.append((len(calls), n))
                         or real(calls, n))
     dst = np.empty(SHAPE)
     direct.reader(ops["za"])(tuple(slice(0, s) for s in SHAPE), dst, nthreads=2)
@@ -380,20 +381,20 @@ def test_zarr_out_that_is_an_operand(tmp_path):
 def test_zstd_header_parsing():
     for n in (0, 1, 255, 256, 300, 65791, 70000, 1 << 20):
         frame = numcodecs.Zstd().encode(np.zeros(n, np.uint8))
-        assert direct._zstd_content_size(np.frombuffer(frame, np.uint8)) == n
-    assert direct._zstd_content_size(np.zeros(10, np.uint8)) is None
+        assert zarrread._zstd_content_size(np.frombuffer(frame, np.uint8)) == n
+    assert zarrread._zstd_content_size(np.zeros(10, np.uint8)) is None
 
 
 def test_evaluation_reads_chunks_on_leaf_threads(operands, monkeypatch):
     import threading
     ops, a, b = operands
     names = set()
-    real = direct._ZarrReader.load
+    real = zarrread._ZarrReader.load
 
     def load(self, *args):
         names.add(threading.current_thread().name)
         return real(self, *args)
-    monkeypatch.setattr(direct._ZarrReader, "load", load)
+    monkeypatch.setattr(zarrread._ZarrReader, "load", load)
     import importlib
     plan = importlib.import_module("ndpack.engine.run.plan")
     monkeypatch.setattr(plan, "REGION_BYTES", 8 * 20 * 23)      # two regions

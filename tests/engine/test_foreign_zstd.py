@@ -16,7 +16,7 @@ import pytest
 
 import ndpack
 from ndpack import codecs
-from ndpack.engine.run import chunkout, foreign
+from ndpack.engine.run import chunkout, foreign, gridread, zarrread
 from ndpack.errors import FormatError, ParameterError
 
 zarr = pytest.importorskip("zarr")
@@ -52,7 +52,7 @@ def test_frames_are_numcodecs_frames():
     for level in (-3, 0, 1, 5, 19):
         for checksum in (False, True):
             frame = codecs.zstd_frame_compress(x, level, checksum)
-            assert foreign._zstd_content_size(np.frombuffer(frame, np.uint8)) == x.nbytes
+            assert zarrread._zstd_content_size(np.frombuffer(frame, np.uint8)) == x.nbytes
             assert (frame[4] >> 2) & 1 == checksum             # the header's flag
             got = numcodecs.Zstd(level=level, checksum=checksum).decode(frame)
             assert bytes(got) == x.tobytes()
@@ -105,7 +105,7 @@ def test_writes_read_back_by_zarr(tmp_path, fmt, level, checksum):
     for name in files:
         with open(name, "rb") as f:
             frame = f.read()
-        assert foreign._zstd_content_size(np.frombuffer(frame, np.uint8)) == \
+        assert zarrread._zstd_content_size(np.frombuffer(frame, np.uint8)) == \
             np.prod(CHUNKS) * 8                  # whole chunks, the size in the header
         assert (frame[4] >> 2) & 1 == checksum
 
@@ -163,13 +163,13 @@ def test_whole_chunks_decoded_ahead(stored, monkeypatch):
     """Keys of one chunk each, in C order, with two threads: the next chunks are
     decoded ahead (chunks of fill values missing among them), each read once."""
     z, x = stored
-    served, real = [], foreign._Ahead.serve
+    served, real = [], gridread._Ahead.serve
 
     def serve(self, coords, local, dstv):
         got = real(self, coords, local, dstv)
         served.append(got)
         return got
-    monkeypatch.setattr(foreign._Ahead, "serve", serve)
+    monkeypatch.setattr(gridread._Ahead, "serve", serve)
     read = foreign.reader(z)
     foreign.READS.clear()
     grid = [range(0, n, c) for n, c in zip(SHAPE, CHUNKS)]
@@ -259,12 +259,12 @@ def test_the_region_path_reads_ahead(tmp_path, monkeypatch):
     x = np.random.default_rng(7).normal(size=(6, 100, 100)).round(2)
     z = zarr.create_array(str(tmp_path / "s.zarr"), data=x, chunks=(1, 100, 100))
     monkeypatch.setattr(plan, "REGION_BYTES", 1)           # (64 KiB at least: a chunk)
-    started, real = [], foreign._Ahead.start
+    started, real = [], gridread._Ahead.start
 
     def start(self, follow, nthreads):
         started.extend(follow)
         return real(self, follow, nthreads)
-    monkeypatch.setattr(foreign._Ahead, "start", start)
+    monkeypatch.setattr(gridread._Ahead, "start", start)
     old = ndpack.set_nthreads(2)
     try:
         got = ndpack.evaluate("z + 1", local_dict={"z": z})

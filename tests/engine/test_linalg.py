@@ -106,18 +106,18 @@ def test_tensordot_foreign_read_directly(tmp_path, monkeypatch, axes):
     """h5py and zarr operands of a product go through the direct readers (issue 26):
     chunks read and decoded on our threads, a chunk cut by several steps decoded once;
     the result is NumPy's whatever the steps."""
-    from ndpack.engine.run import foreign
+    from ndpack.engine.run import foreign, gridread
     rng = np.random.default_rng(6)
     x, y = rng.normal(size=(12, 9, 10)), rng.normal(size=(12, 9, 10))
     monkeypatch.setattr(linalg, "TILE_BYTES", 8 * 9 * 10 * 3)      # steps cut the chunks
     monkeypatch.setattr(linalg, "LIVE_BYTES", 8 * 9 * 10 * 6)
     want = np.tensordot(x, y, axes=axes)
     decoded = []
-    real = foreign._Decoded.get
+    real = gridread._Decoded.get
 
     def get(self, coords, decode):
         return real(self, coords, lambda: decoded.append((id(self), coords)) or decode())
-    monkeypatch.setattr(foreign._Decoded, "get", get)
+    monkeypatch.setattr(gridread._Decoded, "get", get)
     with h5py.File(tmp_path / "f.h5", "w") as f:
         ops = {"h5-deflate": (f.create_dataset("x", data=x, chunks=(4, 9, 10), compression="gzip"),
                               f.create_dataset("y", data=y, chunks=(4, 9, 10), compression="gzip")),

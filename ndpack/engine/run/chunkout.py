@@ -57,7 +57,7 @@ import zlib
 import numpy as np
 
 from ndpack.codecs import Codec, CParams, Filter, get_nthreads, zstd_frame_compress
-from ndpack.engine.run.foreign import BLOSC2_FILTER
+from ndpack.engine.run.h5read import BLOSC2_FILTER
 from ndpack.engine.run.workers import buffers, submit, workers
 from ndpack.resources import memory_limit
 from ndpack.storage.constructors import asarray
