@@ -26,6 +26,7 @@ Examples
 
 from __future__ import annotations
 
+import keyword
 import os
 
 import numpy as np
@@ -78,7 +79,7 @@ def expression_text(node: Node, names: dict) -> str:
     """Text of a tree that :func:`ndpack.engine.expr.parse.parse` turns back into it;
     `names` maps ``id(array)`` of each operand to its name in the text."""
     if isinstance(node, Operand):
-        return _operand_text(node.array, names)
+        return node.source if node.source else _operand_text(node.array, names)
     if isinstance(node, Constant):
         v = node.value
         return repr(v.item() if isinstance(v, np.generic) else v)
@@ -144,7 +145,10 @@ def _key_text(k) -> str:
 
 
 def _leaves(node: Node, out: list) -> list:
-    """Stored arrays under the tree (operands, and the bases of views)."""
+    """Stored arrays under the tree (operands, and the bases of views); arrays made by a
+    constructor call in the text are written as that call, not stored."""
+    if isinstance(node, Operand) and node.source:
+        return out
     if isinstance(node, Operand):
         arr = node.array
         while isinstance(arr, (SliceView, TransposeView)):
@@ -177,7 +181,8 @@ def save_expr(expr, urlpath, **kwargs) -> None:
                              f"stored on disk; in memory: {', '.join(map(str, in_memory))}")
     names, used = {}, set()
     for i, (arr, name) in enumerate(leaves):
-        name = name if name and name not in used else f"o{i}"
+        plain = name and name.isidentifier() and not keyword.iskeyword(name)
+        name = name if plain and name not in used else f"o{i}"      # (a view's text: not)
         while name in used:
             name += "_"
         names[id(arr)] = name

@@ -535,7 +535,7 @@ def _rebuild(node: Node) -> Node:
     if isinstance(node, Constant):
         return node
     if isinstance(node, Operand):
-        return Operand(_current(node.array), node.name)
+        return Operand(_current(node.array), node.name, node.source)
     if isinstance(node, Apply):
         return Apply(node.func.name, tuple(_rebuild(a) for a in node.args), node.kwargs)
     if isinstance(node, Reduce):

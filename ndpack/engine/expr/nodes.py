@@ -41,11 +41,15 @@ class Node:
 
 
 class Operand(Node):
-    """An array-like leaf: anything with ``shape``, ``dtype`` and ``__getitem__``."""
+    """An array-like leaf: anything with ``shape``, ``dtype`` and ``__getitem__``.
 
-    __slots__ = ("array", "name", "shape", "dtype")
+    `source`, when given, is the constructor call that made `array` inside an expression
+    string (``arange(10, shape=(2, 5))``): a saved expression writes that text instead of
+    naming a file."""
 
-    def __init__(self, array, name: str | None = None):
+    __slots__ = ("array", "name", "shape", "dtype", "source")
+
+    def __init__(self, array, name: str | None = None, source: str | None = None):
         for attr in ("shape", "dtype", "__getitem__"):
             if not hasattr(array, attr):
                 raise TypeError(f"operand {name or type(array).__name__!r} has no {attr}; "
@@ -56,6 +60,7 @@ class Operand(Node):
                             "arrays of Python objects cannot be computed on")
         self.array = array
         self.name = name
+        self.source = source
         self.shape = tuple(int(s) for s in array.shape)
         self.dtype = dtype
 

@@ -323,7 +323,8 @@ class _Builder:
             array = getattr(constructors, name)(**kwargs)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{exc} in {self._src(node)!r}") from None
-        return Operand(array, self._src(node))
+        text = self._src(node)
+        return Operand(array, text, source=text)
 
     # ---- reductions ------------------------------------------------------------------
     def _reduction(self, node, name, depth):
@@ -380,8 +381,8 @@ class _Builder:
 
     # ---- subscripts and .T -----------------------------------------------------------
     def _base(self, value: Node, node):
-        if isinstance(value, Operand):
-            return value.array
+        if isinstance(value, Operand) and value.source is None:
+            return value.array                # (a constructed one keeps its text)
         if isinstance(value, Constant):
             self.reject(node, "subscript of a number")
         return LazyExpr(value)
