@@ -241,26 +241,48 @@ class CParams:
         return filters, meta
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(init=False, eq=False)
 class DParams:
     """Decompression parameters.
 
+    Its one dataclass field is python-blosc2's (``dataclasses.asdict`` gives
+    ``{"nthreads": ...}`` as there); `verify` is an ndpack keyword kept beside it.
+
     Parameters
     ----------
-    nthreads : int
-        Threads used to decode the blocks of a chunk.
+    nthreads : int, optional
+        Threads used to decode the blocks of a chunk (default: ``ndpack.nthreads``).
     verify : bool or "full"
         Check chunks against the frame's checksums when it carries them (ndpack
         extension, docs/storage.md): True checks every chunk read whole, "full" also
         reads whole the chunks of which only some blocks are wanted, False checks
         nothing.
+
+    Examples
+    --------
+    >>> import dataclasses, ndpack
+    >>> dp = ndpack.DParams(nthreads=1, verify="full")
+    >>> dataclasses.asdict(dp), dp.verify
+    ({'nthreads': 1}, 'full')
+    >>> dp == ndpack.DParams(nthreads=1)
+    False
     """
 
-    nthreads: int = dataclasses.field(default_factory=_default_nthreads)
-    verify: bool | str = True
+    nthreads: int
 
-    def __post_init__(self):
+    def __init__(self, nthreads: int | None = None, verify: bool | str = True):
+        self.nthreads = _default_nthreads() if nthreads is None else nthreads
+        self.verify = verify
         check_int_range("nthreads", self.nthreads, 1)
+
+    def __eq__(self, other):
+        if not isinstance(other, DParams):
+            return NotImplemented
+        return (self.nthreads, self.verify) == (other.nthreads, other.verify)
+
+    def __repr__(self):
+        extra = "" if self.verify is True else f", verify={self.verify!r}"
+        return f"DParams(nthreads={self.nthreads!r}{extra})"
 
 
 def _fields(cls) -> set[str]:
@@ -291,7 +313,7 @@ def make_cparams(cparams=None, **kwargs) -> CParams:
 def make_dparams(dparams=None, **kwargs) -> DParams:
     """Normalize ``dparams`` (DParams, dict or None) plus loose keyword fields."""
     if isinstance(dparams, DParams):
-        base = dataclasses.asdict(dparams)
+        base = {**dataclasses.asdict(dparams), "verify": dparams.verify}
     elif dparams is None:
         base = {}
     elif isinstance(dparams, Mapping):
@@ -299,7 +321,7 @@ def make_dparams(dparams=None, **kwargs) -> DParams:
     else:
         raise ParameterError(f"dparams must be a DParams or a dict, not {type(dparams).__name__}")
     base.update(kwargs)
-    unknown = set(base) - _fields(DParams)
+    unknown = set(base) - _fields(DParams) - {"verify"}
     if unknown:
         raise ParameterError(f"unknown decompression parameter(s) {sorted(unknown)}")
     return DParams(**base)

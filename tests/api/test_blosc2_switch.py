@@ -1,6 +1,7 @@
 """What a user switching ``import blosc2`` to ``import ndpack as blosc2`` meets: SChunk
 built from a ``Storage``, ``a["field"]``, items wider than 255 bytes, ``LazyExpr(new_op=)``,
-``compute(item)`` and ``item=`` of the reductions, ``open(cparams=, deserialize=)``;
+``compute(item)`` and ``item=`` of the reductions, ``open(cparams=, deserialize=)``,
+``asdict(DParams)``;
 python-blosc2 and NumPy are the oracles (found running python-blosc2's own test suite
 against ndpack)."""
 
@@ -217,3 +218,28 @@ def test_get_slice_nchunks_ellipsis(key):
     b = blosc2.zeros(shape, chunks=chunks, blocks=blocks, dtype=np.float32)
     np.testing.assert_array_equal(ndpack.get_slice_nchunks(a, key),
                                   blosc2.get_slice_nchunks(b, key))
+
+
+@pytest.mark.parametrize("dparams", [None, {"nthreads": 1}, {"nthreads": 2}])
+def test_dparams_asdict_as_python_blosc2(dparams):
+    got = []
+    for lib in (ndpack, blosc2):
+        dp = None if dparams is None else lib.DParams(**dparams)
+        a = lib.full((20, 10), 3.5, chunks=(10, 10), dparams=dp)
+        got.append(dataclasses.asdict(a.schunk.dparams))
+        assert dataclasses.asdict(lib.DParams(**(dparams or {}))) == got[-1]
+    assert got[0] == got[1]
+
+
+def test_dparams_verify_beside_the_field():
+    dp = ndpack.DParams(nthreads=1, verify="full")
+    assert (dp.nthreads, dp.verify, dataclasses.asdict(dp)) == (1, "full", {"nthreads": 1})
+    assert dp != ndpack.DParams(nthreads=1) and dp == ndpack.DParams(1, "full")
+    a = ndpack.full((8,), 1.0, dparams={"nthreads": 1, "verify": False})
+    assert a.schunk.dparams.verify is False
+    a.schunk.dparams = dp                       # a DParams keeps its verify through make_dparams
+    assert a.schunk.dparams.verify == "full" and a[()].tolist() == [1.0] * 8
+    with pytest.raises(ndpack.ParameterError, match="unknown decompression"):
+        ndpack.full((8,), 1.0, dparams={"nthreads": 1, "verfy": False})
+    with pytest.raises(ValueError):
+        ndpack.DParams(nthreads=0)
