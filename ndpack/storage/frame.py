@@ -482,7 +482,7 @@ def serialize(info: FrameInfo, meta: dict, vlmeta: dict, chunks, nbytes: int,
             offsets.append(special_offset(code))
             continue
         offsets.append(pos)
-        parts.append(bytes(ch))
+        parts.append(ch)                 # (joined once below: no copy per chunk)
         pos += len(ch)
     index = encode_index(offsets) if n else b""
     vlmeta = checksums.with_record(vlmeta, crcs, pos, nbytes)

@@ -234,8 +234,6 @@ class SChunk:
         if not keep_cparams:
             self._cparams = _cparams_from(frame.info)
         self._contiguous = isinstance(frame, (ContiguousFrame, MemoryFrame))
-        self._meta = Meta(frame.meta, frame.write_meta, self.check_writable)
-        self._vlmeta = vlmeta(frame, self)
         checksums.configure(frame, self._dparams.verify)
 
     # --- properties ----------------------------------------------------------------------
@@ -325,11 +323,14 @@ class SChunk:
 
     @property
     def meta(self) -> Meta:
-        return self._meta
+        # made per access: a kept Meta or vlmeta would hold the super-chunk in a
+        # reference cycle, so a dropped one (and its chunks) lived until the cyclic
+        # collector ran (a foreign writer's temporary arrays: 5 chunks of 68 MB)
+        return Meta(self._frame.meta, self._frame.write_meta, self.check_writable)
 
     @property
     def vlmeta(self) -> vlmeta:
-        return self._vlmeta
+        return vlmeta(self._frame, self)
 
     def __len__(self) -> int:
         return self.nbytes // self.typesize

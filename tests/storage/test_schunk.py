@@ -347,3 +347,30 @@ def test_reorder_offsets_errors(tmp_path):
     assert [r.decompress_chunk(i)[0] for i in range(3)] == [2, 1, 0]
     with pytest.raises(ValueError, match="reading mode"):
         r.reorder_offsets([1, 0, 2])
+
+
+def test_dropped_arrays_are_freed_without_the_cyclic_collector(tmp_path):
+    """No reference cycle keeps a super-chunk (and its compressed chunks) alive after
+    its last user drops it, even once meta and vlmeta were used."""
+    import gc
+    import weakref
+
+    import numpy as np
+    makers = [lambda: ndpack.asarray(np.arange(1000.0), chunks=(100,)),
+              lambda: ndpack.asarray(np.arange(100.0), urlpath=str(tmp_path / "a.b2nd"),
+                                     mode="w"),
+              lambda: ndpack.SChunk(chunksize=40, data=b"x" * 100)]
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        for make in makers:
+            x = make()
+            s = x if isinstance(x, ndpack.SChunk) else x.schunk
+            s.vlmeta["note"] = 1
+            assert "note" in s.vlmeta and s.meta is not None
+            refs = [weakref.ref(s), weakref.ref(s.frame), weakref.ref(x)]
+            del x, s
+            assert [r() for r in refs] == [None, None, None]
+    finally:
+        if was:
+            gc.enable()
