@@ -64,6 +64,7 @@ from ndpack.engine.backends.dask import from_dask, to_dask
 from ndpack.engine.udf import LazyUDF, lazyudf
 from ndpack.engine.hdf5 import from_hdf5, to_hdf5
 from . import fft, linalg  # noqa: E402 -- the standard's extensions (ndpack.linalg, ndpack.fft)
+from . import exceptions  # noqa: E402 -- python-blosc2's blosc2.exceptions names
 from ndpack.compat import *  # noqa: F403 -- python-blosc2's constants and aliases
 from . import compat as _compat
 from ndpack.engine.ops.shape import (broadcast_to, concat, expand_dims, flip, matrix_transpose,

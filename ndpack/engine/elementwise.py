@@ -4,7 +4,9 @@
 nothing is read until it is computed, and it is evaluated in one pass, chunk by chunk.
 Operands may be NDArrays, lazy expressions, NumPy arrays, any array-like with ``shape``,
 ``dtype`` and ``__getitem__`` (h5py, zarr), and -- in binary functions, next to an
-array -- Python scalars, which take the array's dtype (no value-based casting).
+array -- Python scalars, which take the array's dtype (no value-based casting).  A
+unary function of a Python scalar is a 0-d expression (``ndpack.sin(2)[()]`` is
+``np.sin(2)``).
 
 Examples
 --------
@@ -78,10 +80,11 @@ _PY_SCALARS = (bool, int, float, complex)
 
 
 def _array_arg(x, name: str):
-    """Python scalars alone are not arrays: the standard's unary functions take arrays
-    (NumPy scalars are 0-d arrays there)."""
+    """The argument of a unary function: a Python scalar alone is a 0-d array of
+    NumPy's dtype for it (``sin(2)`` is float64 ``np.sin(2)``, as NumPy and
+    python-blosc2 give), not a weak constant."""
     if type(x) in _PY_SCALARS:
-        raise TypeError(f"{name}() takes an array, not a Python {type(x).__name__}")
+        return as_node(np.asarray(x))
     return as_node(x)
 
 

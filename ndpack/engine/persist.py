@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import keyword
 import os
+import pathlib
 
 import numpy as np
 
@@ -50,15 +51,25 @@ _USER = "_b2o_user_vlmeta"
 _LEGACY_EXPR = 0                                  # python-blosc2's LazyArrayEnum.Expr
 
 
-class MissingOperandsError(NdpackError, FileNotFoundError):
+class MissingOperandsError(NdpackError, FileNotFoundError, ValueError):
     """A saved expression's operand files are missing (``.missing`` maps each name to
-    the path looked for)."""
+    the path looked for).
 
-    def __init__(self, expression: str, missing: dict):
+    It is python-blosc2's ``MissingOperands`` too (``ndpack.exceptions``): a ValueError
+    with ``.expr`` (the expression text) and ``.missing_ops`` (each name to the path
+    the carrier stores, a ``pathlib.Path``)."""
+
+    def __init__(self, expression: str, missing: dict, stored: dict | None = None):
         self.expression, self.missing = expression, dict(missing)
+        self.missing_ops = {k: pathlib.Path(v) if isinstance(v, str) else v
+                            for k, v in (stored or missing).items()}
         listing = ", ".join(f"{k!r}: {v}" for k, v in self.missing.items())
         super().__init__(f"the saved expression {expression!r} cannot be opened: operand "
                          f"file(s) missing: {listing}")
+
+    @property
+    def expr(self) -> str:
+        return self.expression
 
 
 # ---------------------------------------------------------------------------------------
@@ -144,6 +155,19 @@ def _key_text(k) -> str:
     return repr(int(k))
 
 
+def _unwrapped(text: str) -> str:
+    """`text` without one pair of parentheses around all of it (``a + b``, as
+    python-blosc2 saves it, not ``(a + b)``)."""
+    if not (text.startswith("(") and text.endswith(")")):
+        return text
+    depth = 0
+    for i, c in enumerate(text):       # (no strings in the text: only numbers and names)
+        depth += (c == "(") - (c == ")")
+        if depth == 0 and i < len(text) - 1:
+            return text                # "(a) + (b)": the first pair closes early
+    return text[1:-1]
+
+
 def _leaves(node: Node, out: list) -> list:
     """Stored arrays under the tree (operands, and the bases of views); arrays made by a
     constructor call in the text are written as that call, not stored."""
@@ -187,13 +211,15 @@ def save_expr(expr, urlpath, **kwargs) -> None:
             name += "_"
         names[id(arr)] = name
         used.add(name)
-    text = expression_text(expr.node, names)
+    text = _unwrapped(expression_text(expr.node, names))
     parse(text, {names[id(a)]: a for a, _ in leaves})         # it must read back
     operands = {names[id(a)]: {"kind": "urlpath", "version": 1,
                                "urlpath": os.path.relpath(os.path.abspath(a.urlpath), folder)}
                 for a, _ in leaves}
     meta = dict(kwargs.pop("meta", None) or {})
     meta["b2o"] = dict(_KIND)
+    if kwargs.pop("mode", "w") not in ("w", "a"):
+        raise ParameterError("save writes a new carrier: mode must be 'w' (or 'a')")
     out = create(tuple(expr.shape), expr.dtype, urlpath=carrier, mode="w", meta=meta, **kwargs)
     with holding(out):                 # replaces an old carrier only once complete
         fill_from(out, special=SpecialValue.UNINIT)
@@ -358,7 +384,7 @@ def _rebuild(urlpath, text, operands: dict, trust_code: bool, roots=(), chain=()
         else:
             found[name] = real
     if missing:
-        raise MissingOperandsError(text, missing)
+        raise MissingOperandsError(text, missing, {k: operands[k] for k in missing})
     for name, real in found.items():
         names[name] = _open(real, "r", 0, trust_code, roots, chain, {})
     return LazyExpr(parse(text, names))

@@ -152,8 +152,7 @@ def test_operands_of_any_kind():
 
 
 def test_bad_input():
-    with pytest.raises(TypeError, match="takes an array"):
-        ndpack.sin(1.0)
+    assert ndpack.sin(1.0)[()] == np.sin(1.0)         # a 0-d expression, as python-blosc2's
     with pytest.raises(TypeError, match="at least one array"):
         ndpack.add(1, 2)
     with pytest.raises(ValueError, match="broadcast"):

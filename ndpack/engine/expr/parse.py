@@ -1,6 +1,7 @@
 """Parse expression strings into trees with ``ast`` and a whitelist.
 
-Accepted: names (resolved to operands or numbers), numeric and boolean constants,
+Accepted: names (resolved to operands or numbers; ``nan`` and ``inf`` otherwise are the
+floats), numeric and boolean constants,
 arithmetic, comparison (chained too), bitwise and boolean operators, calls of the
 functions in :mod:`ndpack.engine.expr.functions` with their known keywords, reductions
 (``sum(a, axis=0)``, ``mean(a, axis=1, keepdims=True)``, ``where=`` a boolean
@@ -62,6 +63,7 @@ CONSTRUCTORS = {
     "full": (("shape", "fill_value"), ("dtype", "chunks", "blocks")),
 }
 _MAX_DEPTH = 200             # nesting; deeper trees are refused
+_NONFINITE = {"nan": math.nan, "inf": math.inf}   # names, unless an operand is so named
 
 
 def parse(text: str, names: dict) -> Node:
@@ -161,6 +163,8 @@ class _Builder:
             self.reject(node, "dunder name")
         if name in ("True", "False"):
             return Constant(name == "True")
+        if name not in self.names and name in _NONFINITE:
+            return Constant(_NONFINITE[name])             # python-blosc2's bare nan, inf
         if name not in self.names:
             if name in FUNCTIONS or name in REDUCTIONS or name in LINALG:
                 self.reject(node, "function used as a value")
