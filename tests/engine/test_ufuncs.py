@@ -78,12 +78,56 @@ def test_registers_are_reused():
     for k in range(50):                               # a long chain: ((a + 1) * 2 + 1) ...
         node = Apply("add" if k % 2 else "multiply", (node, Constant(k + 1)))
     prog = UfuncProgram.compile(node, [a])
-    assert prog.nregisters == 1
+    assert prog.nregisters == 0 and prog.uses_out      # the chain lives in `out`
+    assert prog.plain.nregisters == 1                  # (one register when it cannot)
     x = np.arange(4.0)
     want = x.copy()
     for k in range(50):
         want = want + (k + 1) if k % 2 else want * (k + 1)
     np.testing.assert_array_equal(prog([x], np.empty(4)), want)
+    np.testing.assert_array_equal(prog([x], x), want)  # out is the operand: in place
+
+
+@pytest.mark.parametrize("text,dtype", CASES)
+def test_out_holding_intermediates_or_aliasing_operands(text, dtype):
+    """`out` holds intermediate values when it shares no memory with the operands;
+    when it is an operand, or overlaps one, the steps that leave it alone run: the
+    values are the same in every case (out of another dtype: no intermediate there)."""
+    arrays = _arrays(dtype, n=64)
+    node = _tree(text, arrays)
+    ops = operands_of(node)
+    prog = UfuncProgram.compile(node, ops)
+    values = [op.array for op in ops]
+    with np.errstate(all="ignore"):
+        want = prog.plain(values, np.empty(64, prog.dtype)) if prog.uses_out else \
+            prog(values, np.empty(64, prog.dtype))
+        assert_eq(prog(values, np.empty(64, prog.dtype)), want)
+        for i, v in enumerate(values):
+            if v.dtype != prog.dtype:
+                continue
+            copies = [x.copy() for x in values]
+            assert_eq(prog(copies, copies[i]), want)           # in place over operand i
+            both = np.concatenate([copies[i], copies[i]])      # out overlaps operand i
+            copies[i] = both[10:74]
+            with_overlap = both[5:69]
+            assert prog.alias_free(copies, with_overlap) is False
+            expect = prog.plain([x.copy() for x in copies], np.empty(64, prog.dtype)) \
+                if prog.uses_out else None
+            got = prog(copies, with_overlap)
+            if expect is not None:
+                assert_eq(got, expect)
+    # a broadcast operand: intermediates in `out` have out's shape
+    b2 = {k: (v[:8].reshape(1, 8) if k == "a" else np.resize(v, (8, 8)))
+          for k, v in arrays.items()}
+    node2 = _tree(text, b2)
+    ops2 = operands_of(node2)
+    prog2 = UfuncProgram.compile(node2, ops2)
+    with np.errstate(all="ignore"):
+        ref = prog2.plain([op.array for op in ops2], np.empty((8, 8), prog2.dtype)) \
+            if prog2.uses_out else None
+        got = prog2([op.array for op in ops2], np.empty((8, 8), prog2.dtype))
+    if ref is not None:
+        assert_eq(got, ref)
 
 
 def test_trees_that_do_not_compile_still_evaluate():
@@ -178,12 +222,15 @@ def test_big_regions_run_on_the_workers():
     prog = kernel.program(node, ops)
     names = set()
 
-    def recording(values, out):
-        names.add(threading.current_thread().name)
-        return prog(values, out)
+    class Recording:
+        uses_out, alias_free = prog.uses_out, prog.alias_free
+
+        def __call__(self, values, out, alias_free=None):
+            names.add(threading.current_thread().name)
+            return prog(values, out, alias_free)
 
     out = np.empty_like(x)
-    kernel.run_pieces(recording, [x], out)
+    kernel.run_pieces(Recording(), [x], out)
     np.testing.assert_array_equal(out, np.exp(x) * 2)
     from ndpack.codecs import get_nthreads
     if get_nthreads() > 1:

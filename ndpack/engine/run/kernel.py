@@ -155,7 +155,8 @@ def run(node: Node, ops: list, values: list, out=None):
     """
     full = out is not None and any(np.ndim(v) for v in values)
     prog = program(node, ops) if full or any(np.ndim(v) for v in values) else None
-    if prog is not None and prog.arithmetic_only and numexpr_text(node, ops) is not None:
+    if _PREFER_NUMEXPR and prog is not None and prog.arithmetic_only \
+            and numexpr_text(node, ops) is not None:
         prog = None                           # plain arithmetic: numexpr is as fast
     with np.errstate(all="ignore"):
         if prog is not None:
@@ -180,6 +181,7 @@ def run(node: Node, ops: list, values: list, out=None):
     return res
 
 
+_PREFER_NUMEXPR = True      # plain arithmetic: numexpr (one GIL release a group; A/B pending)
 _PIECE = 1 << 15          # elements per piece of a ufunc program's run (256 KiB of f8)
 
 
@@ -201,6 +203,7 @@ def run_pieces(prog, values: list, out: np.ndarray) -> np.ndarray:
     the pieces of the values stay in cache.  Returns `out`."""
     if out.ndim == 0:
         return prog(values, out)
+    free = prog.alias_free(values, out) if prog.uses_out else None   # once, not per piece
     whole = out
     if out.ndim > 1 and out.flags.c_contiguous and all(
             np.ndim(v) == 0 or (np.shape(v) == out.shape and v.flags.c_contiguous)
@@ -210,14 +213,14 @@ def run_pieces(prog, values: list, out: np.ndarray) -> np.ndarray:
     lead = out.shape[0]
     rows = max(1, _PIECE // max(math.prod(out.shape[1:]), 1))
     if rows >= lead:
-        prog(values, out)
+        prog(values, out, free)
         return whole
     cut = [np.ndim(v) == out.ndim and np.shape(v)[0] == lead for v in values]
 
     def pieces(lo, hi):
         for r0 in range(lo, hi, rows):
             sl = slice(r0, min(r0 + rows, hi))
-            prog([v[sl] if c else v for v, c in zip(values, cut)], out[sl])
+            prog([v[sl] if c else v for v, c in zip(values, cut)], out[sl], free)
 
     npieces = -(-lead // rows)
     nthreads = get_nthreads()
@@ -257,7 +260,8 @@ class Kernel:
     def __init__(self, node: Node, ops: list):
         self.node, self.ops = node, ops
         self.prog = program(node, ops)
-        self.text = None if self.prog is not None and not self.prog.arithmetic_only \
+        self.text = None if self.prog is not None and not (
+            _PREFER_NUMEXPR and self.prog.arithmetic_only) \
             else numexpr_text(node, ops)
         if self.text is not None:                 # plain arithmetic: numexpr
             self.prog = None

@@ -13,7 +13,10 @@ float64 ``sin`` and ``cos``, which run in the C core (:mod:`ndpack.vmath`: withi
 
 A :class:`UfuncProgram` is a list of steps ``ufunc(args..., out=register)`` in the
 tree's post order; a register is freed after its last use and reused (linear scan),
-so a tree of any size needs a few registers of the block's length per thread.  Only
+so a tree of any size needs a few registers of the block's length per thread.  The
+caller's `out` is a register too, until the last step writes the result there (``a +
+b + c``: ``add(a, b, out=out); add(out, c, out=out)``, no register at all), unless it
+may share memory with an operand (then a second list of steps, without it).  Only
 trees made of ufuncs without keywords compile; the step dtypes come from running the
 program once on one-element arrays, and must end in the tree's dtype.
 
@@ -24,8 +27,8 @@ Examples
 >>> a, b = Operand(np.zeros(4)), Operand(np.zeros(4))
 >>> tree = Apply("add", (Apply("multiply", (a, Constant(2))), Apply("exp", (b,))))
 >>> prog = UfuncProgram.compile(tree, [a, b])
->>> prog.nregisters
-2
+>>> prog.nregisters          # (`out` holds a * 2 while exp(b) is computed)
+1
 >>> x, y = np.arange(4.0), np.zeros(4)
 >>> bool((prog([x, y], np.empty(4)) == x * 2 + np.exp(y)).all())
 True
@@ -53,13 +56,26 @@ class UfuncProgram:
     cache-sized pieces.
     """
 
-    def __init__(self, steps: list, reg_dtypes: list, dtype: np.dtype):
+    def __init__(self, steps: list, reg_dtypes: list, dtype: np.dtype,
+                 plain: UfuncProgram | None = None):
         self.steps, self.reg_dtypes, self.dtype = steps, reg_dtypes, dtype
+        self.plain = plain           # the steps that leave `out` alone until the last
         self._local = threading.local()
 
     @property
     def nregisters(self) -> int:
         return len(self.reg_dtypes)
+
+    @property
+    def uses_out(self) -> bool:
+        """Whether an intermediate value lives in `out` (see :meth:`alias_free`)."""
+        return self.plain is not None
+
+    def alias_free(self, values: list, out: np.ndarray) -> bool:
+        """Whether `out` shares no memory with the arrays among `values` (then it may
+        hold intermediate values)."""
+        return not any(isinstance(v, np.ndarray) and v.ndim and np.may_share_memory(v, out)
+                       for v in values)
 
     @property
     def arithmetic_only(self) -> bool:
@@ -95,10 +111,16 @@ class UfuncProgram:
         dtypes = _probe_dtypes(order, ops)
         if dtypes is None or dtypes[-1] != node.dtype:
             return None
-        steps, reg_dtypes = _allocate(order, dtypes)
-        steps = [(_FAST.get(ufunc, ufunc) if dtypes[k] == np.float64 else ufunc, args, reg)
-                 for k, (ufunc, args, reg) in enumerate(steps)]
-        return cls(steps, reg_dtypes, node.dtype)
+        progs = []
+        for use_out in (False, True):
+            steps, reg_dtypes = _allocate(order, dtypes, use_out)
+            steps = [(_FAST.get(ufunc, ufunc) if dtypes[k] == np.float64 else ufunc, args, reg)
+                     for k, (ufunc, args, reg) in enumerate(steps)]
+            progs.append((steps, reg_dtypes))
+        plain = cls(*progs[0], node.dtype)
+        if not any(reg == _OUT for _, _, reg in progs[1][0][:-1]):
+            return plain                 # no intermediate fits in `out`
+        return cls(*progs[1], node.dtype, plain)
 
     def _registers(self, n: int) -> list:
         regs = getattr(self._local, "regs", None)
@@ -106,16 +128,20 @@ class UfuncProgram:
             regs = self._local.regs = [np.empty(n, d) for d in self.reg_dtypes]
         return regs
 
-    def __call__(self, values: list, out: np.ndarray) -> np.ndarray:
-        """Run the steps; the last one writes into `out`."""
+    def __call__(self, values: list, out: np.ndarray, alias_free: bool | None = None):
+        """Run the steps; the last one writes into `out`.  `alias_free`: the result
+        of :meth:`alias_free` when the caller knows it (pieces of one checked call)."""
         if out.dtype != self.dtype:
             raise TypeError(f"out has dtype {out.dtype}, the program gives {self.dtype}")
+        if self.plain is not None and not (self.alias_free(values, out)
+                                           if alias_free is None else alias_free):
+            return self.plain(values, out)
         n = out.size
         regs = [r[:n].reshape(out.shape) for r in self._registers(n)]
         for ufunc, args, reg in self.steps:
-            vals = [values[i] if kind == "in" else regs[i] if kind == "reg" else i
-                    for kind, i in args]
-            ufunc(*vals, out=out if reg is None else regs[reg])
+            vals = [values[i] if kind == "in" else regs[i] if kind == "reg" else
+                    out if kind == "out" else i for kind, i in args]
+            ufunc(*vals, out=out if reg is None or reg == _OUT else regs[reg])
         return out
 
 
@@ -145,18 +171,27 @@ def _probe_dtypes(order: list, ops: list) -> list | None:
     return [r.dtype for r in results]
 
 
-def _allocate(order: list, dtypes: list) -> tuple[list, list]:
+_OUT = -1                        # the register that is the caller's `out`
+
+
+def _allocate(order: list, dtypes: list, use_out: bool = False) -> tuple[list, list]:
     """Registers for the steps' results: a step's register is freed after the last
-    step that reads it, and reused by a later step of the same dtype."""
+    step that reads it, and reused by a later step of the same dtype.  With
+    `use_out`, the caller's `out` (``_OUT``, of the last step's dtype) is the first
+    free register: steps read it as ``("out", _OUT)``."""
     last_use = {}
     for k, (_, args) in enumerate(order):
         for kind, i in args:
             if kind == "tmp":
                 last_use[i] = k
-    reg_of, reg_dtypes, free = {}, [], []
+    reg_of, reg_dtypes, free = {}, [], [_OUT] if use_out else []
     steps = []
+
+    def dtype_of(reg):
+        return dtypes[-1] if reg == _OUT else reg_dtypes[reg]
     for k, (ufunc, args) in enumerate(order):
-        new_args = [("reg", reg_of[i]) if kind == "tmp" else (kind, i) for kind, i in args]
+        new_args = [(("out" if reg_of[i] == _OUT else "reg"), reg_of[i]) if kind == "tmp"
+                    else (kind, i) for kind, i in args]
         if k == len(order) - 1:                  # the result goes to the caller's out
             steps.append((ufunc, new_args, None))
             break
@@ -165,7 +200,7 @@ def _allocate(order: list, dtypes: list) -> tuple[list, list]:
         for kind, i in args:
             if kind == "tmp" and last_use[i] == k and reg_of[i] not in free:
                 free.append(reg_of[i])
-        reg = next((r for r in free if reg_dtypes[r] == dtypes[k]), None)
+        reg = next((r for r in free if dtype_of(r) == dtypes[k]), None)
         if reg is None:
             reg = len(reg_dtypes)
             reg_dtypes.append(dtypes[k])
