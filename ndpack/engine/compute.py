@@ -128,8 +128,12 @@ def run_into(node: Node, expr: LazyExpr, out, fresh: bool = False, tick=None):
         direct = None if isinstance(out, np.ndarray) else chunk_writer(out)
         if direct is not None:   # HDF5: chunks encoded on our threads, stored directly
             piece = plan_regions(node, shape, dtype.itemsize, chunks=direct.chunks)
-            for region, values in region_values(node, shape, regions(shape, piece), dtype):
-                direct.write(region, values)
+            try:
+                for region, values in region_values(node, shape, regions(shape, piece),
+                                                    dtype, direct.target):
+                    direct.write(region, values)
+            finally:
+                direct.release()
             return out
         chunks, blocks = layout_of(node, shape)
         own = None if isinstance(out, np.ndarray) else getattr(out, "chunks", None)

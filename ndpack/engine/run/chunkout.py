@@ -144,6 +144,25 @@ class _ChunkWriter:
         """Store every chunk still being encoded."""
         self._drain(0)
 
+    def target(self, region: tuple) -> np.ndarray:
+        """A reused buffer (the engine's pool) for the values of `region`, valid until
+        the next call: the engine computes each region there instead of into fresh
+        pages (200 MB of them per 200 MB written), as :meth:`write` copies or stores
+        what it needs before it returns.  :meth:`release` gives it back."""
+        shape = tuple(s.stop - s.start for s in region)
+        nbytes = math.prod(shape) * self.dtype.itemsize
+        raw = self.__dict__.get("region_raw")
+        if raw is None or raw.nbytes < nbytes:
+            self.release()
+            raw = self.region_raw = buffers.take(nbytes)
+        return raw[:nbytes].view(self.dtype).reshape(shape)
+
+    def release(self) -> None:
+        """Give the buffer of :meth:`target` back to the pool."""
+        raw = self.__dict__.pop("region_raw", None)
+        if raw is not None:
+            buffers.give(raw)
+
     def _window(self, nthreads: int) -> int:
         """Chunks encoded at once: two per thread, in an eighth of the memory limit."""
         nbytes = self.dtype.itemsize * math.prod(self.chunks)
