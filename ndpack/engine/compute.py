@@ -34,7 +34,8 @@ import numpy as np
 
 from ndpack.engine.expr.accuracy import FPAccuracy, check_fp_accuracy
 from ndpack.engine.expr.lazyexpr import LazyExpr
-from ndpack.engine.expr.nodes import Apply, Contract, Node, Operand, Reduce
+from ndpack.engine.expr.nodes import Accumulate, Apply, Contract, Node, Operand, Reduce
+from ndpack.engine.ops import cumulative
 from ndpack.engine.expr.views import SliceView, TransposeView
 from ndpack.engine.ops.linalg import compute_contract
 from ndpack.engine.ops.reductions import compute_reduction
@@ -72,6 +73,9 @@ def prepare(node: Node, memo: dict | None = None) -> Node:
     elif isinstance(node, Contract):
         out = Operand(compute_contract(node, lambda a: _as_array(prepare(a, memo))),
                       repr(node))
+    elif isinstance(node, Accumulate):
+        out = Operand(getattr(cumulative, node.op)(_as_array(prepare(node.arg, memo)),
+                                                   **node.kwargs()), repr(node))
     elif isinstance(node, Apply):
         args = tuple(prepare(a, memo) for a in node.args)
         out = node if all(a is b for a, b in zip(args, node.args)) else \

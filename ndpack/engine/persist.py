@@ -34,7 +34,8 @@ import numpy as np
 
 from ndpack.engine.expr.functions import BINARY_OPERATORS, UNARY_OPERATORS
 from ndpack.engine.expr.parse import parse
-from ndpack.engine.expr.nodes import Apply, Constant, Contract, Node, Operand, Reduce
+from ndpack.engine.expr.nodes import (Accumulate, Apply, Constant, Contract, Node, Operand,
+                                      Reduce)
 from ndpack.engine.expr.views import SliceView, TransposeView
 from ndpack.codecs import SpecialValue
 from ndpack.engine.operand_paths import allowed_roots, resolve_operand
@@ -103,6 +104,10 @@ def expression_text(node: Node, names: dict) -> str:
         parts += [f"{k}={_literal(v)}" for k, v in kw.items() if k != "keepdims" or v]
         if node.where is not None:
             parts.append(f"where={expression_text(node.where, names)}")
+        return f"{node.op}({', '.join(parts)})"
+    if isinstance(node, Accumulate):
+        parts = [expression_text(node.arg, names)]
+        parts += [f"{k}={_literal(v)}" for k, v in node.kwargs().items()]
         return f"{node.op}({', '.join(parts)})"
     if isinstance(node, Contract):
         parts = [expression_text(a, names) for a in node.args]
@@ -181,7 +186,7 @@ def _leaves(node: Node, out: list) -> list:
             _leaves(arr.node, out)
         elif all(a is not arr for a, _ in out):
             out.append((arr, node.name))
-    elif isinstance(node, (Apply, Reduce, Contract)):
+    elif isinstance(node, (Apply, Reduce, Contract, Accumulate)):
         for child in (node.args if isinstance(node, Apply) else node.children):
             _leaves(child, out)
     return out

@@ -162,3 +162,74 @@ def test_missing_operands_same_in_python_blosc2(tmp_path):
         errs.append(info.value)
     assert errs[0].expr == errs[1].expr == "a * b"
     assert errs[0].missing_ops == errs[1].missing_ops
+
+
+@given(shape=_SHAPES, op=st.sampled_from(["sum", "mean", "max", "min", "std", "var", "prod"]),
+       data=st.data())
+def test_full_reduction_sliced_reduces_the_part(shape, op, data):
+    # python-blosc2: mean(a + b)[key] is mean((a + b)[key]) when key has a slice
+    na = np.arange(math.prod(shape), dtype="f8").reshape(shape) / 7
+    nb = (np.arange(shape[-1], dtype="f8") + 1)          # broadcast along the last axis
+    e = ndpack.lazyexpr(f"{op}(a + b)", {"a": ndpack.asarray(na), "b": ndpack.asarray(nb)})
+    key = tuple(slice(data.draw(st.integers(0, n - 1)), data.draw(st.integers(1, n)))
+                for n in shape[:data.draw(st.integers(1, len(shape)))])
+    part = (na + nb)[key]
+    if part.size == 0:
+        return
+    np.testing.assert_allclose(e[key], getattr(np, op)(part), rtol=1e-10)
+    np.testing.assert_allclose(e.slice(key)[()], getattr(np, op)(part), rtol=1e-10)
+    np.testing.assert_allclose(e[:], getattr(np, op)(na + nb), rtol=1e-10)
+
+
+def test_zero_d_expression_keys():
+    na = np.arange(100.0).reshape(10, 10)
+    e = ndpack.lazyexpr("mean(x + y)", {"x": ndpack.asarray(na), "y": np.ones((10, 10))})
+    np.testing.assert_allclose(e[0:3, np.array([0, 1])], np.mean((na + 1)[0:3, [0, 1]]))
+    np.testing.assert_allclose(e[1, 2:5], np.mean((na + 1)[1, 2:5]))
+    for bad in (1, np.int64(1), [0, 1], np.array([0, 1])):     # NumPy's 0-d errors
+        with pytest.raises(IndexError):
+            e[bad]
+    s = ndpack.lazyexpr("x[1, 2] + 1", {"x": ndpack.asarray(na)})
+    assert s[:] == s[...] == s[()] == 13.0                      # [:] is the whole value
+    with pytest.raises(IndexError, match="full reduction"):
+        s[0:1]
+    w = ndpack.lazyexpr("sum(x, where=x > 3)", {"x": ndpack.asarray(na)})
+    with pytest.raises(IndexError, match="where"):
+        w[0:2]
+
+
+@given(shape=_SHAPES, op=st.sampled_from(["cumulative_sum", "cumulative_prod"]),
+       data=st.data(), method=st.booleans(), initial=st.booleans())
+def test_cumulative_in_string_expressions(shape, op, data, method, initial):
+    na = (np.arange(math.prod(shape), dtype="f8").reshape(shape) % 5) / 4 + 0.5
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    kw = f"axis={axis}" + (", include_initial=True" if initial else "")
+    text = f"a.{op}({kw})" if method else f"{op}(a, {kw})"
+    want = getattr(np, op)(na, axis=axis, include_initial=initial)
+    e = ndpack.lazyexpr(f"{text} * 2 + 1", {"a": ndpack.asarray(na)})
+    assert e.shape == want.shape and e.dtype == want.dtype
+    np.testing.assert_allclose(e[()], want * 2 + 1, rtol=1e-12)
+    np.testing.assert_allclose(e.compute()[()], want * 2 + 1, rtol=1e-12)
+
+
+def test_cumulative_in_saved_expression_and_errors(tmp_path):
+    na = np.arange(12.0).reshape(3, 4)
+    a = ndpack.asarray(na, urlpath=str(tmp_path / "a.b2nd"))
+    ndpack.lazyexpr("a + cumulative_sum(a, axis=0) + 1", {"a": a}).save(tmp_path / "e.b2nd")
+    np.testing.assert_array_equal(ndpack.open(tmp_path / "e.b2nd")[()],
+                                  na + np.cumulative_sum(na, axis=0) + 1)
+    with pytest.raises(ValueError, match="integer axis"):
+        ndpack.lazyexpr("cumulative_sum(a)", {"a": a})
+    with pytest.raises(np.exceptions.AxisError):
+        ndpack.lazyexpr("cumulative_prod(a, axis=2)", {"a": a})
+    with pytest.raises(ValueError, match="keyword 'dtype'"):
+        ndpack.lazyexpr("cumulative_sum(a, axis=0, dtype=1)", {"a": a})
+
+
+def test_cumulative_item():
+    na = np.arange(12.0).reshape(3, 4)
+    a = ndpack.asarray(na)
+    np.testing.assert_array_equal(ndpack.cumulative_sum(a, axis=1, item=(slice(1, 3),))[()],
+                                  np.cumulative_sum(na[1:3], axis=1))
+    np.testing.assert_allclose((a - 0.1).cumulative_prod(axis=0, item=slice(0, 2))[()],
+                               np.cumulative_prod((na - 0.1)[:2], axis=0))

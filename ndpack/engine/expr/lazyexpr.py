@@ -40,8 +40,8 @@ import ndindex
 import numpy as np
 
 from ndpack.engine.expr.functions import FUNCTIONS
-from ndpack.engine.expr.nodes import (LINALG, Apply, Constant, Contract, Node, Operand, Reduce,
-                                      operands_of)
+from ndpack.engine.expr.nodes import (LINALG, Accumulate, Apply, Constant, Contract, Node,
+                                      Operand, Reduce, operands_of)
 from ndpack.engine.expr.views import SliceView, TransposeView
 
 __all__ = ["LazyExpr", "as_node", "key_box", "lazy_ufunc", "OPERATORS", "REDUCTION_METHODS"]
@@ -257,6 +257,8 @@ class LazyExpr:
         keys compute their bounding box; a boolean mask of the whole shape (NumPy,
         NDArray or a boolean expression) is applied slab by slab."""
         from ndpack.engine.compute import compute_box, compute_masked   # seam
+        if not self.shape and _scalar_sliced(key):
+            return _reduce_part(self, key)
         mask = _whole_mask(key, self.shape)
         if mask is not None:
             return compute_masked(self, mask)
@@ -304,6 +306,8 @@ class LazyExpr:
         item = kwargs.pop("item", None)
         if urlpath is not None and not isinstance(urlpath, (str, bytes, os.PathLike)):
             item, urlpath = urlpath, None            # python-blosc2's compute(item)
+        if item is not None and not self.shape and _scalar_sliced(item):
+            item, self = None, LazyExpr(Operand(np.asarray(self[item])))
         if item is not None and item != ():
             return LazyExpr(Operand(SliceView(self, item))).compute(
                 urlpath=urlpath, mode=mode, chunks=chunks, blocks=blocks, cparams=cparams,
@@ -470,6 +474,34 @@ def _whole_mask(key, shape: tuple):
     return key
 
 
+def _scalar_sliced(key) -> bool:
+    """`key` has a slice or ``...`` (python-blosc2 reads such keys on 0-d expressions:
+    see :func:`_reduce_part`); other keys index a 0-d result as NumPy does."""
+    items = key if type(key) is tuple else (key,)
+    return any(isinstance(k, slice) or k is Ellipsis for k in items)
+
+
+def _reduce_part(expr, key) -> np.ndarray:
+    """``expr[key]`` of a 0-d expression, python-blosc2's way: a full reduction
+    reduces its argument's part ``mean(a + b)[:10]`` is ``mean((a + b)[:10])``, a
+    key of only ``:`` and ``...`` (``x[:]``) is the whole value."""
+    node = expr.node
+    items = key if type(key) is tuple else (key,)
+    whole = all(k is Ellipsis or k == slice(None) for k in items)
+    if not (isinstance(node, Reduce) and node.arg.ndim and node.where is None) or whole:
+        if whole:
+            return expr[()]
+        raise IndexError(f"index {key!r} of a 0-d expression: only a full reduction "
+                         "(without where=) takes slices, which select its argument's part")
+    try:
+        part = Operand(SliceView(LazyExpr(node.arg), key))
+    except ValueError:                      # fancy parts: NumPy's own indexing, in memory
+        part = Operand(np.asarray(LazyExpr(node.arg)[key]))
+    red = Reduce(node.op, part, axis=None, dtype=node.req_dtype, ddof=node.ddof,
+                 initial=node.initial)
+    return LazyExpr(red)[()]
+
+
 def _plain_key(key):
     """`key` with array-likes that are not NumPy's (NDArrays, expressions, lists)
     turned into NumPy arrays, which ndindex understands."""
@@ -519,7 +551,7 @@ def _leaf_shapes(node: Node, out: list) -> list:
     elif isinstance(node, Apply):
         for a in node.args:
             _leaf_shapes(a, out)
-    elif isinstance(node, (Reduce, Contract)):
+    elif isinstance(node, (Reduce, Contract, Accumulate)):
         for a in node.children:
             _leaf_shapes(a, out)
     return out
@@ -545,6 +577,8 @@ def _rebuild(node: Node) -> Node:
                       initial=node.initial)
     if isinstance(node, Contract):
         return Contract(node.op, tuple(_rebuild(a) for a in node.args), node.kwargs)
+    if isinstance(node, Accumulate):
+        return Accumulate(node.op, _rebuild(node.arg), **node.kwargs())
     raise TypeError(f"cannot rebuild {type(node).__name__} nodes")
 
 

@@ -27,6 +27,7 @@ import numpy as np
 from ndpack.engine.expr.functions import REDUCTIONS, lookup
 
 __all__ = ["Node", "Operand", "Constant", "Apply", "Reduce", "Contract", "LINALG",
+           "Accumulate", "ACCUMULATE",
            "operands_of", "elementwise", "result_shape", "norm_axes"]
 
 
@@ -302,6 +303,59 @@ class Contract(Node):
         return f"{self.op}({inner})"
 
 
+#: cumulative functions of a string expression: their ufunc and keywords
+ACCUMULATE = {"cumulative_sum": np.add, "cumulative_prod": np.multiply}
+
+
+class Accumulate(Node):
+    """``cumulative_sum`` / ``cumulative_prod`` of a sub-tree along `axis` (required
+    when it has more than one dimension), as NumPy's ``cumulative_sum``; like a
+    product, it is computed whole by :mod:`ndpack.engine.ops.cumulative` before the
+    elementwise evaluation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> c = Accumulate("cumulative_sum", Operand(np.zeros((3, 4), np.int32)), axis=1,
+    ...                include_initial=True)
+    >>> c.shape, c.dtype
+    ((3, 5), dtype('int64'))
+    """
+
+    __slots__ = ("op", "arg", "axis", "include_initial", "shape", "dtype")
+
+    def __init__(self, op: str, arg: Node, axis=None, include_initial=False):
+        if op not in ACCUMULATE:
+            raise ValueError(f"unknown cumulative function {op!r}")
+        if axis is None and arg.ndim == 1:
+            axis = 0
+        if axis is None or isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+            raise ValueError(f"{op}() needs an integer axis for {arg.ndim}-d arrays")
+        if not -max(arg.ndim, 1) <= axis < max(arg.ndim, 1) or not arg.ndim:
+            raise np.exceptions.AxisError(axis, arg.ndim)
+        self.op, self.arg = op, arg
+        self.axis, self.include_initial = int(axis) % arg.ndim, bool(include_initial)
+        self.shape = tuple(n + self.include_initial if d == self.axis else n
+                           for d, n in enumerate(arg.shape))
+        stand = np.ones((1,) * arg.ndim, arg.dtype)
+        self.dtype = ACCUMULATE[op].accumulate(stand, axis=self.axis).dtype
+
+    @property
+    def children(self) -> tuple:
+        return (self.arg,)
+
+    def kwargs(self) -> dict:
+        """Keywords of the cumulative function call."""
+        kw = {"axis": self.axis}
+        if self.include_initial:
+            kw["include_initial"] = True
+        return kw
+
+    def __repr__(self):
+        inner = ", ".join([repr(self.arg)] + [f"{k}={v!r}" for k, v in self.kwargs().items()])
+        return f"{self.op}({inner})"
+
+
 def result_shape(op: str, s1: tuple, s2: tuple, kwargs: dict) -> tuple:
     """Shape of ``op(x1, x2, **kwargs)`` for operands of shapes `s1`, `s2` (checks
     that they fit, with NumPy's messages)."""
@@ -447,7 +501,7 @@ def elementwise(node: Node) -> bool:
     >>> elementwise(Apply("sin", (x,))), elementwise(Reduce("sum", x))
     (True, False)
     """
-    if isinstance(node, (Reduce, Contract)):
+    if isinstance(node, (Reduce, Contract, Accumulate)):
         return False
     if isinstance(node, Apply):
         return all(elementwise(a) for a in node.args)

@@ -5,7 +5,8 @@ floats), numeric and boolean constants,
 arithmetic, comparison (chained too), bitwise and boolean operators, calls of the
 functions in :mod:`ndpack.engine.expr.functions` with their known keywords, reductions
 (``sum(a, axis=0)``, ``mean(a, axis=1, keepdims=True)``, ``where=`` a boolean
-expression) and the same as methods (``(a + 1).sum(axis=0)``), NumPy scalars of a
+expression), ``cumulative_sum``/``cumulative_prod`` (``axis=``, ``include_initial=``) and
+the same as methods (``(a + 1).sum(axis=0)``), NumPy scalars of a
 number (``np.float32(0)``), the constructors of :data:`CONSTRUCTORS` with literal
 arguments (``arange(10, shape=(2, 5))``, ``zeros((3,), dtype=int32)``: a new array
 of at most :data:`MAX_CONSTRUCTED_ITEMS` items), subscripts with constant integers, slices, ``None`` and ``...``
@@ -39,7 +40,8 @@ import operator
 import numpy as np
 
 from ndpack.engine.expr.functions import BINARY_OPERATORS, FUNCTIONS, REDUCTIONS, UNARY_OPERATORS
-from ndpack.engine.expr.nodes import LINALG, Apply, Constant, Contract, Node, Operand, Reduce
+from ndpack.engine.expr.nodes import (ACCUMULATE, LINALG, Accumulate, Apply, Constant, Contract,
+                                      Node, Operand, Reduce)
 from ndpack.engine.expr.views import SliceView, TransposeView
 from ndpack.engine.expr.lazyexpr import LazyExpr
 from ndpack.storage import constructors
@@ -219,11 +221,14 @@ class _Builder:
 
     def visit_Call(self, node, depth):
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr in REDUCTIONS:
+        if isinstance(func, ast.Attribute) and (func.attr in REDUCTIONS or
+                                                func.attr in ACCUMULATE):
             # ``x.sum(axis=0)``: the method is the function of its object
             call = ast.copy_location(ast.Call(ast.Name(func.attr, ast.Load()),
                                               [func.value] + list(node.args),
                                               node.keywords), node)
+            if func.attr in ACCUMULATE:
+                return self._accumulate(call, func.attr, depth)
             return self._reduction(call, func.attr, depth)
         if isinstance(func, ast.Attribute) and self._is_numpy(func.value):
             return self._scalar(node, func.attr)
@@ -238,6 +243,8 @@ class _Builder:
             return self._construct(node, name)
         if name in REDUCTIONS:
             return self._reduction(node, name, depth)
+        if name in ACCUMULATE and name not in self.names:
+            return self._accumulate(node, name, depth)
         if name in LINALG:
             return self._product(node, name, depth)
         if name not in FUNCTIONS:
@@ -351,6 +358,21 @@ class _Builder:
                 kwargs[kw.arg] = self._literal(kw.value)
         try:
             return Reduce(name, arg, **kwargs)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{exc} in {self._src(node)!r}") from None
+
+    def _accumulate(self, node, name, depth):
+        """``cumulative_sum(x, axis=0)`` (and ``include_initial=``, literal)."""
+        if len(node.args) != 1 or isinstance(node.args[0], ast.Starred):
+            raise ValueError(f"{name}() takes the array as its one positional argument, "
+                             f"in {self._src(node)!r}")
+        kwargs = {}
+        for kw in node.keywords:
+            if kw.arg not in ("axis", "include_initial") or kw.arg in kwargs:
+                self.reject(node, f"keyword {kw.arg!r} for {name}() in")
+            kwargs[kw.arg] = self._literal(kw.value)
+        try:
+            return Accumulate(name, self.visit(node.args[0], depth), **kwargs)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{exc} in {self._src(node)!r}") from None
 

@@ -36,6 +36,7 @@ from ndpack.engine.run.workers import submit, workers
 from ndpack.storage.ndarray import NDArray, create, fill_from
 from ndpack.vmath import running_sum
 from ndpack.engine.expr.lazyexpr import LazyExpr
+from ndpack.engine.expr.views import SliceView
 from ndpack.engine.run.plan import default_region_shape, regions
 
 __all__ = ["cumulative_sum", "cumulative_prod"]
@@ -68,6 +69,9 @@ def _reader(x):
 
 def _cumulative(name, ufunc, x, axis, dtype, include_initial, out, urlpath, kwargs):
     check_fp_accuracy(kwargs.pop("fp_accuracy", None))
+    item = kwargs.pop("item", None)       # python-blosc2's item=: accumulate x[item]
+    if item is not None and item != ():
+        x = SliceView(x, item)
     x, read, fresh = _reader(x)
     shape = tuple(int(s) for s in x.shape)
     axis = _axis(axis, len(shape), name)
@@ -250,7 +254,8 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False, out=No
         Store the resulting NDArray in this file.
     **kwargs
         Storage of the result: ``chunks``, ``blocks``, ``cparams``, ``dparams``,
-        ``mode``, ``contiguous``.
+        ``mode``, ``contiguous``; and python-blosc2's ``item`` (a basic index:
+        accumulate ``x[item]``).
 
     Returns
     -------
