@@ -79,6 +79,9 @@ def evaluate(expression, local_dict=None, global_dict=None, out=None, scheduler=
     works on any array with ``shape``/``dtype``/``__getitem__`` and writes into `out` of
     any kind (NumPy, NDArray, h5py Dataset, zarr Array).
 
+    numexpr's ``optimization=`` ('none', 'moderate', 'aggressive') is accepted and has
+    no effect.
+
     Returns
     -------
     numpy.ndarray, or `out` when given.
@@ -88,6 +91,9 @@ def evaluate(expression, local_dict=None, global_dict=None, out=None, scheduler=
         return evaluate_with_dask(expression, local_dict, global_dict, out,
                                   scheduler=scheduler, _depth=1, **kwargs)
     check_fp_accuracy(kwargs.pop("fp_accuracy", None))
+    # numexpr's tuning knobs (python-blosc2 passes them on): checked, no effect here
+    if kwargs.pop("optimization", "aggressive") not in ("none", "moderate", "aggressive"):
+        raise ParameterError("optimization must be 'none', 'moderate' or 'aggressive'")
     if kwargs:
         raise ParameterError(f"unknown argument(s) {sorted(kwargs)}")
     if isinstance(expression, str):

@@ -233,3 +233,16 @@ def test_cumulative_item():
                                   np.cumulative_sum(na[1:3], axis=1))
     np.testing.assert_allclose((a - 0.1).cumulative_prod(axis=0, item=slice(0, 2))[()],
                                np.cumulative_prod((na - 0.1)[:2], axis=0))
+
+
+@pytest.mark.parametrize("name, ref", [("cumsum", np.cumsum), ("cumprod", np.cumprod)])
+def test_numpy_cumulative_names_and_evaluate_optimization(name, ref):
+    na = np.arange(1.0, 13.0).reshape(3, 4) / 6
+    a = ndpack.asarray(na)
+    for opt in ("none", "moderate", "aggressive"):
+        np.testing.assert_allclose(ndpack.evaluate(f"{name}(a > 1, axis=0)", optimization=opt),
+                                   ref(na > 1, axis=0))
+    with pytest.raises(ValueError, match="integer axis"):      # n-d: never a silent ravel
+        ndpack.evaluate(f"{name}(a)")
+    with pytest.raises(ndpack.ParameterError, match="optimization"):
+        ndpack.evaluate("a + 1", optimization="max")

@@ -65,6 +65,9 @@ CONSTRUCTORS = {
     "full": (("shape", "fill_value"), ("dtype", "chunks", "blocks")),
 }
 _MAX_DEPTH = 200             # nesting; deeper trees are refused
+#: cumulative functions by name in a string (NumPy's cumsum/cumprod with an axis too)
+_CUMULATIVE_NAMES = {**{n: n for n in ACCUMULATE}, "cumsum": "cumulative_sum",
+                     "cumprod": "cumulative_prod"}
 _NONFINITE = {"nan": math.nan, "inf": math.inf}   # names, unless an operand is so named
 
 
@@ -243,8 +246,8 @@ class _Builder:
             return self._construct(node, name)
         if name in REDUCTIONS:
             return self._reduction(node, name, depth)
-        if name in ACCUMULATE and name not in self.names:
-            return self._accumulate(node, name, depth)
+        if name in _CUMULATIVE_NAMES and name not in self.names:
+            return self._accumulate(node, _CUMULATIVE_NAMES[name], depth)
         if name in LINALG:
             return self._product(node, name, depth)
         if name not in FUNCTIONS:
