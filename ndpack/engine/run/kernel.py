@@ -155,9 +155,6 @@ def run(node: Node, ops: list, values: list, out=None):
     """
     full = out is not None and any(np.ndim(v) for v in values)
     prog = program(node, ops) if full or any(np.ndim(v) for v in values) else None
-    if _PREFER_NUMEXPR and prog is not None and prog.arithmetic_only \
-            and numexpr_text(node, ops) is not None:
-        prog = None                           # plain arithmetic: numexpr is as fast
     with np.errstate(all="ignore"):
         if prog is not None:
             shape = np.broadcast_shapes(*(np.shape(v) for v in values))
@@ -181,7 +178,6 @@ def run(node: Node, ops: list, values: list, out=None):
     return res
 
 
-_PREFER_NUMEXPR = True      # plain arithmetic: numexpr (one GIL release a group; A/B pending)
 _PIECE = 1 << 15          # elements per piece of a ufunc program's run (256 KiB of f8)
 
 
@@ -260,11 +256,7 @@ class Kernel:
     def __init__(self, node: Node, ops: list):
         self.node, self.ops = node, ops
         self.prog = program(node, ops)
-        self.text = None if self.prog is not None and not (
-            _PREFER_NUMEXPR and self.prog.arithmetic_only) \
-            else numexpr_text(node, ops)
-        if self.text is not None:                 # plain arithmetic: numexpr
-            self.prog = None
+        self.text = None if self.prog is not None else numexpr_text(node, ops)
         self._local = threading.local()
 
     def _program(self):

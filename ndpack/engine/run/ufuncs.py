@@ -77,13 +77,6 @@ class UfuncProgram:
         return not any(isinstance(v, np.ndarray) and v.ndim and np.may_share_memory(v, out)
                        for v in values)
 
-    @property
-    def arithmetic_only(self) -> bool:
-        """Only cheap elementwise arithmetic (no math functions): there a numexpr
-        program compiled once is as fast (it blocks in L1 and makes one call), so the
-        engine prefers numexpr for such trees when numexpr computes them exactly."""
-        return all(getattr(u, "__name__", None) in _ARITHMETIC for u, _, _ in self.steps)
-
     @classmethod
     def compile(cls, node: Node, ops: list) -> UfuncProgram | None:
         """The program of `node` over operands `ops` (values come in that order)."""
@@ -144,11 +137,6 @@ class UfuncProgram:
             ufunc(*vals, out=out if reg is None or reg == _OUT else regs[reg])
         return out
 
-
-_ARITHMETIC = {"add", "subtract", "multiply", "divide", "true_divide", "negative",
-               "positive", "equal", "not_equal", "less", "less_equal", "greater",
-               "greater_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
-               "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "absolute", "square"}
 
 # float64 steps the C core computes (contiguous pieces; NumPy for anything else)
 _FAST = {np.sin: vsin, np.cos: vcos}
