@@ -3,7 +3,7 @@
 # Array sizes come from the header's constants (NDP_ERRMSG_LEN, NDP_NFILTERS, NDP_MAXDIM),
 # never literals: a change there reaches the binding.
 
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 cdef extern from "ndpack.h" nogil:
     enum: NDP_ERRMSG_LEN
@@ -151,3 +151,14 @@ cdef extern from "../codecs/codecs.h" nogil:
     int64_t ndp_zstd_compress(int level, int checksum, const void *src, int64_t srclen,
                               void *dst, int64_t dstcap, ndp_error *err)
     int64_t ndp_zstd_bound(int64_t srclen)
+
+# fused per-block evaluation (csrc/math/fused.c)
+cdef extern from "ndpack.h" nogil:
+    enum: NDP_FOP_IN
+    int ndp_fused_check(const int8_t *code, const int32_t *arg, int32_t ncode, int nin,
+                        int nconst, ndp_error *err)
+    int32_t ndp_fused_blocks(const int8_t *code, const int32_t *arg, int32_t ncode,
+                             const double *consts, int nin, const void *const *chunks,
+                             const int32_t *sizes, const int32_t *blocks, int32_t nblocks,
+                             void *dst, int32_t nbytes, int32_t blocksize, ndp_cparts *enc,
+                             ndp_error *err)

@@ -734,6 +734,9 @@ def library_version(int compcode):
 # box and point reads of n-dim arrays (csrc/format/boxread.c, pointread.c)
 include "_reads.pxi"
 
+# decode, evaluate and encode block by block (csrc/math/fused.c)
+include "_fused.pxi"
+
 
 # raw zstd frames (zarr's and numcodecs' zstd codec), csrc/codecs/codecs.c
 def zstd_decompress(src, dst):

@@ -37,6 +37,7 @@ ndp_tls *ndp_tls_get(void) {
 }
 
 uint8_t *ndp_scratch(int slot, size_t size) {
+  if (slot < 0 || slot >= NDP_NSCRATCH) return NULL;
   ndp_tls *t = ndp_tls_get();
   if (t == NULL) return NULL;
   if (size == 0) size = 1;

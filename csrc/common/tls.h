@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NDP_NSCRATCH 4
+#define NDP_NSCRATCH 5   /* 4: the operand blocks of a fused evaluation (csrc/math/fused.c) */
 
 typedef struct {
   void *zstd_cctx;     /* ZSTD_CCtx*  */

@@ -32,14 +32,17 @@ Examples
 
 from __future__ import annotations
 
+import collections
 import itertools
 import math
 import threading
 
 import numpy as np
 
+from ndpack._core import ChunkParts
 from ndpack.chunks import decompress_blocks
 from ndpack.engine.run import plan
+from ndpack.engine.run.fused import program as fused_program
 from ndpack.engine.run.kernel import Kernel, run
 from ndpack.engine.run.regions import operand_key
 from ndpack.engine.expr.nodes import Node, operands_of
@@ -47,7 +50,10 @@ from ndpack.engine.run.workers import (buffers, on_engine_thread, prefetch, seri
                                    submit, workers, writer)
 from ndpack.storage.ndarray import NDArray
 
-__all__ = ["aligned_operands", "compute_aligned", "read_aligned"]
+__all__ = ["FUSED", "aligned_operands", "compute_aligned", "read_aligned"]
+
+# blocks evaluated by the C core's fused program, and those of groups it did not take
+FUSED: collections.Counter = collections.Counter()
 
 
 def aligned_operands(node: Node, shape: tuple, chunks, blocks) -> list | None:
@@ -142,7 +148,7 @@ class _Fetcher:
 
 
 def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=False,
-                   after=None, group_bytes=None):
+                   after=None, group_bytes=None, parts=None):
     """Yield ``(n, values)`` for every output chunk in order: `values` is flat in stored
     order (a buffer reused for the next chunk, unless ``target(n)`` gave one) or 0-d.
 
@@ -155,6 +161,12 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=Fal
     core's cache when used.  ``after(n, blocks, dst)``, when given, runs on the worker
     right after a group of chunk `n` landed in `dst` (the chunk's buffer), while those
     blocks are still in its cache.
+
+    Trees of float64 arithmetic over stored operands run in the C core block by block
+    (:mod:`ndpack.engine.run.fused`: decode, evaluate and -- with ``parts(n)``, the
+    chunk's :class:`~ndpack._core.ChunkParts` -- encode each block while it is in L2;
+    ``after`` is then not called).  Groups whose chunks it does not take (special
+    chunks, another block layout) go the general way; ``FUSED`` counts both.
     """
     stored = [isinstance(op.array, NDArray) and op.shape == node.shape for op in ops]
     ref = ops[stored.index(True)].array
@@ -170,6 +182,10 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=Fal
               for g in range(0, nblocks, step)]
     kernel = Kernel(node, ops)
     cast = dtype != node.dtype
+    fused = None if cast or not all(stored) else fused_program(node, ops)
+    if fused is not None:
+        ids32 = {g[2]: np.asarray(g[1], np.int32) for g in groups}
+        chunk_bytes, block_bytes = size * dtype.itemsize, per_block * dtype.itemsize
     local = threading.local()
     whole_raw = buffers.take(size * dtype.itemsize)
     whole = whole_raw[:size * dtype.itemsize].view(dtype)
@@ -181,6 +197,16 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=Fal
 
     def group(raw, fills, g, n, dst):
         blocks, ids, lo, hi = g
+        if fused is not None and not any(f is not None for f in fills):
+            enc = parts(n) if parts is not None else None
+            if not isinstance(enc, ChunkParts):
+                enc = None                       # (then `after` encodes the group)
+            if fused.run(raw, ids32[lo], dst, chunk_bytes, block_bytes, enc):
+                FUSED["fused"] += len(ids)
+                if enc is None and after is not None:
+                    after(n, blocks, dst)
+                return
+            FUSED["general"] += len(ids)
         bufs = getattr(local, "bufs", None)
         if bufs is None:
             bufs = local.bufs = [np.empty(step * per_block, op.dtype) if st else None
@@ -356,7 +382,7 @@ def _compute_encoding(node: Node, ops: list, out: NDArray, tick=None) -> NDArray
     # most two wait there.
     stores, writes = writer(), []
     chunks = _chunk_results(node, ops, out.dtype, target, lookahead=True, after=encode,
-                            group_bytes=plan.ENCODE_GROUP_BYTES)
+                            group_bytes=plan.ENCODE_GROUP_BYTES, parts=encoders.get)
     try:
         for n, values in chunks:
             enc = encoders.pop(n, None)
