@@ -173,10 +173,12 @@ int32_t ndp_fused_blocks(const int8_t *code, const int32_t *arg, int32_t ncode,
         ci.blocksize != blocksize || ci.typesize != 8)
       return 0;
   }
-  uint8_t *scratch = ndp_scratch(4, (size_t)nin * (size_t)blocksize);
+  /* the operands' blocks, then the registers (not on the stack: 64 KB) */
+  size_t at = (size_t)nin * (size_t)blocksize;
+  uint8_t *scratch = ndp_scratch(4, at + sizeof(double[MAXSTACK][TILE]));
   if (scratch == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "cannot allocate operand blocks");
   const double *in[64];
-  double regs[MAXSTACK][TILE];
+  double (*regs)[TILE] = (double (*)[TILE])(scratch + at);   /* 8-byte aligned */
   for (int32_t j = 0; j < nblocks; j++) {
     int32_t b = blocks[j];
     int64_t off = (int64_t)b * blocksize;
