@@ -30,6 +30,7 @@ import numpy as np
 
 from ndpack._core import FusedProgram
 from ndpack.engine.expr.nodes import Apply, Constant, Node, Operand
+from ndpack.errors import ParameterError
 
 __all__ = ["program"]
 
@@ -90,10 +91,8 @@ def program(node: Node, ops: list) -> FusedProgram | None:
     try:
         visit(node)
         return FusedProgram(bytes(code), arg, consts, len(ops))
-    except (_Skip, OverflowError):
-        return None
-    except Exception:            # noqa: BLE001 -- e.g. a program over 16 values deep:
-        return None              # the general path computes it
+    except (_Skip, OverflowError, ParameterError):   # (ParameterError: a program needing
+        return None                                   # over 16 values at once)
 
 
 class _Skip(Exception):
