@@ -92,6 +92,8 @@ typedef struct ndp_djob {
   const int32_t *needs;      /* bytes wanted of each listed block, or NULL (all) */
   uint8_t *dst;
   uint32_t *crcs;            /* whole chunks: crc32c of each block's span, or NULL */
+  int32_t *span_end;         /* with crcs: where block j's span ends */
+  int32_t *order;            /* with crcs: the blocks by start */
   int32_t srcsize;
   ndp_failure fail;
 } ndp_djob;

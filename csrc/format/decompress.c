@@ -288,38 +288,63 @@ static int32_t decode_vl(djob *job, uint8_t *dst, ndp_error *err) {
 
 /* ---- whole chunk ---- */
 
-/* The bytes of block j's span of the chunk: from its start to the next block's (the
- * last to the end of src); the spans tile the chunk after the block starts when those
- * increase (spans_tile). */
+/* The bytes of block j's span of the chunk: from its start to the next larger start
+ * (the last to the end of src).  Blocks may lie in any order (a threaded compressor
+ * stores each as it finishes), so the spans are found by sorting the starts; they
+ * tile the chunk after its prefix (header, starts, dictionary) when every start lies
+ * between the data's first byte and the chunk's end (plan_spans). */
 static int32_t span_start(const djob *job, int32_t j) {
-  return j < job->ci.nblocks ? ndp_rd32(job->src + job->ci.header_len + 4 * j) : job->srcsize;
+  return ndp_rd32(job->src + job->ci.header_len + 4 * j);
 }
 
-static int spans_tile(const djob *job) {
-  int32_t prev = job->data_start;
-  for (int32_t j = 0; j <= job->ci.nblocks; j++) {
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Fill job->span_end and job->order (the blocks by start); 0 when the starts do
+ * not tile the chunk or memory is short (the caller then hashes the chunk whole). */
+static int plan_spans(djob *job) {
+  int32_t nb = job->ci.nblocks;
+  uint64_t *keys = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)nb);
+  job->span_end = (int32_t *)malloc(sizeof(int32_t) * (size_t)nb);
+  job->order = (int32_t *)malloc(sizeof(int32_t) * (size_t)nb);
+  int ok = keys != NULL && job->span_end != NULL && job->order != NULL;
+  for (int32_t j = 0; ok && j < nb; j++) {
     int32_t s = span_start(job, j);
-    if (s < prev || s > job->srcsize) return 0;
-    prev = s;
+    if (s < job->data_start || s > job->srcsize) ok = 0;
+    else keys[j] = ((uint64_t)(uint32_t)s << 32) | (uint32_t)j;
   }
-  return 1;
+  if (ok) {
+    int sorted = 1;
+    for (int32_t j = 1; j < nb && sorted; j++) sorted = keys[j - 1] <= keys[j];
+    if (!sorted) qsort(keys, (size_t)nb, sizeof(uint64_t), cmp_u64);
+    for (int32_t k = 0; k < nb; k++) {
+      int32_t j = (int32_t)(keys[k] & 0xffffffffu);
+      job->order[k] = j;
+      job->span_end[j] = k + 1 < nb ? (int32_t)(keys[k + 1] >> 32) : job->srcsize;
+    }
+  }
+  free(keys);
+  return ok;
 }
 
-/* Hash block j's span (it is then in cache for the decoder). */
+/* Hash block j's span (just decoded: its bytes are in cache). */
 static void hash_span(const djob *job, int32_t j) {
   if (job->crcs == NULL) return;
   int32_t s = span_start(job, j);
-  job->crcs[j] = ndp_crc32c(0, job->src + s, (size_t)(span_start(job, j + 1) - s));
+  job->crcs[j] = ndp_crc32c(0, job->src + s, (size_t)(job->span_end[j] - s));
 }
 
 static void whole_task(void *ctx, int32_t t) {
   djob *job = (djob *)ctx;
   if (atomic_load(&job->fail.failed)) return;
   int32_t j = t + (job->has_delta ? 1 : 0);
-  hash_span(job, j);
   ndp_error e = {0, {0}};
   if (decode_block(job, j, job->dst + (size_t)j * job->ci.blocksize, &e) != NDP_OK)
     ndp_failure_set(&job->fail, &e);
+  else
+    hash_span(job, j);
 }
 
 /* Memcpyed and special chunks are produced in 1 MiB pieces, in parallel: on a
@@ -343,7 +368,7 @@ static int32_t decompress_whole(const void *src, int32_t srcsize, void *dst_, in
   const ndp_chunk_info *ci = &job.ci;
   job.srcsize = srcsize;
   int fused = crc != NULL && !ci->special && !ci->memcpyed && !ci->vlblocks &&
-              ci->nbytes > 0 && dstsize >= ci->nbytes && spans_tile(&job);
+              ci->nbytes > 0 && dstsize >= ci->nbytes && plan_spans(&job);
   if (fused) {
     job.crcs = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)ci->nblocks);
     fused = job.crcs != NULL;
@@ -378,17 +403,20 @@ static int32_t decompress_whole(const void *src, int32_t srcsize, void *dst_, in
     if (rc != NDP_OK) result = rc;
   }
   if (result >= 0 && crc != NULL) {
-    if (fused) {                 /* the prefix (header, starts, dictionary), then the spans */
-      int32_t s0 = span_start(&job, 0);
-      uint32_t c = ndp_crc32c(0, src, (size_t)s0);
-      for (int32_t j = 0; j < ci->nblocks; j++)
-        c = ndp_crc32c_combine(c, job.crcs[j], (size_t)(span_start(&job, j + 1) - span_start(&job, j)));
+    if (fused) {       /* the prefix (header, starts, dictionary), then the spans in order */
+      uint32_t c = ndp_crc32c(0, src, (size_t)span_start(&job, job.order[0]));
+      for (int32_t k = 0; k < ci->nblocks; k++) {
+        int32_t j = job.order[k];
+        c = ndp_crc32c_combine(c, job.crcs[j], (size_t)(job.span_end[j] - span_start(&job, j)));
+      }
       *crc = c;
     } else {
       *crc = ndp_crc32c(0, src, (size_t)srcsize);
     }
   }
   free(job.crcs);
+  free(job.span_end);
+  free(job.order);
   djob_free(&job);
   return result;
 }

@@ -108,6 +108,52 @@ def test_decompress_crc_is_the_crc_of_the_chunk(kind, nthreads):
         np.testing.assert_array_equal(out, np.frombuffer(decompress2(c), x.dtype))
 
 
+def _blocks_reversed(chunk: bytes) -> bytes:
+    """`chunk` (extended header, no dictionary) with its blocks' bytes stored in
+    reverse order and the starts rewritten: a valid chunk whose starts decrease."""
+    import struct
+    nbytes, blocksize, cbytes = struct.unpack_from("<iii", chunk, 4)
+    nblocks = -(-nbytes // blocksize)
+    starts = list(struct.unpack_from(f"<{nblocks}i", chunk, 32))
+    ends = starts[1:] + [cbytes]
+    head = bytearray(chunk[:starts[0]])
+    body, new = bytearray(), [0] * nblocks
+    for j in reversed(range(nblocks)):
+        new[j] = len(head) + len(body)
+        body += chunk[starts[j]:ends[j]]
+    struct.pack_into(f"<{nblocks}i", head, 32, *new)
+    return bytes(head + body)
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_decompress_crc_blocks_in_any_order(nthreads):
+    """Blocks stored out of order (a threaded compressor stores each as it finishes)
+    are hashed span by span in the order they lie: the crc is the whole chunk's and
+    every damaged byte still changes it or fails cleanly."""
+    from ndpack.chunks import compress2, decompress2, decompress_crc
+    from ndpack.codecs import Codec, Filter
+    from ndpack.errors import NdpackError
+    x = np.cumsum(np.random.default_rng(4).normal(size=40_000))
+    for codec in (Codec.LZ4, Codec.ZSTD):
+        c = compress2(x, typesize=8, blocksize=16384, codec=codec, filters=[Filter.SHUFFLE],
+                      nthreads=1)
+        r = _blocks_reversed(c)
+        assert r != c and len(r) == len(c)
+        for src in (r, r + b"tail", compress2(x, typesize=8, blocksize=8192, nthreads=2)):
+            out = np.empty_like(x)
+            assert decompress_crc(src, out, nthreads) == crc32c(src)
+            np.testing.assert_array_equal(out, x)
+            np.testing.assert_array_equal(np.frombuffer(decompress2(src), x.dtype), x)
+        rng = np.random.default_rng(5)
+        for _ in range(100):
+            d = bytearray(r)
+            d[int(rng.integers(len(d)))] ^= int(rng.integers(1, 256))
+            try:
+                assert decompress_crc(bytes(d), np.empty_like(x), nthreads) != crc32c(r)
+            except NdpackError:
+                pass
+
+
 def test_decompress_crc_damaged_and_short():
     """A damaged chunk gives a different crc or a clean error; a small `dst` is refused."""
     from ndpack.chunks import compress2, decompress_crc
