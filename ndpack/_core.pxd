@@ -53,6 +53,9 @@ cdef extern from "ndpack.h" nogil:
     int32_t ndp_cparts_nblocks(const ndp_cparts *p)
     int ndp_cparts_add(ndp_cparts *p, const void *chunk_src, int32_t first, int32_t count,
                        ndp_error *err)
+    int ndp_cparts_add_block(ndp_cparts *p, const void *block, int32_t j, ndp_error *err)
+    int ndp_cparts_needs_source(ndp_cparts *p)
+    void ndp_cparts_source_filled(ndp_cparts *p)
     int32_t ndp_cparts_end(ndp_cparts *p, const void *chunk_src, ndp_error *err)
     int ndp_cparts_crc(const ndp_cparts *p, uint32_t *crc)
     void ndp_cparts_free(ndp_cparts *p)

@@ -204,6 +204,37 @@ cdef class ChunkParts:
         if r < 0:
             _raise(r, &err)
 
+    def add_block(self, block, int32_t j):
+        """Encode block `j` from `block`, a copy of its bytes (the block's size; the
+        chunk's buffer is then not read for it, see :attr:`needs_source`)."""
+        cdef _ReadBuffer buf = _ReadBuffer(block)
+        cdef ndp_error err
+        cdef int r
+        err.code = 0
+        if self.enc == NULL:
+            raise ParameterError("the chunk was finished")
+        if j < 0 or j >= self.nblocks:
+            raise ParameterError(f"block {j} outside the chunk's {self.nblocks} blocks")
+        if buf.view.len < min(self.blocksize, self.nbytes - j * self.blocksize):
+            raise ParameterError(f"block {j} needs {self.blocksize} bytes, got {buf.view.len}")
+        with nogil:
+            r = ndp_cparts_add_block(self.enc, buf.view.buf, j, &err)
+        if r < 0:
+            _raise(r, &err)
+
+    @property
+    def needs_source(self):
+        """True when blocks were added from copies (:meth:`add_block`, a fused
+        program's blocks) and :meth:`finish` will read the whole chunk's buffer (the
+        data is stored uncompressed, or encoded again whole near its limit): fill the
+        buffer with the chunk's bytes and call :meth:`source_filled` first."""
+        return self.enc != NULL and ndp_cparts_needs_source(self.enc) != 0
+
+    def source_filled(self):
+        """The chunk's buffer now holds every block's bytes (see :attr:`needs_source`)."""
+        if self.enc != NULL:
+            ndp_cparts_source_filled(self.enc)
+
     def finish(self, src):
         """The chunk, once every block was added (`src`: the chunk's buffer, read
         whole when the data is stored uncompressed).  Sets :attr:`crc`: the chunk's
@@ -216,6 +247,10 @@ cdef class ChunkParts:
         cdef uint32_t crc = 0
         cdef int known = 0
         err.code = 0
+        if ndp_cparts_needs_source(self.enc):      # (the encoder stays usable)
+            raise ParameterError("the chunk must be stored uncompressed or encoded again, "
+                                 "and its buffer lacks the blocks added from copies: fill "
+                                 "it, then call source_filled()")
         with nogil:
             r = ndp_cparts_end(self.enc, buf.view.buf, &err)
             if r >= 0:

@@ -49,9 +49,11 @@ cdef class FusedProgram:
     def run(self, chunks, blocks, dst, int32_t nbytes, int32_t blocksize,
             ChunkParts parts=None):
         """Blocks `blocks` (an int32 buffer) of the output chunk of `nbytes` (blocks of
-        `blocksize`): decoded from each operand chunk of `chunks`, evaluated into the
-        writable chunk buffer `dst`, encoded by `parts` when given.  True when done,
-        False when an operand chunk is not of that layout (nothing written)."""
+        `blocksize`): decoded from each operand chunk of `chunks` and evaluated into
+        the writable chunk buffer `dst` or, when `parts` is given, into a block of
+        scratch that `parts` encodes (`dst` is then not written: see
+        :attr:`ChunkParts.needs_source`).  True when done, False when an operand chunk
+        is not of that layout (nothing written)."""
         cdef _ChunkList cl = _ChunkList(chunks, self.nin)
         cdef const int32_t[::1] ids = blocks
         cdef _WriteBuffer out = _WriteBuffer(dst)

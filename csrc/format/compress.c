@@ -94,9 +94,10 @@ static int32_t encode_streams(cjob *job, const uint8_t *fb, int32_t bsize, uint8
   return o;
 }
 
-/* Filter and encode block j of the chunk at `src` (job->src, or the caller's when
- * the chunk is encoded in parts) and store it at the next free position. */
-static void compress_block_from(cjob *job, const uint8_t *src, int32_t j) {
+/* Filter and encode block j, whose bytes are at `block` (in the chunk at `src`, or a
+ * copy elsewhere when src is NULL: no DELTA then), and store it at the next free
+ * position. */
+static void compress_block_at(cjob *job, const uint8_t *src, const uint8_t *block, int32_t j) {
   if (atomic_load(&job->failed) || atomic_load(&job->overflow)) return;
   int32_t off = j * job->blocksize;
   int32_t bsize = job->nbytes - off < job->blocksize ? job->nbytes - off : job->blocksize;
@@ -120,7 +121,7 @@ static void compress_block_from(cjob *job, const uint8_t *src, int32_t j) {
   }
   const uint8_t *fb;
   ndp_error ferr = {0, {0}};
-  if (ndp_pipeline_forward(job->filters, job->meta, job->typesize, src, off, src + off, bsize,
+  if (ndp_pipeline_forward(job->filters, job->meta, job->typesize, src, off, block, bsize,
                            a, b, &fb, &ferr) != NDP_OK) {
     job_fail(job, ferr.code, ferr.msg, j);
     return;
@@ -150,6 +151,10 @@ static void compress_block_from(cjob *job, const uint8_t *src, int32_t j) {
     memcpy(job->dst + at, w, (size_t)len);
   }
   ndp_wr32(job->dst + job->bstarts_pos + 4 * j, at);
+}
+
+static void compress_block_from(cjob *job, const uint8_t *src, int32_t j) {
+  compress_block_at(job, src, src + (size_t)j * job->blocksize, j);
 }
 
 static void compress_block(void *ctx, int32_t j) {
@@ -411,6 +416,7 @@ struct ndp_cparts {
   cjob job;
   int32_t dstsize;
   int crc_known;              /* ndp_cparts_end joined the blocks' crcs into `crc` */
+  _Atomic int sourceless;     /* blocks were added from copies: the chunk's buffer lacks them */
   uint32_t crc;
   uint32_t block_crcs[];      /* one per block (job.crcs) */
 };
@@ -458,6 +464,16 @@ int ndp_cparts_add(ndp_cparts *p, const void *chunk_src, int32_t first, int32_t 
   return NDP_OK;
 }
 
+int ndp_cparts_add_block(ndp_cparts *p, const void *block, int32_t j, ndp_error *err) {
+  cjob *job = &p->job;
+  if (j < 0 || j >= job->nblocks)
+    return ndp_fail(err, NDP_ERR_PARAM, "block %d outside the chunk's %d blocks", (int)j,
+                    (int)job->nblocks);
+  atomic_store(&p->sourceless, 1);
+  compress_block_at(job, NULL, (const uint8_t *)block, j);
+  return NDP_OK;
+}
+
 /* A chunk that ends within this many bytes of its limit is encoded again whole: one
  * thread writing in place gives a codec only the room left (zstd and BloscLZ give up
  * some bytes before the end of their output), so near the limit its streams may
@@ -497,14 +513,34 @@ static int join_crcs(ndp_cparts *p, int32_t cbytes) {
   return ok && at == cbytes;
 }
 
+/* Whether ndp_cparts_end stores the chunk uncompressed (noise or overflow) or encodes
+ * it again whole (near its limit): both read the whole chunk's buffer. */
+static int end_reads_source(ndp_cparts *p, int *noise, int *near) {
+  cjob *job = &p->job;
+  *noise = job->nblocks >= SAMPLE_MIN_BLOCKS && atomic_load(&job->noise_first) &&
+           atomic_load(&job->noise_mid) && !atomic_load(&job->failed);
+  *near = !*noise && !atomic_load(&job->failed) && !atomic_load(&job->overflow) &&
+          atomic_load(&job->pos) > job->limit - PARTS_MARGIN;
+  return !atomic_load(&job->failed) && (*noise || *near || atomic_load(&job->overflow));
+}
+
+int ndp_cparts_needs_source(ndp_cparts *p) {
+  int noise, near;
+  return atomic_load(&p->sourceless) && end_reads_source(p, &noise, &near);
+}
+
+void ndp_cparts_source_filled(ndp_cparts *p) { atomic_store(&p->sourceless, 0); }
+
 int32_t ndp_cparts_end(ndp_cparts *p, const void *chunk_src, ndp_error *err) {
   cjob *job = &p->job;
   job->src = (const uint8_t *)chunk_src;
   p->crc_known = 0;
-  int noise = job->nblocks >= SAMPLE_MIN_BLOCKS && atomic_load(&job->noise_first) &&
-              atomic_load(&job->noise_mid) && !atomic_load(&job->failed);
-  if (!noise && !atomic_load(&job->failed) && !atomic_load(&job->overflow) &&
-      atomic_load(&job->pos) > job->limit - PARTS_MARGIN) {
+  int noise, near;
+  if (end_reads_source(p, &noise, &near) && atomic_load(&p->sourceless))
+    return ndp_fail(err, NDP_ERR_PARAM, "the chunk must be stored uncompressed or encoded "
+                    "again, and its buffer lacks the blocks added from copies "
+                    "(fill it, then ndp_cparts_source_filled)");
+  if (near) {
     ndp_cparams one = p->cp;
     one.nthreads = 1;
     return ndp_compress(&one, chunk_src, job->nbytes, job->dst, p->dstsize, err);

@@ -138,6 +138,15 @@ int32_t ndp_cparts_blocksize(const ndp_cparts *p);
 int32_t ndp_cparts_nblocks(const ndp_cparts *p);
 int ndp_cparts_add(ndp_cparts *p, const void *chunk_src, int32_t first, int32_t count,
                    ndp_error *err);
+/* ndp_cparts_add_block encodes block j from a copy of its bytes at `block` (not in
+ * the chunk's buffer, which then lacks them).  When such blocks were added,
+ * ndp_cparts_needs_source tells (once every block was added) whether ndp_cparts_end
+ * will read the whole chunk's buffer (the data is stored uncompressed, or encoded again
+ * whole near its limit): fill the buffer with the chunk's bytes and call
+ * ndp_cparts_source_filled first, else ndp_cparts_end fails. */
+int ndp_cparts_add_block(ndp_cparts *p, const void *block, int32_t j, ndp_error *err);
+int ndp_cparts_needs_source(ndp_cparts *p);
+void ndp_cparts_source_filled(ndp_cparts *p);
 int32_t ndp_cparts_end(ndp_cparts *p, const void *chunk_src, ndp_error *err);
 /* After ndp_cparts_end: 1 and the crc32c of the chunk's cbytes bytes in *crc when its
  * blocks were hashed as they were encoded (joined with ndp_crc32c_combine: the chunk is
@@ -150,8 +159,9 @@ void ndp_cparts_free(ndp_cparts *p);
  * of nbytes in blocks of blocksize bytes, decode that block of each of the nin operand
  * chunks (float64 items, the same block layout; memcpyed chunks too), run the postfix
  * program code/arg (NDP_FOP_*: IN k pushes operand k, CONST k pushes consts[k]) on
- * them into the block's place in dst (the chunk buffer), and, when enc is given,
- * encode the block there with ndp_cparts_add.  The values are NumPy's float64
+ * them into the block's place in dst (the chunk buffer) or, when enc is given, into
+ * a block of scratch encoded from there with ndp_cparts_add_block (dst is then not
+ * written: mind ndp_cparts_needs_source).  The values are NumPy's float64
  * operations, bit for bit.  Returns 1, 0 when an operand chunk is not of that layout
  * (special, another block size: nothing written, use the general path), or an error.
  * ndp_fused_check validates a program once (indices, stack depth <= 16, one array

@@ -174,7 +174,11 @@ int32_t ndp_fused_blocks(const int8_t *code, const int32_t *arg, int32_t ncode,
       return 0;
   }
   /* the operands' blocks, then the registers (not on the stack: 64 KB) */
-  size_t at = (size_t)nin * (size_t)blocksize;
+  /* with an encoder, each result block is made in a block of scratch (hot in L2,
+   * as the prefilter output of a Blosc2 compressor) and encoded from there: dst, a
+   * chunk-sized buffer whose lines are cold by then, is not written (the encoder is
+   * told: see ndp_cparts_needs_source) */
+  size_t at = (size_t)(nin + (enc != NULL)) * (size_t)blocksize;
   uint8_t *scratch = ndp_scratch(4, at + sizeof(double[MAXSTACK][TILE]));
   if (scratch == NULL) return ndp_fail(err, NDP_ERR_MEMORY, "cannot allocate operand blocks");
   const double *in[64];
@@ -191,12 +195,13 @@ int32_t ndp_fused_blocks(const int8_t *code, const int32_t *arg, int32_t ncode,
       if (r < 0) return r;
       in[k] = (const double *)slotk;
     }
-    double *out = (double *)((uint8_t *)dst + off);
+    double *out = enc != NULL ? (double *)(scratch + (size_t)nin * (size_t)blocksize)
+                              : (double *)((uint8_t *)dst + off);
     int32_t n = len / 8;
     for (int32_t t = 0; t < n; t += TILE)
       run_tile(code, arg, ncode, in, consts, t, n - t < TILE ? n - t : TILE, out + t, regs);
     if (enc != NULL) {
-      int rc = ndp_cparts_add(enc, dst, b, 1, err);
+      int rc = ndp_cparts_add_block(enc, out, b, err);
       if (rc < 0) return rc;
     }
   }

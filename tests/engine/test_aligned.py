@@ -515,3 +515,84 @@ def test_file_output_records_the_joined_crc(tmp_path, monkeypatch):
     r = ndpack.open(p, dparams={"verify": "full"})
     np.testing.assert_array_equal(r[:], x * 2 + 1)
     assert r.schunk.frame.crcs is not None and len(r.schunk.frame.crcs) == 7
+
+
+def _noise(n, seed):
+    """Random float64 bits, neither NaN nor infinite (bit 62 clear): incompressible."""
+    bits = np.random.default_rng(seed).integers(0, 2**63, n, dtype=np.uint64)
+    return (bits & ~np.uint64(1 << 62)).view(np.float64)
+
+
+def _near_limit(nblocks, per_block, seed):
+    """Noise whose every block starts with 64 zeros: its chunk compresses to within a
+    few KB of its size (not noise by the samples, but near the limit)."""
+    x = _noise(nblocks * per_block, seed).reshape(nblocks, per_block)
+    x[:, :64] = 0.0
+    return x.reshape(-1)
+
+
+@pytest.mark.parametrize("kind", ["smooth", "noise", "overflow", "near"])
+def test_chunk_parts_add_block_and_needs_source(kind):
+    """Blocks added from copies (``add_block``) give the bytes ``add`` gives; when
+    ``finish`` must read the whole chunk (stored uncompressed, encoded again near the
+    limit) ``needs_source`` says so, ``finish`` refuses an unfilled buffer, and after
+    ``source_filled`` the chunk holds the values."""
+    from ndpack.chunks import chunk_parts, compress2
+    per_block = 2000
+    nblocks = {"smooth": 10, "noise": 10, "overflow": 4, "near": 4}[kind]
+    x = {"smooth": lambda: np.linspace(0, 1, nblocks * per_block),
+         "noise": lambda: _noise(nblocks * per_block, 1),
+         "overflow": lambda: _noise(nblocks * per_block, 2),
+         "near": lambda: _near_limit(nblocks, per_block, 3)}[kind]()
+    cp = ndpack.CParams(codec=ndpack.Codec.LZ4, clevel=5, typesize=8,
+                        blocksize=8 * per_block, nthreads=1)
+    whole = chunk_parts(x.nbytes, cp)
+    for j in range(nblocks):
+        whole.add(x, j, 1)
+    assert not whole.needs_source
+    want = whole.finish(x)
+    enc = chunk_parts(x.nbytes, cp)
+    for j in reversed(range(nblocks)):
+        enc.add_block(x[j * per_block:(j + 1) * per_block].copy(), j)
+    assert enc.needs_source == (kind != "smooth")
+    empty = np.zeros_like(x)
+    if kind == "smooth":
+        got = enc.finish(empty)               # never read
+    else:
+        with pytest.raises(ndpack.ParameterError, match="lacks the blocks"):
+            enc.finish(empty)
+        enc.source_filled()
+        assert not enc.needs_source
+        got = enc.finish(x)
+        assert got == want == compress2(x, cparams=cp)
+    np.testing.assert_array_equal(np.frombuffer(ndpack.decompress2(got), x.dtype), x)
+    with pytest.raises(ndpack.ParameterError):
+        chunk_parts(x.nbytes, cp).add_block(x[:10], 0)            # too short
+    with pytest.raises(ndpack.ParameterError):
+        chunk_parts(x.nbytes, cp).add_block(x[:per_block], nblocks)
+
+
+@pytest.mark.parametrize("kind", ["noise", "near"])
+def test_fused_compute_fills_chunks_stored_uncompressed(kind):
+    """The fused program encodes result blocks from its own buffers and leaves the
+    chunk buffer unwritten; a chunk that ends stored uncompressed (noise) or encoded
+    again whole (near its limit) is evaluated into the buffer first: NumPy's values."""
+    shape, chunks, blocks = (8 * 64, 256), (64, 256), (8, 256)      # 8 blocks per chunk
+    if kind == "noise":
+        a = _noise(shape[0] * shape[1], 4).reshape(shape)
+    else:
+        a = _near_limit(16, 32 * 256, 5).reshape(shape)
+        chunks, blocks = (64, 256), (32, 256)                        # 2 blocks per chunk
+    b = np.linspace(0, 1, a.size).reshape(shape)
+    lz4 = {"codec": ndpack.Codec.LZ4, "clevel": 5}
+    nd = {"a": ndpack.asarray(a, chunks=chunks, blocks=blocks, cparams=lz4),
+          "b": ndpack.asarray(b, chunks=chunks, blocks=blocks, cparams=lz4)}
+    want = a * 1.0 if kind == "noise" else a + b * 0.0
+    text = "a * 1.0" if kind == "noise" else "a + b * 0.0"
+    for _ in range(2):                   # the second run reuses the first's buffers
+        aligned.FUSED.clear()
+        got = ndpack.lazyexpr(text, operands=nd).compute(cparams=lz4)
+        assert aligned.FUSED["fused"] > 0 and aligned.FUSED["general"] == 0
+        np.testing.assert_array_equal(got[()].view(np.uint64), want.view(np.uint64))
+    memcpyed = [bool(i.lazychunk[2] & 0x02) for i in got.schunk.iterchunks_info()]
+    assert all(memcpyed) if kind == "noise" else not any(memcpyed)

@@ -195,15 +195,17 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=Fal
     # ones enter as scalars: the others decode straight into the worker's buffers
     slots = [(i, op.dtype) for i, (op, st) in enumerate(zip(ops, stored)) if st]
 
-    def group(raw, fills, g, n, dst):
+    def group(raw, fills, g, n, dst, encode=True):
+        """Group `g` of chunk `n` into `dst` (`encode`: and encoded: by the fused
+        program from its own block buffers, or by `after` from `dst`)."""
         blocks, ids, lo, hi = g
         if fused is not None and not any(f is not None for f in fills):
-            enc = parts(n) if parts is not None else None
+            enc = parts(n) if parts is not None and encode else None
             if not isinstance(enc, ChunkParts):
                 enc = None                       # (then `after` encodes the group)
             if fused.run(raw, ids32[lo], dst, chunk_bytes, block_bytes, enc):
                 FUSED["fused"] += len(ids)
-                if enc is None and after is not None:
+                if enc is None and after is not None and encode:
                     after(n, blocks, dst)
                 return
             FUSED["general"] += len(ids)
@@ -226,7 +228,7 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=Fal
             np.copyto(part, kernel(values, local.staging[:m]), casting="unsafe")
         else:
             kernel(values, part)
-        if after is not None:
+        if after is not None and encode:
             after(n, blocks, dst)
 
     def claim(raw, fills, n, dst, counter):
@@ -234,6 +236,21 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=Fal
             if k >= len(groups):
                 return
             group(raw, fills, groups[k], n, dst)
+
+    def finished(entry) -> tuple:
+        """``(n, values)`` of a chunk in flight once its groups are done (the first
+        group error is raised).  Fused groups encoded from their own block buffers
+        left `values` unwritten: when the encoder must read the whole chunk after all
+        (stored uncompressed, encoded again whole), the chunk is evaluated into it."""
+        n, dst, jobs, raw, fills = entry
+        for job in jobs:
+            job.result()
+        enc = parts(n) if parts is not None and fused is not None else None
+        if isinstance(enc, ChunkParts) and enc.needs_source:
+            for g in groups:
+                group(raw, fills, g, n, dst, encode=False)
+            enc.source_filled()
+        return n, dst
 
     pool, fetch = workers(nworkers), _Fetcher(ops, ref, stored)
     pending, jobs = prefetch(fetch, 0), []
@@ -255,7 +272,7 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=Fal
                          for op, c, st in zip(ops, raw, stored)]
                 if all(f is not None for f in fills):          # scalars only: 0-d result
                     while inflight:
-                        yield _finished(inflight.pop(0))
+                        yield finished(inflight.pop(0))
                     if lookahead:
                         pending = prefetch(fetch, n + 1) if n + 1 < nchunks else None
                     yield n, np.asarray(run(node, ops, fills)).astype(dtype)
@@ -264,35 +281,26 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=Fal
                 if dst is None or not lookahead:
                     dst = whole if dst is None else dst
                     while inflight:                            # `whole` must be free
-                        yield _finished(inflight.pop(0))
+                        yield finished(inflight.pop(0))
                 counter = itertools.count()
                 jobs = [submit(pool, claim, raw, fills, n, dst, counter)
                         for _ in range(ntasks)]
-                inflight.append((n, dst, jobs))
+                inflight.append((n, dst, jobs, raw, fills))
                 if len(inflight) > 1 or dst is whole or not lookahead:
-                    done = _finished(inflight.pop(0))
+                    done = finished(inflight.pop(0))
                     if lookahead:
                         pending = prefetch(fetch, n + 1) if n + 1 < nchunks else None
                     yield done
                 else:
                     pending = None if n + 1 >= nchunks else prefetch(fetch, n + 1)
             while inflight:
-                yield _finished(inflight.pop(0))
+                yield finished(inflight.pop(0))
     finally:                 # on an error or an early exit, nothing keeps running
-        for job in [j for _, _, js in inflight for j in js] + jobs + [pending]:
+        for job in [j for _, _, js, _, _ in inflight for j in js] + jobs + [pending]:
             if job is not None:
                 job.exception()
         fetch.close()
         buffers.give(whole_raw)
-
-
-def _finished(entry) -> tuple:
-    """``(n, values)`` of a chunk in flight ``(n, values, jobs)`` once its groups are
-    done (the first group error is raised)."""
-    n, values, jobs = entry
-    for job in jobs:
-        job.result()
-    return n, values
 
 
 def compute_aligned(node: Node, ops: list, out: NDArray, tick=None) -> NDArray:
