@@ -161,7 +161,8 @@ cdef extern from "ndpack.h" nogil:
     int ndp_fused_check(const int8_t *code, const int32_t *arg, int32_t ncode, int nin,
                         int nconst, ndp_error *err)
     int32_t ndp_fused_blocks(const int8_t *code, const int32_t *arg, int32_t ncode,
-                             const double *consts, int nin, const void *const *chunks,
-                             const int32_t *sizes, const int32_t *blocks, int32_t nblocks,
-                             void *dst, int32_t nbytes, int32_t blocksize, ndp_cparts *enc,
+                             const double *consts, int nin, int typesize,
+                             const void *const *chunks, const int32_t *sizes,
+                             const int32_t *blocks, int32_t nblocks, void *dst,
+                             int32_t nbytes, int32_t blocksize, ndp_cparts *enc,
                              ndp_error *err)

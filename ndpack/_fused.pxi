@@ -4,25 +4,29 @@
 
 
 cdef class FusedProgram:
-    """A postfix float64 program: `code` bytes (1 operand, 2 constant, 3 negate, 4 add,
-    5 subtract, 6 multiply, 7 divide), `arg` the operand or constant index of each step,
-    `consts` the constants, `nin` operands.  Checked when made (ParameterError).
+    """A postfix program over float64 items (`itemsize` 8) or float32 ones (4): `code`
+    bytes (1 operand, 2 constant, 3 negate, 4 add, 5 subtract, 6 multiply, 7 divide,
+    8 square, 9 square root), `arg` the operand or constant index of each step,
+    `consts` the constants (converted to the item type), `nin` operands.  Checked when
+    made (ParameterError).
 
     Examples
     --------
     >>> prog = FusedProgram(bytes([1, 1, 4, 2, 6]), [0, 1, 0, 0, 0], [2.0], 2)
-    >>> prog.nin, prog.ncode
-    (2, 5)
+    >>> prog.nin, prog.ncode, prog.itemsize
+    (2, 5, 8)
     """
     cdef int8_t *code
     cdef int32_t *arg
     cdef double *consts
     cdef readonly int32_t ncode
-    cdef readonly int nin, nconst
+    cdef readonly int nin, nconst, itemsize
 
-    def __cinit__(self, code, arg, consts, int nin):
+    def __cinit__(self, code, arg, consts, int nin, int itemsize=8):
         cdef int32_t n = len(code), k
-        self.ncode, self.nin, self.nconst = n, nin, len(consts)
+        if itemsize != 4 and itemsize != 8:
+            raise ParameterError(f"programs run on 4- or 8-byte floats, not {itemsize}-byte")
+        self.ncode, self.nin, self.nconst, self.itemsize = n, nin, len(consts), itemsize
         if len(arg) != n:
             raise ParameterError(f"{len(arg)} arguments for {n} steps")
         self.code = <int8_t *>PyMem_Malloc(max(n, 1))
@@ -70,7 +74,7 @@ cdef class FusedProgram:
         cdef int32_t nb = ids.shape[0]
         with nogil:
             r = ndp_fused_blocks(self.code, self.arg, self.ncode, self.consts, self.nin,
-                                 cl.ptrs, cl.sizes, &ids[0] if nb > 0 else NULL, nb,
+                                 self.itemsize, cl.ptrs, cl.sizes, &ids[0] if nb > 0 else NULL, nb,
                                  out.view.buf, nbytes, blocksize, enc, &err)
         if r < 0:
             _raise(r, &err)

@@ -157,24 +157,26 @@ void ndp_cparts_free(ndp_cparts *p);
 
 /* Fused evaluation (csrc/math/fused.c): for each block blocks[j] of an output chunk
  * of nbytes in blocks of blocksize bytes, decode that block of each of the nin operand
- * chunks (float64 items, the same block layout; memcpyed chunks too), run the postfix
- * program code/arg (NDP_FOP_*: IN k pushes operand k, CONST k pushes consts[k]) on
- * them into the block's place in dst (the chunk buffer) or, when enc is given, into
- * a block of scratch encoded from there with ndp_cparts_add_block (dst is then not
- * written: mind ndp_cparts_needs_source).  The values are NumPy's float64
- * operations, bit for bit.  Returns 1, 0 when an operand chunk is not of that layout
- * (special, another block size: nothing written, use the general path), or an error.
+ * chunks (float64 items when typesize is 8, float32 when 4; the same block layout;
+ * memcpyed chunks too), run the postfix program code/arg (NDP_FOP_*: IN k pushes
+ * operand k, CONST k pushes consts[k] -- converted to the item type --, the binary
+ * steps pop two values, NEG, SQUARE and SQRT one) on them into the block's place in
+ * dst (the chunk buffer) or, when enc is given, into a block of scratch encoded from
+ * there with ndp_cparts_add_block (dst is then not written: mind
+ * ndp_cparts_needs_source).  The values are NumPy's operations in the item type, bit
+ * for bit.  Returns 1, 0 when an operand chunk is not of that layout (special,
+ * another block or item size: nothing written, use the general path), or an error.
  * ndp_fused_check validates a program once (indices, stack depth <= 16, one array
  * result). */
 enum { NDP_FOP_IN = 1, NDP_FOP_CONST = 2, NDP_FOP_NEG = 3, NDP_FOP_ADD = 4, NDP_FOP_SUB = 5,
-       NDP_FOP_MUL = 6, NDP_FOP_DIV = 7 };
+       NDP_FOP_MUL = 6, NDP_FOP_DIV = 7, NDP_FOP_SQUARE = 8, NDP_FOP_SQRT = 9 };
 int ndp_fused_check(const int8_t *code, const int32_t *arg, int32_t ncode, int nin,
                     int nconst, ndp_error *err);
 int32_t ndp_fused_blocks(const int8_t *code, const int32_t *arg, int32_t ncode,
-                         const double *consts, int nin, const void *const *chunks,
-                         const int32_t *sizes, const int32_t *blocks, int32_t nblocks,
-                         void *dst, int32_t nbytes, int32_t blocksize, ndp_cparts *enc,
-                         ndp_error *err);
+                         const double *consts, int nin, int typesize,
+                         const void *const *chunks, const int32_t *sizes,
+                         const int32_t *blocks, int32_t nblocks, void *dst, int32_t nbytes,
+                         int32_t blocksize, ndp_cparts *enc, ndp_error *err);
 
 /* Replace blocks ids[0..nids) (increasing) of a chunk by new raw bytes (block ids[k]
  * at raw + k * blocksize) and write the resulting chunk to dst: the new blocks are

@@ -30,6 +30,16 @@ CASES = [
 ]
 
 
+# float32 trees (computed in float32, Python scalars taking the arrays' type as NumPy
+# does) and the unary steps: square (``**2``) and square root (``**0.5``)
+CASES_MORE = [
+    ("a**2 + b**2 + 2*a*b + 1", lambda a, b, c: a**2 + b**2 + 2 * a * b + 1),
+    ("sqrt(a*a + b*b) - c", lambda a, b, c: np.sqrt(a * a + b * b) - c),
+    ("square(a - c) / (b**0.5 + 0.1)", lambda a, b, c: np.square(a - c) / (b**0.5 + 0.1)),
+    ("-sqrt(c) * 0.3 + a", lambda a, b, c: -np.sqrt(c) * 0.3 + a),
+]
+
+
 def _values(shape, seed, special=False):
     rng = np.random.default_rng(seed)
     x = {k: rng.normal(size=shape) * 10 for k in "abc"}
@@ -44,7 +54,8 @@ def _values(shape, seed, special=False):
 def _same_bits(got, want):
     got, want = np.asarray(got), np.asarray(want)
     assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
+    bits = f"u{want.dtype.itemsize}"
+    np.testing.assert_array_equal(got.view(bits), want.view(bits))
 
 
 @pytest.mark.parametrize("text, f", CASES)
@@ -63,6 +74,47 @@ def test_fused_compute_gives_numpys_bits(text, f, special):
     _same_bits(read, want)
 
 
+@pytest.mark.parametrize("text, f", CASES + CASES_MORE)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("special", [False, True])
+def test_fused_float32_and_unary_steps(text, f, dtype, special):
+    """float32 operands run a float32 program (NumPy computes ``a * 2.5`` of a float32
+    array in float32); square, ``**2``, sqrt and ``**0.5`` are NumPy's bits in both."""
+    x = {k: v.astype(dtype) for k, v in _values((70, 90), 2, special).items()}
+    nd = {k: ndpack.asarray(v, chunks=(32, 90), blocks=(8, 90), cparams=LZ4)
+          for k, v in x.items()}
+    aligned.FUSED.clear()
+    with np.errstate(all="ignore"):
+        want = f(**x)
+        got = ndpack.lazyexpr(text, operands=nd).compute(cparams=LZ4)
+        read = ndpack.lazyexpr(text, operands=nd)[()]
+    assert want.dtype == dtype
+    assert aligned.FUSED["fused"] > 0 and aligned.FUSED["general"] == 0
+    _same_bits(got[()], want)
+    _same_bits(read, want)
+
+
+def test_float32_programs_take_only_float32_trees():
+    """Mixed float32/float64 operands, NumPy float64 scalars (strong: the result is
+    float64), constants overflowing float32 and other exponents go the general way."""
+    x = _values((40, 30), 6)
+    f4 = {k: ndpack.asarray(v.astype(np.float32), chunks=(16, 30), blocks=(4, 30))
+          for k, v in x.items()}
+    f8 = ndpack.asarray(x["c"], chunks=(16, 30), blocks=(4, 30))
+    for text, ops, want in [
+            ("a + c", {"a": f4["a"], "c": f8}, x["a"].astype(np.float32) + x["c"]),
+            ("a * 1e300", f4, x["a"].astype(np.float32) * np.float32(np.inf)),
+            ("a**3 + b", f4, x["a"].astype(np.float32)**3 + x["b"].astype(np.float32))]:
+        node = parse(text, ops)
+        assert fused.program(node, operands_of(node)) is None, text
+        with np.errstate(all="ignore"):
+            got = ndpack.lazyexpr(text, operands=ops).compute()[()]
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    node = parse("a * 2.5 + b", f4)
+    assert fused.program(node, operands_of(node)).itemsize == 4
+
+
 @settings(deadline=None, max_examples=30)
 @given(data=st.data())
 def test_fused_over_any_layout(data):
@@ -72,8 +124,10 @@ def test_fused_over_any_layout(data):
     shape = tuple(data.draw(st.lists(st.integers(1, 40), min_size=nd_, max_size=nd_)))
     chunks = tuple(data.draw(st.integers(1, s)) for s in shape)
     blocks = tuple(data.draw(st.integers(1, c)) for c in chunks)
-    text, f = data.draw(st.sampled_from(CASES))
-    x = _values(shape, data.draw(st.integers(0, 99)), data.draw(st.booleans()))
+    text, f = data.draw(st.sampled_from(CASES + CASES_MORE))
+    dtype = data.draw(st.sampled_from([np.float32, np.float64]))
+    x = {k: v.astype(dtype) for k, v in
+         _values(shape, data.draw(st.integers(0, 99)), data.draw(st.booleans())).items()}
     nd = {k: ndpack.asarray(v, chunks=chunks, blocks=blocks, cparams=LZ4)
           for k, v in x.items()}
     with np.errstate(all="ignore"):
@@ -134,11 +188,15 @@ def test_bad_programs_are_refused():
             (bytes([2, 3]), [0, 0], [1.0], 1),          # negating a constant
             (bytes([2, 2, 4]), [0, 0, 0], [1.0], 1),    # no array
             (bytes([1]), [3], [], 2),                   # no operand 3
-            (bytes([1, 9]), [0, 0], [], 1),             # unknown step
+            (bytes([1, 10]), [0, 0], [], 1),            # unknown step
+            (bytes([2, 8]), [0, 0], [1.0], 1),          # squaring a constant
+            (bytes([1, 9, 9, 4]), [0, 0, 0, 0], [], 1), # one value for two
             (bytes([1] * 17 + [4] * 16), [0] * 33, [], 1),   # 17 values at once
             (b"", [], [], 1)]:
         with pytest.raises(ndpack.ParameterError):
             FusedProgram(code, arg, consts, nin)
+    with pytest.raises(ndpack.ParameterError, match="4- or 8-byte"):
+        FusedProgram(bytes([1]), [0], [], 1, 2)
 
 
 def test_run_checks_its_buffers():

@@ -1,9 +1,10 @@
-"""Trees of float64 arithmetic compiled for the C core's fused per-block evaluation.
+"""Trees of float arithmetic compiled for the C core's fused per-block evaluation.
 
 On the aligned path each worker decodes a group of blocks of every operand, runs the
 tree on them and encodes the result blocks.  For the commonest trees -- ``+``, ``-``,
-``*``, ``/`` and negation of float64 operands and real constants -- the C core does
-all three for one block at a time (:class:`ndpack._core.FusedProgram`,
+``*``, ``/``, negation, ``square``/``**2`` and ``sqrt``/``**0.5`` of float64
+operands (or of float32 ones, computed in float32 as NumPy does) and real constants --
+the C core does all three for one block at a time (:class:`ndpack._core.FusedProgram`,
 csrc/math/fused.c): a block's values never leave the core's L2 cache, and no Python
 runs between the steps (a group on the general path makes about a dozen calls that
 release and take back the GIL).  Each operation is the IEEE one NumPy applies, in the
@@ -34,19 +35,44 @@ from ndpack.errors import ParameterError
 
 __all__ = ["program"]
 
-_IN, _CONST, _NEG = 1, 2, 3
+_IN, _CONST, _NEG, _SQUARE, _SQRT = 1, 2, 3, 8, 9
 _BINARY = {np.add: 4, np.subtract: 5, np.multiply: 6, np.true_divide: 7}
-_F8 = np.dtype(np.float64)
+_UNARY = {np.negative: _NEG, np.square: _SQUARE, np.sqrt: _SQRT}
+_POWERS = {2: _SQUARE, 0.5: _SQRT}       # NumPy's power takes these exponents exactly so
+_FLOATS = (np.dtype(np.float64), np.dtype(np.float32))
 
 
 def program(node: Node, ops: list) -> FusedProgram | None:
     """The fused program of `node` over the operands `ops` (operand k of the program is
-    ``ops[k]``; all must be float64 arrays), or None when the tree does not qualify."""
-    if not isinstance(node, Apply) or node.dtype != _F8 \
-            or any(op.dtype != _F8 for op in ops):
+    ``ops[k]``; all must be float64 arrays, or all float32 with a float32 result), or
+    None when the tree does not qualify."""
+    dt = getattr(node, "dtype", None)
+    if not isinstance(node, Apply) or dt not in _FLOATS or any(op.dtype != dt for op in ops):
         return None
     index = {id(op.array): k for k, op in enumerate(ops)}
     code, arg, consts = [], [], []
+
+    def constant(v) -> float:
+        """`v` as NumPy converts it when it meets an array of `dt` (NEP 50: Python
+        scalars take the array's type; NumPy scalars must already be of it)."""
+        if isinstance(v, (bool, np.bool_)) or not isinstance(
+                v, (int, float, np.integer, np.floating)) or np.ndim(v):
+            raise _Skip
+        if isinstance(v, (np.integer, np.floating)) and np.result_type(v, dt) != dt:
+            raise _Skip
+        with np.errstate(over="raise", invalid="raise"):
+            try:
+                c = dt.type(v)
+            except (OverflowError, FloatingPointError):
+                raise _Skip from None
+        if not np.isfinite(c) and (isinstance(v, (int, np.integer)) or np.isfinite(v)):
+            raise _Skip                      # (a finite value overflowing the type)
+        return float(c)
+
+    def emit(step) -> bool:
+        code.append(step)
+        arg.append(0)
+        return True
 
     def visit(n) -> bool:
         """Emit `n`; True when it holds arrays (a subtree of constants only would be a
@@ -59,38 +85,36 @@ def program(node: Node, ops: list) -> FusedProgram | None:
             arg.append(k)
             return True
         if isinstance(n, Constant):
-            v = n.value
-            if isinstance(v, (bool, np.bool_)) or not isinstance(
-                    v, (int, float, np.integer, np.floating)) or np.ndim(v):
-                raise _Skip
-            if isinstance(v, (np.integer, np.floating)) and \
-                    np.result_type(v, _F8) != _F8:
-                raise _Skip
+            c = constant(n.value)
             code.append(_CONST)
             arg.append(len(consts))
-            consts.append(float(v))           # NumPy's conversion to float64 (NEP 50)
+            consts.append(c)
             return False
-        if not isinstance(n, Apply) or n.kwargs or n.dtype != _F8:
+        if not isinstance(n, Apply) or n.kwargs or n.dtype != dt:
             raise _Skip
         f = n.func.numpy
-        if f is np.negative and len(n.args) == 1:
+        if f in _UNARY and len(n.args) == 1:
             if not visit(n.args[0]):
                 raise _Skip
-            code.append(_NEG)
-            arg.append(0)
-            return True
+            return emit(_UNARY[f])
+        if f is np.power and len(n.args) == 2 and isinstance(n.args[1], Constant):
+            e = n.args[1].value
+            if isinstance(e, (bool, np.bool_)) or not isinstance(e, (int, float)) \
+                    or e not in _POWERS:
+                raise _Skip
+            if not visit(n.args[0]):
+                raise _Skip
+            return emit(_POWERS[e])
         if f not in _BINARY or len(n.args) != 2:
             raise _Skip
         arrays = [visit(a) for a in n.args]
         if not any(arrays):
             raise _Skip
-        code.append(_BINARY[f])
-        arg.append(0)
-        return True
+        return emit(_BINARY[f])
 
     try:
         visit(node)
-        return FusedProgram(bytes(code), arg, consts, len(ops))
+        return FusedProgram(bytes(code), arg, consts, len(ops), dt.itemsize)
     except (_Skip, OverflowError, ParameterError):   # (ParameterError: a program needing
         return None                                   # over 16 values at once)
 
