@@ -145,54 +145,68 @@ def memory(n, reps, rows):
                              compute_floor=cfloor, cpu_compute=cpu, **t))
 
 
+COMPUTE_CASES = [("a + b + c", "float64"), ("a + b + c", "float32"),
+                 ("a**2 + b**2 + 2*a*b + 1", "float64")]
+
+
 def compute_row(n, reps, rows):
-    """Issue 26's row: in-memory ``compute()`` of ``a + b + c``, ndpack and
-    python-blosc2 alternated (each run of one followed by a run of the other, so both
-    see the same machine), best and median of wall and process CPU time."""
+    """Issue 26's row: in-memory ``compute()`` of ``a + b + c`` (and python-blosc2's
+    classic ``a**2 + b**2 + 2*a*b + 1``; float32 too), ndpack and python-blosc2 at the
+    same cparams, best and median of wall and process CPU time, in two orders: each
+    run of one followed by a run of the other (both see the same machine), and all
+    runs of one then all of the other (python-blosc2's threads keep spinning for a
+    while after its calls and slow down whatever runs right after them)."""
     import statistics
     import time
     rng = np.random.default_rng(0)
-    raw = [np.linspace(i, i + 1, n * n).reshape(n, n) + rng.normal(0, 1e-3, (n, n))
-           for i in range(3)]
-    cp_nd = {"codec": ndpack.Codec.LZ4, "clevel": 5}
-    nd_ops = dict(zip("abc", [ndpack.asarray(x, cparams=cp_nd) for x in raw]))
-    nd = ndpack.lazyexpr("a + b + c", operands=nd_ops)
-    fns = {"nd": lambda: nd.compute(cparams=cp_nd)}
-    if blosc2 is not None:
-        cp_b2 = {"codec": blosc2.Codec.LZ4, "clevel": 5}
-        b2_ops = dict(zip("abc", [blosc2.asarray(x, cparams=cp_b2) for x in raw]))
-        b2 = blosc2.lazyexpr("a + b + c", operands=b2_ops)
-        fns["b2"] = lambda: b2.compute(cparams=cp_b2)
-    expected = raw[0] + raw[1] + raw[2]
-    np.testing.assert_array_equal(fns["nd"]()[()], expected)
-    del raw, expected
-    wall = {k: [] for k in fns}
-    cpu = {k: [] for k in fns}
-    kept: list = []
-    for _ in range(reps):
-        for k, fn in fns.items():
-            t0, c0 = time.perf_counter(), time.process_time()
-            kept.append(fn())
-            cpu[k].append(time.process_time() - c0)
-            wall[k].append(time.perf_counter() - t0)
-            kept = kept[-2:]
+    raw64 = [np.linspace(i, i + 1, n * n).reshape(n, n) + rng.normal(0, 1e-3, (n, n))
+             for i in range(3)]
     med = statistics.median
-    a = nd_ops["a"]
-    print(f"\n[compute] a + b + c, 3 x ({n}, {n}) float64 in memory, LZ4 clevel 5 + shuffle, "
-          f"chunks {a.chunks}, blocks {a.blocks}; {reps} alternated runs, ms")
-    print(f"{'':8}{'wall best':>10}{'median':>8}{'CPU best':>10}{'median':>8}")
-    for k in fns:
-        print(f"{k:8}{min(wall[k]) * 1e3:>10.1f}{med(wall[k]) * 1e3:>8.1f}"
-              f"{min(cpu[k]) * 1e3:>10.1f}{med(cpu[k]) * 1e3:>8.1f}")
-    row = dict(section="compute", expression="a + b + c", n=n,
-               **{f"{k}_{m}": f(v[k]) for k in fns for m, f, v in
-                  (("wall_best", min, wall), ("wall_median", med, wall),
-                   ("cpu_best", min, cpu), ("cpu_median", med, cpu))})
-    if "b2" in fns:
-        print(f"b2/nd   {min(wall['b2']) / min(wall['nd']):>10.2f}"
-              f"{med(wall['b2']) / med(wall['nd']):>8.2f}"
-              f"{min(cpu['b2']) / min(cpu['nd']):>10.2f}{med(cpu['b2']) / med(cpu['nd']):>8.2f}")
-    rows.append(row)
+    for text, dtype in COMPUTE_CASES:
+        raw = [x.astype(dtype) for x in raw64]
+        cp_nd = {"codec": ndpack.Codec.LZ4, "clevel": 5}
+        nd_ops = dict(zip("abc", [ndpack.asarray(x, cparams=cp_nd) for x in raw]))
+        nd = ndpack.lazyexpr(text, operands=nd_ops)
+        fns = {"nd": lambda nd=nd, cp=cp_nd: nd.compute(cparams=cp)}
+        if blosc2 is not None:
+            cp_b2 = {"codec": blosc2.Codec.LZ4, "clevel": 5}
+            b2_ops = dict(zip("abc", [blosc2.asarray(x, cparams=cp_b2) for x in raw]))
+            b2 = blosc2.lazyexpr(text, operands=b2_ops)
+            fns["b2"] = lambda b2=b2, cp=cp_b2: b2.compute(cparams=cp)
+        expected = numexpr.evaluate(text, local_dict=dict(zip("abc", raw)))
+        np.testing.assert_allclose(fns["nd"]()[()], expected,
+                                   rtol=1e-6 if dtype == "float32" else 1e-15)
+        del raw, expected
+        a = nd_ops["a"]
+        print(f"\n[compute] {text}, 3 x ({n}, {n}) {dtype} in memory, LZ4 clevel 5 + "
+              f"shuffle, chunks {a.chunks}, blocks {a.blocks}; {reps} runs each, ms")
+        print(f"{'':18}{'wall best':>10}{'median':>8}{'CPU best':>10}{'median':>8}")
+        for order in ("alternated", "grouped"):
+            wall = {k: [] for k in fns}
+            cpu = {k: [] for k in fns}
+            kept: list = []
+            seq = [k for _ in range(reps) for k in fns] if order == "alternated" \
+                else [k for k in fns for _ in range(reps)]
+            for k in seq:
+                t0, c0 = time.perf_counter(), time.process_time()
+                kept.append(fns[k]())
+                cpu[k].append(time.process_time() - c0)
+                wall[k].append(time.perf_counter() - t0)
+                kept = kept[-2:]
+            for k in fns:
+                print(f"{k + ' ' + order:18}{min(wall[k]) * 1e3:>10.1f}"
+                      f"{med(wall[k]) * 1e3:>8.1f}{min(cpu[k]) * 1e3:>10.1f}"
+                      f"{med(cpu[k]) * 1e3:>8.1f}")
+            row = dict(section="compute", expression=text, dtype=dtype, order=order, n=n,
+                       **{f"{k}_{m}": f(v[k]) for k in fns for m, f, v in
+                          (("wall_best", min, wall), ("wall_median", med, wall),
+                           ("cpu_best", min, cpu), ("cpu_median", med, cpu))})
+            if "b2" in fns:
+                print(f"{'b2/nd ' + order:18}{min(wall['b2']) / min(wall['nd']):>10.2f}"
+                      f"{med(wall['b2']) / med(wall['nd']):>8.2f}"
+                      f"{min(cpu['b2']) / min(cpu['nd']):>10.2f}"
+                      f"{med(cpu['b2']) / med(cpu['nd']):>8.2f}")
+            rows.append(row)
 
 
 def _memmap_loop(text, mms, out, rows_per_slab):

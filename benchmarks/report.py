@@ -66,6 +66,12 @@ SPECS = {
               ["codec", "expression"],
               [Metric("compute()", "nd_compute", {NP: "numpy", NE: "numexpr", B2: "b2_compute"}),
                Metric("[()] to NumPy", "nd_get", {B2: "b2_get"})], {"section": "memory"}),
+        Table("expr compute", "In-memory compute() at python-blosc2's settings "
+              "(LZ4-5, same chunks and blocks)", ["expression", "dtype", "order"],
+              [Metric("wall best", "nd_wall_best", {B2: "b2_wall_best"}),
+               Metric("wall median", "nd_wall_median", {B2: "b2_wall_median"}),
+               Metric("CPU best", "nd_cpu_best", {B2: "b2_cpu_best"})],
+              {"section": "compute"}),
         Table("expr disk", "Expressions over .b2nd files", ["expression"],
               [Metric("[()] to NumPy", "nd_get", {"memmap + numexpr": "memmap", B2: "b2_get"}),
                Metric("into a preallocated array", "nd_out", {"memmap + numexpr": "memmap"}),
