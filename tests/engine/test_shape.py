@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import ndpack
 from ndpack.engine.ops import shape as shp
+from ndpack.storage.ndarray import NDArray
 
 from tests.helpers import assert_eq
 
@@ -185,6 +186,64 @@ def test_concat_unaligned_or_recompressed_goes_chunk_by_chunk(monkeypatch):
     _check(ndpack.concat([b, x[:40].astype("f4")]), np.concatenate([x[:40], x[:40]
                                                                      .astype("f4")]))
     assert slow == ["_fill_concat"] * 4
+
+
+@settings(deadline=None, max_examples=25)
+@given(data=st.data())
+def test_concat_unaligned_copies_the_chunks_that_line_up(data):
+    """Unaligned inputs: output chunks that are an input's chunk (the input starting
+    on an output chunk boundary, same layout and cparams, the same items) are stored
+    compressed as they are; the others assembled.  NumPy's values, along any axis."""
+    ndim = data.draw(st.integers(1, 3))
+    axis = data.draw(st.integers(0, ndim - 1))
+    base = [data.draw(st.integers(1, 12)) for _ in range(ndim)]
+    chunks = tuple(data.draw(st.integers(1, b)) for b in base)
+    blocks = tuple(data.draw(st.integers(1, c)) for c in chunks)
+    sizes = data.draw(st.lists(st.integers(1, 25), min_size=2, max_size=4))
+    xs = []
+    for k, n in enumerate(sizes):
+        shape = list(base)
+        shape[axis] = n
+        xs.append(np.arange(np.prod(shape), dtype="f8").reshape(shape) + 1e6 * (k + 1))
+    other = data.draw(st.booleans())                 # one input with other cparams
+    cps = [ndpack.CParams(codec=ndpack.Codec.LZ4, clevel=1) for _ in xs]
+    if other:
+        cps[-1] = ndpack.CParams(codec=ndpack.Codec.ZSTD, clevel=3)
+    arrs = [ndpack.asarray(x, chunks=chunks, blocks=blocks, cparams=cp)
+            for x, cp in zip(xs, cps)]
+    kw = {"cparams": cps[0]} if other else {}
+    encoded = []
+    real = NDArray.encode_chunk
+
+    def spy(self, *args, **kwargs):
+        encoded.append(1)
+        return real(self, *args, **kwargs)
+    NDArray.encode_chunk = spy
+    try:
+        out = ndpack.concat(arrs, axis=axis, **kw)
+    finally:
+        NDArray.encode_chunk = real
+    _check(out, np.concatenate(xs, axis=axis))
+    # which output chunks are an input's chunk, stored as they are
+    c = out.chunks[axis]
+    starts = np.cumsum([0] + sizes)
+    src = {}
+    for k, a in enumerate(arrs):
+        for n in range(a.schunk.nchunks):
+            src[bytes(a.get_chunk(n))] = k
+    lay = out.layout
+    nlined = 0
+    for n, coords in enumerate(lay.all_coords()):
+        lo, hi = coords[axis] * c, min(coords[axis] * c + c, out.shape[axis])
+        k = int(np.searchsorted(starts, lo, side="right")) - 1
+        lines_up = (hi <= starts[k + 1] and (lo - starts[k]) % c == 0
+                    and hi - lo == min(c, starts[k + 1] - lo)
+                    and not (other and k == len(arrs) - 1))
+        if lines_up:
+            nlined += 1
+            assert src.get(bytes(out.get_chunk(n))) == k, (n, coords)
+    if lay.nchunks > 1 or not nlined:         # (a single chunk may go through fill_from)
+        assert len(encoded) == lay.nchunks - nlined
 
 
 def _no_fill(monkeypatch):

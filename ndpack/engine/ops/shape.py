@@ -130,17 +130,23 @@ def _cparams_agree(arrays, kwargs, out) -> bool:
 SMALL_CHUNK_BYTES = 1 << 20
 
 
-def _fill(out, producer) -> NDArray:
+def _fill(out, producer, copied=None) -> NDArray:
     """:func:`fill_from` with chunks read, assembled and compressed on worker threads
     (``dparams.nthreads`` of them, at most 4), appended in order; a window of
-    ``nthreads + 1`` chunks is in flight, so memory stays bounded."""
+    ``nthreads + 1`` chunks is in flight, so memory stays bounded.  ``copied(coords)``,
+    when given, returns an input's compressed chunk to store as output chunk `coords`
+    as it is, or None (then `producer` makes it)."""
     nthreads = max(1, min(out.dparams.nthreads, 4))
     lay = out.layout
-    if nthreads == 1 or lay.nchunks < 2 or lay.chunk_nbytes < SMALL_CHUNK_BYTES:
+    serial = nthreads == 1 or lay.nchunks < 2 or lay.chunk_nbytes < SMALL_CHUNK_BYTES
+    if serial and copied is None:
         return fill_from(out, producer)
     ext = lay.ext_chunks
 
     def one(coords):
+        chunk = copied(coords) if copied is not None else None
+        if chunk is not None:
+            return chunk
         region = lay.region(coords)
         data = np.asarray(producer(region), dtype=out.dtype)
         if data.shape != ext:
@@ -149,6 +155,11 @@ def _fill(out, producer) -> NDArray:
             data = buf
         return out.encode_chunk(data)
 
+    if serial:
+        put = _in_order(out)
+        for coords in lay.all_coords():
+            put(one(coords))
+        return out
     return _encode_all(out, one, lay.all_coords(), nthreads)
 
 
@@ -213,7 +224,9 @@ def concat(arrays, /, axis=0, **kwargs) -> NDArray:
             and all(c and a.shape[axis] % c == 0 for a in arrays[:-1])
             and _cparams_agree(arrays, kwargs, out)):
         return _copy_concat(arrays, out, axis)
-    return _fill_concat(arrays, out, axis)
+    return _fill_concat(arrays, out, axis,
+                        [_same_layout(a, out) and _cparams_agree([a], kwargs, out)
+                         for a in arrays])
 
 
 def _copy_concat(arrays, out, axis) -> NDArray:
@@ -231,9 +244,27 @@ def _copy_concat(arrays, out, axis) -> NDArray:
     return out
 
 
-def _fill_concat(arrays, out, axis) -> NDArray:
-    """Output chunk by chunk, each read from the inputs it overlaps."""
+def _fill_concat(arrays, out, axis, copyable=None) -> NDArray:
+    """Output chunk by chunk, each read from the inputs it overlaps -- or, when it is
+    an input's chunk (`copyable[i]`: that input has the output's layout and cparams;
+    the input starts on a chunk boundary of the output and the chunk holds the same
+    items), that chunk copied compressed (python-blosc2 copies those too: the first
+    input's whole chunks when the others are not aligned)."""
     starts = np.cumsum([0] + [a.shape[axis] for a in arrays]).tolist()
+    c = out.chunks[axis]
+
+    def copied(coords):
+        lo = coords[axis] * c
+        hi = min(lo + c, out.shape[axis])
+        for i, a in enumerate(arrays):
+            s0, s1 = starts[i], starts[i + 1]
+            if s0 <= lo and hi <= s1:
+                if not copyable[i] or (lo - s0) % c or hi - lo != min(c, s1 - lo):
+                    return None
+                src = list(coords)
+                src[axis] = (lo - s0) // c
+                return a.get_chunk(a.layout.chunk_number(src))
+        return None
 
     def producer(region):
         lo, hi = region[axis].start, region[axis].stop
@@ -255,7 +286,7 @@ def _fill_concat(arrays, out, axis) -> NDArray:
                 dst[...] = _read(a, tuple(key))
         return buf
 
-    return _fill(out, producer)
+    return _fill(out, producer, copied if c and copyable and any(copyable) else None)
 
 
 
