@@ -133,6 +133,32 @@ def bench_save_load(tmp: str, nbytes: int) -> None:
                 os.remove(p)
 
 
+def bench_load_same(tmp: str, nbytes: int) -> None:
+    """Issue 26's row: load_array of sin + noise saved by each library with LZ4 clevel 1
+    (SHUFFLE, the same chunks in both files' layouts as each library picks them), best
+    of 7 interleaved rounds.  ndpack checks every chunk's crc32c by default
+    (python-blosc2 checks nothing); "unchecked" (``dparams={"verify": False}``) is the
+    same load without the check: the floor both libraries share (decoding, and the
+    kernel zeroing the fresh output's pages)."""
+    x = arrays(nbytes)["sin+noise"]
+    p_nd, p_b2 = os.path.join(tmp, "l.b2frame"), os.path.join(tmp, "l.b2f2")
+    ndpack.save_array(x, p_nd, cparams={"codec": ndpack.Codec.LZ4, "clevel": 1})
+    fns = [lambda: ndpack.load_array(p_nd),
+           lambda: ndpack.load_array(p_nd, dparams={"verify": False})]
+    if blosc2 is not None:
+        blosc2.save_array(x, p_b2, mode="w",
+                          cparams={"codec": blosc2.Codec.LZ4, "clevel": 1})
+        fns.append(lambda: blosc2.load_array(p_b2))
+    assert ndpack.load_array(p_nd).tobytes() == x.tobytes()
+    t = best_times(fns, 7, budget=30) + [float("nan")] * (3 - len(fns))
+    print(f"\nload_array of {nbytes / 1e6:.0f} MB sin+noise saved with LZ4 clevel 1 (best of "
+          f"7 interleaved, ms): nd {t[0] * 1e3:.1f}, nd unchecked {t[1] * 1e3:.1f}, "
+          f"b2 {t[2] * 1e3:.1f}; b2/nd {t[2] / t[0]:.2f}, b2/nd unchecked {t[2] / t[1]:.2f}")
+    for p in (p_nd, p_b2):
+        if os.path.exists(p):
+            os.remove(p)
+
+
 def bench_atomic(tmp: str, nbytes: int) -> None:
     """The cost of crash-atomic writes (ndpack/storage/atomic.py): each creating call
     writes a temporary, fsyncs it, renames it over the target and fsyncs the directory.
@@ -224,6 +250,7 @@ def main(argv=None) -> int:
     tmp = tempfile.mkdtemp(prefix="bench_save_", dir=args.dir)
     try:
         bench_save_load(tmp, 40 * 10**6 if args.quick else 400 * 10**6)
+        bench_load_same(tmp, 40 * 10**6 if args.quick else 400 * 10**6)
         bench_atomic(tmp, 40 * 10**6 if args.quick else 400 * 10**6)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
