@@ -68,8 +68,8 @@ from . import exceptions  # noqa: E402 -- python-blosc2's blosc2.exceptions name
 from ndpack.compat import *  # noqa: F403 -- python-blosc2's constants and aliases
 from . import compat as _compat
 from ndpack.engine.ops.shape import (broadcast_to, concat, expand_dims, flip, matrix_transpose,
-                                 moveaxis, permute_dims, reshape, roll, squeeze, stack, take,
-                                 take_along_axis)
+                                 moveaxis, permute_dims, reshape, roll, squeeze, stack)
+from ndpack.engine.ops.take import take, take_along_axis
 
 
 # the array API standard: its revision, then its constants

@@ -29,7 +29,8 @@ import numpy as np
 from ndpack.engine.elementwise import astype
 from ndpack.engine.expr.lazyexpr import LazyExpr
 from ndpack.storage.ndarray import NDArray
-from ndpack.engine.ops.shape import matrix_transpose, permute_dims, take
+from ndpack.engine.ops.shape import matrix_transpose, permute_dims
+from ndpack.engine.ops.take import take
 
 __all__ = ["install", "API_VERSIONS", "DEVICE"]
 

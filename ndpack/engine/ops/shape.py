@@ -1,8 +1,8 @@
 """Shape operations that return new NDArrays, chunk by chunk with bounded memory.
 
 ``concat``, ``stack``, ``permute_dims``, ``matrix_transpose``, ``moveaxis``,
-``expand_dims``, ``squeeze``, ``broadcast_to``, ``reshape``, ``flip``, ``roll``,
-``take`` and ``take_along_axis`` (python-blosc2's names and semantics).  Inputs are
+``expand_dims``, ``squeeze``, ``broadcast_to``, ``reshape``, ``flip`` and ``roll``
+(python-blosc2's names and semantics; ``take`` lives in :mod:`.take`).  Inputs are
 NDArrays or any array-like with ``shape``, ``dtype`` and ``__getitem__`` (NumPy,
 h5py, zarr); every function takes the storage keywords of the constructors
 (``urlpath=``, ``chunks=``, ``blocks=``, ``cparams=``, ...).
@@ -56,8 +56,6 @@ __all__ = [
     "roll",
     "squeeze",
     "stack",
-    "take",
-    "take_along_axis",
 ]
 
 # reshape reads a row of output chunks at once up to this many bytes
@@ -739,76 +737,3 @@ def roll(x, shift, axis=None, **kwargs) -> NDArray:
         return res
 
     return _fill(out, producer)
-
-
-# ---------------------------------------------------------------------------------------
-# take
-
-
-def take(x, indices, axis=None, **kwargs) -> NDArray:
-    """Items of `x` at `indices` along `axis` (of the flattened array when None).
-
-    Only the chunks holding the indices are decoded (fancy indexing of NDArray);
-    a foreign `x` is read whole.
-
-    Examples
-    --------
-    >>> import ndpack
-    >>> a = ndpack.arange(12, shape=(3, 4))
-    >>> take(a, [2, 0], axis=1)[:].tolist()
-    [[2, 0], [6, 4], [10, 8]]
-    >>> take(a, [[11, 0]])[:].tolist()
-    [[11, 0]]
-    """
-    x = _array(x)
-    idx = np.asarray(indices[()] if isinstance(indices, NDArray) else indices)
-    if idx.size == 0 and idx.dtype.kind not in "iu":
-        idx = idx.astype(np.intp)           # ``[]`` is float64 to NumPy, but selects nothing
-    if idx.dtype.kind not in "iu":          # np.take's exception type
-        raise TypeError(f"indices must be integers, not {idx.dtype}")
-    if axis is None:
-        size = prod(x.shape)
-        if idx.size and (idx.min() < -size or idx.max() >= size):
-            raise IndexError(f"index out of bounds for an array of size {size}")
-        flat = np.unravel_index(idx.reshape(-1) % max(size, 1), tuple(x.shape))
-        src = x if isinstance(x, NDArray) else np.asarray(x[()])
-        res = src.vindex[flat] if isinstance(src, NDArray) else src[flat]
-        res = np.asarray(res).reshape(idx.shape)
-    else:
-        axis = _axis(axis, len(x.shape))
-        key = (slice(None),) * axis + (idx,)
-        res = x[key] if isinstance(x, NDArray) else np.asarray(x[()])[key]
-    return asarray(np.asarray(res), **kwargs)
-
-
-def take_along_axis(x, indices, axis=-1, **kwargs) -> NDArray:
-    """Items of `x` picked along `axis` by `indices` (same number of dimensions,
-    broadcast with `x` along the other axes), as ``np.take_along_axis``.
-
-    Examples
-    --------
-    >>> import numpy as np, ndpack
-    >>> a = ndpack.asarray(np.array([[10, 30, 20], [60, 40, 50]]))
-    >>> take_along_axis(a, np.argsort(a[:], axis=1), axis=1)[:].tolist()
-    [[10, 20, 30], [40, 50, 60]]
-    """
-    x = _array(x)
-    idx = np.asarray(indices[()] if isinstance(indices, NDArray) else indices)
-    nd = len(x.shape)
-    if idx.ndim != nd:
-        raise ValueError(f"indices and x must have the same number of dimensions "
-                         f"({idx.ndim} != {nd})")
-    if idx.dtype.kind not in "iu":
-        raise IndexError(f"indices must be integers, not {idx.dtype}")
-    axis = _axis(axis, nd)
-    key = []
-    for d in range(nd):
-        if d == axis:
-            key.append(idx)
-        else:
-            shp = [1] * nd
-            shp[d] = x.shape[d]
-            key.append(np.arange(x.shape[d]).reshape(shp))
-    key = tuple(key)
-    res = x[key] if isinstance(x, NDArray) else np.asarray(x[()])[key]
-    return asarray(np.asarray(res), **kwargs)
