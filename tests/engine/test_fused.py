@@ -58,28 +58,13 @@ def _same_bits(got, want):
     np.testing.assert_array_equal(got.view(bits), want.view(bits))
 
 
-@pytest.mark.parametrize("text, f", CASES)
-@pytest.mark.parametrize("special", [False, True])
-def test_fused_compute_gives_numpys_bits(text, f, special):
-    x = _values((70, 90), 1, special)
-    nd = {k: ndpack.asarray(v, chunks=(32, 90), blocks=(8, 90), cparams=LZ4)
-          for k, v in x.items()}
-    aligned.FUSED.clear()
-    with np.errstate(all="ignore"):
-        want = f(**x)
-        got = ndpack.lazyexpr(text, operands=nd).compute(cparams=LZ4)
-        read = ndpack.lazyexpr(text, operands=nd)[()]
-    assert aligned.FUSED["fused"] > 0 and aligned.FUSED["general"] == 0
-    _same_bits(got[()], want)
-    _same_bits(read, want)
-
-
 @pytest.mark.parametrize("text, f", CASES + CASES_MORE)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("special", [False, True])
-def test_fused_float32_and_unary_steps(text, f, dtype, special):
-    """float32 operands run a float32 program (NumPy computes ``a * 2.5`` of a float32
-    array in float32); square, ``**2``, sqrt and ``**0.5`` are NumPy's bits in both."""
+def test_fused_compute_gives_numpys_bits(text, f, dtype, special):
+    """compute() and [()] through the fused program: NumPy's bits, special values
+    included.  float32 operands run a float32 program (NumPy computes ``a * 2.5`` of a
+    float32 array in float32); square, ``**2``, sqrt and ``**0.5`` in both types."""
     x = {k: v.astype(dtype) for k, v in _values((70, 90), 2, special).items()}
     nd = {k: ndpack.asarray(v, chunks=(32, 90), blocks=(8, 90), cparams=LZ4)
           for k, v in x.items()}
