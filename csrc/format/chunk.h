@@ -16,6 +16,10 @@ int ndp_split_rule(const ndp_cparams *cp, int32_t typesize, int32_t bs);
 int32_t ndp_auto_blocksize(const ndp_cparams *cp, int32_t nbytes);
 void ndp_write_header(uint8_t *h, int version, int flags, int32_t typesize, int32_t nbytes,
                       int32_t blocksize, int32_t cbytes);
+/* The n blocks of a chunk ordered by their start (`bstarts`: n little-endian int32, as
+ * in the chunk; ties by block number) into `order`: blocks lie in the order a threaded
+ * compressor finished them.  NDP_OK, or NDP_ERR_MEMORY. */
+int ndp_blocks_by_start(const uint8_t *bstarts, int32_t n, int32_t *order);
 
 /* pipeline.c: run the filter pipeline over one block.
  * Forward: src (raw block) -> returns a pointer to the filtered block (one of

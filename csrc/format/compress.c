@@ -489,14 +489,9 @@ static int join_crcs(ndp_cparts *p, int32_t cbytes) {
   int32_t n = job->nblocks, data_start = job->bstarts_pos + 4 * n;
   int32_t order_buf[64];
   int32_t *order = n <= 64 ? order_buf : (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
-  if (order == NULL) return 0;
-  for (int32_t j = 0; j < n; j++) {         /* insertion sort by start: nearly in order */
-    int32_t s = ndp_rd32(job->dst + job->bstarts_pos + 4 * j), k = j;
-    while (k > 0 && ndp_rd32(job->dst + job->bstarts_pos + 4 * order[k - 1]) > s) {
-      order[k] = order[k - 1];
-      k--;
-    }
-    order[k] = j;
+  if (order == NULL || ndp_blocks_by_start(job->dst + job->bstarts_pos, n, order) != NDP_OK) {
+    if (order != order_buf) free(order);
+    return 0;
   }
   uint32_t c = ndp_crc32c(0, job->dst, (size_t)data_start);
   int32_t at = data_start;

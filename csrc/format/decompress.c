@@ -297,36 +297,22 @@ static int32_t span_start(const djob *job, int32_t j) {
   return ndp_rd32(job->src + job->ci.header_len + 4 * j);
 }
 
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return (x > y) - (x < y);
-}
-
-/* Fill job->span_end and job->order (the blocks by start); 0 when the starts do
- * not tile the chunk or memory is short (the caller then hashes the chunk whole). */
+/* Fill job->order (the blocks by start) and job->span_end; 0 when a start lies
+ * outside the data or memory is short (the caller then hashes the chunk whole). */
 static int plan_spans(djob *job) {
   int32_t nb = job->ci.nblocks;
-  uint64_t *keys = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)nb);
+  const uint8_t *bstarts = job->src + job->ci.header_len;
   job->span_end = (int32_t *)malloc(sizeof(int32_t) * (size_t)nb);
   job->order = (int32_t *)malloc(sizeof(int32_t) * (size_t)nb);
-  int ok = keys != NULL && job->span_end != NULL && job->order != NULL;
-  for (int32_t j = 0; ok && j < nb; j++) {
-    int32_t s = span_start(job, j);
-    if (s < job->data_start || s > job->srcsize) ok = 0;
-    else keys[j] = ((uint64_t)(uint32_t)s << 32) | (uint32_t)j;
+  if (job->span_end == NULL || job->order == NULL ||
+      ndp_blocks_by_start(bstarts, nb, job->order) != NDP_OK)
+    return 0;
+  for (int32_t k = 0; k < nb; k++) {
+    int32_t j = job->order[k], s = span_start(job, j);
+    if (s < job->data_start || s > job->srcsize) return 0;
+    job->span_end[j] = k + 1 < nb ? span_start(job, job->order[k + 1]) : job->srcsize;
   }
-  if (ok) {
-    int sorted = 1;
-    for (int32_t j = 1; j < nb && sorted; j++) sorted = keys[j - 1] <= keys[j];
-    if (!sorted) qsort(keys, (size_t)nb, sizeof(uint64_t), cmp_u64);
-    for (int32_t k = 0; k < nb; k++) {
-      int32_t j = (int32_t)(keys[k] & 0xffffffffu);
-      job->order[k] = j;
-      job->span_end[j] = k + 1 < nb ? (int32_t)(keys[k + 1] >> 32) : job->srcsize;
-    }
-  }
-  free(keys);
-  return ok;
+  return 1;
 }
 
 /* Hash block j's span (just decoded: its bytes are in cache). */

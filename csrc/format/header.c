@@ -1,5 +1,8 @@
 /* Chunk headers: parsing and validation (FORMAT.md 1.1-1.5), the automatic
- * blocksize and split rules (1.10), and special-value chunks (1.4). */
+ * blocksize and split rules (1.10), special-value chunks (1.4), and the blocks of a
+ * chunk in the order they lie. */
+#include <stdlib.h>
+
 #include "chunk.h"
 
 #include "../codecs/codecs.h"
@@ -248,5 +251,24 @@ int ndp_next_stream(const uint8_t *src, int32_t cbytes, int32_t j, int s, int32_
     *data = src + *pos;
     *pos += *csize;
   }
+  return NDP_OK;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+int ndp_blocks_by_start(const uint8_t *bstarts, int32_t n, int32_t *order) {
+  uint64_t *keys = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)(n > 0 ? n : 1));
+  if (keys == NULL) return NDP_ERR_MEMORY;
+  int sorted = 1;
+  for (int32_t j = 0; j < n; j++) {    /* (start, j): unique keys, start in the high bits */
+    keys[j] = ((uint64_t)(uint32_t)ndp_rd32(bstarts + 4 * j) << 32) | (uint32_t)j;
+    sorted &= j == 0 || keys[j - 1] <= keys[j];
+  }
+  if (!sorted) qsort(keys, (size_t)n, sizeof(uint64_t), cmp_u64);
+  for (int32_t k = 0; k < n; k++) order[k] = (int32_t)(keys[k] & 0xffffffffu);
+  free(keys);
   return NDP_OK;
 }
