@@ -289,13 +289,20 @@ def _fields(cls) -> set[str]:
     return {f.name for f in dataclasses.fields(cls)}
 
 
+def _shallow(params) -> dict:
+    """The fields of a CParams/DParams as a dict, lists copied (``dataclasses.asdict``
+    deep-copies every value: a tenth of a millisecond per call)."""
+    return {f.name: (list(v) if isinstance(v := getattr(params, f.name), list) else v)
+            for f in dataclasses.fields(params)}
+
+
 def make_cparams(cparams=None, **kwargs) -> CParams:
     """Normalize ``cparams`` (CParams, dict or None) plus loose keyword fields.
 
     Unknown keys raise :class:`ParameterError` rather than being ignored.
     """
     if isinstance(cparams, CParams):
-        base = dataclasses.asdict(cparams)
+        base = _shallow(cparams)
     elif cparams is None:
         base = {}
     elif isinstance(cparams, Mapping):
@@ -313,7 +320,7 @@ def make_cparams(cparams=None, **kwargs) -> CParams:
 def make_dparams(dparams=None, **kwargs) -> DParams:
     """Normalize ``dparams`` (DParams, dict or None) plus loose keyword fields."""
     if isinstance(dparams, DParams):
-        base = {**dataclasses.asdict(dparams), "verify": dparams.verify}
+        base = {**_shallow(dparams), "verify": dparams.verify}
     elif dparams is None:
         base = {}
     elif isinstance(dparams, Mapping):

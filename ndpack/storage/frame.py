@@ -276,6 +276,16 @@ class FrameBase:
         self.nbytes = 0
         self.lock = threading.RLock()
 
+    def stored(self, i: int):
+        """``(chunk, crc)``: chunk `i` as stored, not checked, and its recorded crc32c
+        (None when the frame keeps no record).  For copies of compressed chunks that
+        keep the record: a damaged chunk stays detectable where it is copied to, instead
+        of being blessed by a fresh hash (and the copy hashes nothing)."""
+        with self.lock:
+            i = self._check_index(i)
+            data, _ = self.fetch(i)
+            return data, (None if self.crcs is None else self.crcs[i])
+
     # --- sizes -------------------------------------------------------------------------
     @property
     def nchunks(self) -> int:

@@ -722,6 +722,21 @@ class NDArray(NDStored, NDViews):
         """The compressed chunk `nchunk` (C order over the chunk grid)."""
         return self._schunk.get_chunk(nchunk)
 
+    def stored_chunk(self, nchunk: int) -> tuple:
+        """``(chunk, crc)``: the compressed chunk `nchunk` as stored, not checked, and
+        the crc32c its frame recorded (None without a record), for copies into an array
+        of the same layout that keep the record (``write_encoded(n, chunk, crc)``).
+
+        Examples
+        --------
+        >>> from ndpack.storage.constructors import arange
+        >>> a = arange(6, chunks=(3,), blocks=(3,))
+        >>> chunk, crc = a.stored_chunk(1)
+        >>> chunk == a.get_chunk(1), isinstance(crc, int)
+        (True, True)
+        """
+        return self._schunk.frame.stored(nchunk)
+
     @property
     def oindex(self) -> OIndex:
         """Orthogonal indexing as zarr's ``oindex`` (get and set), see

@@ -172,6 +172,29 @@ def test_concat_aligned_copies_compressed_chunks(monkeypatch):
     assert fast == ["_copy_concat"] * 2
 
 
+def test_chunk_copies_keep_the_sources_checksums(tmp_path):
+    """Copied compressed chunks carry the crc32c their source recorded (nothing hashed
+    again): a chunk damaged in the source is still caught where it was copied to."""
+    x = np.arange(80 * 30, dtype="f8").reshape(80, 30)
+    src = ndpack.asarray(x, chunks=(20, 30), blocks=(10, 30), urlpath=str(tmp_path / "a.b2nd"))
+    crcs = list(src.schunk.frame.crcs)
+    out = ndpack.concat([src, src], axis=0)
+    assert list(out.schunk.frame.crcs) == crcs + crcs
+    assert list(ndpack.stack([src, src], axis=0).schunk.frame.crcs) == crcs + crcs
+    chunk, crc = src.stored_chunk(1)
+    del src
+    raw = bytearray((tmp_path / "a.b2nd").read_bytes())
+    at = raw.find(chunk) + len(chunk) - 40                     # inside chunk 1's streams
+    raw[at] ^= 0x10
+    (tmp_path / "a.b2nd").write_bytes(bytes(raw))
+    src = ndpack.open(str(tmp_path / "a.b2nd"))
+    ndpack.concat([src, src], axis=0, urlpath=str(tmp_path / "c.b2nd"))
+    copy = ndpack.open(str(tmp_path / "c.b2nd"))
+    np.testing.assert_array_equal(copy[:20], x[:20])          # undamaged chunks read right
+    with pytest.raises(ndpack.FormatError):
+        copy[20:40]
+
+
 def test_concat_unaligned_or_recompressed_goes_chunk_by_chunk(monkeypatch):
     x = np.arange(50 * 30, dtype="i8").reshape(50, 30)
     a = ndpack.asarray(x, chunks=(20, 16), blocks=(10, 8))

@@ -25,11 +25,12 @@ __all__ = ["encode_all", "in_order", "permute_chunks"]
 
 
 def in_order(out):
-    """``put(chunk)``: store encoded chunks of `out` one after another, in C order
-    (chunks copied from an array of the same layout, or encoded by
+    """``put(chunk, crc=None)``: store encoded chunks of `out` one after another, in C
+    order (chunks copied from an array of the same layout, with the crc32c their
+    source recorded -- :meth:`NDArray.stored_chunk` --, or encoded by
     :meth:`NDArray.encode_chunk`: no validation copy)."""
     numbers = itertools.count()
-    return lambda chunk: out.write_encoded(next(numbers), chunk)
+    return lambda chunk, crc=None: out.write_encoded(next(numbers), chunk, crc)
 
 
 def encode_all(out, one, items, nthreads: int) -> NDArray:

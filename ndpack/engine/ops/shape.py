@@ -238,7 +238,7 @@ def _copy_concat(arrays, out, axis) -> NDArray:
         a, k = owner[coords[axis]]
         src = list(coords)
         src[axis] = k
-        put(a.get_chunk(a.layout.chunk_number(src)))
+        put(*a.stored_chunk(a.layout.chunk_number(src)))
     return out
 
 
@@ -327,7 +327,7 @@ def stack(arrays, axis=0, **kwargs) -> NDArray:
         put = _in_order(out)
         for coords in out.layout.all_coords():
             a = arrays[coords[axis]]
-            put(a.get_chunk(a.layout.chunk_number(coords[:axis] + coords[axis + 1:])))
+            put(*a.stored_chunk(a.layout.chunk_number(coords[:axis] + coords[axis + 1:])))
         return out
 
     def producer(region):
@@ -426,7 +426,7 @@ def moveaxis(arr, source, destination, **kwargs) -> NDArray:
 def _copy_chunks(arr, out) -> NDArray:
     put = _in_order(out)
     for n in range(arr.schunk.nchunks):
-        put(arr.get_chunk(n))
+        put(*arr.stored_chunk(n))
     return out
 
 
