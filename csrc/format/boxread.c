@@ -384,15 +384,40 @@ int32_t ndp_open_chunks(ndp_djob *jobs, const void *const *chunks, const int32_t
 
 /* ---- gathering the box ---- */
 
-#define GATHER_LOOP(T)                                                                 \
-  for (int64_t j = L->ostart[p[nd - 1]]; j < hi; j++)                                  \
+/* Runs of the last dimension's output indices j0 <= j < j1 (sorted by chunk) that are
+ * consecutive in the output and in one block: each is one memcpy. */
+typedef struct {
+  int64_t j, len;
+} gather_run;
+
+static int64_t last_dim_runs(const box_dim *L, int64_t j0, int64_t j1, gather_run *runs) {
+  int64_t n = 0;
+  for (int64_t j = j0; j < j1;) {
+    int64_t e = j + 1;
+    while (e < j1 && L->opos[e] == L->opos[e - 1] + 1 && L->ogb[e] == L->ogb[j] &&
+           L->ooff[e] == L->ooff[e - 1] + 1)
+      e++;
+    runs[n].j = j;
+    runs[n].len = e - j;
+    n++;
+    j = e;
+  }
+  return n;
+}
+
+#define GATHER_ONES(T)                                                                 \
+  for (int64_t q = 0; q < nruns; q++) {                                                \
+    int64_t j = runs[q].j;                                                             \
     memcpy(o + L->opos[j] * (int64_t)sizeof(T),                                        \
            src + ((table[tbase + L->ogb[j]] - s0) * bitems + obase + L->ooff[j])       \
-                     * (int64_t)sizeof(T), sizeof(T));
+                     * (int64_t)sizeof(T), sizeof(T));                                 \
+  }
 
 /* The part of the output in touched chunk k (the output indices of its chunk group
  * p along every dimension: a product of ranges of the sorted ones) from slots
- * decoded at src (slot s0 first) into out (the whole output, C order). */
+ * decoded at src (slot s0 first) into out (the whole output, C order).  Along the
+ * last dimension the indices are copied by runs (consecutive in the output and in a
+ * block: a[..., lo:hi] copies rows of items, not items). */
 static void gather_chunk(const ndp_box *b, int32_t k, const uint8_t *src, int64_t s0,
                          uint8_t *out) {
   int nd = b->ndim;
@@ -412,8 +437,13 @@ static void gather_chunk(const ndp_box *b, int32_t k, const uint8_t *src, int64_
   }
   const box_dim *L = &b->dim[nd - 1];
   const int32_t *table = b->table;
-  int64_t bitems = b->bitems, hi = L->ostart[p[nd - 1] + 1];
+  int64_t bitems = b->bitems, lo = L->ostart[p[nd - 1]], hi = L->ostart[p[nd - 1] + 1];
   size_t is = (size_t)b->itemsize;
+  gather_run few[64];
+  gather_run *runs = hi - lo <= 64 ? few : malloc((size_t)(hi - lo) * sizeof(gather_run));
+  if (runs == NULL) runs = few;           /* no memory: one item per run, below */
+  int64_t nruns = runs == few && hi - lo > 64 ? 0 : last_dim_runs(L, lo, hi, runs);
+  int ones = nruns == hi - lo;            /* every run one item */
   for (;;) {
     int64_t tbase = 0, obase = 0, oi = 0;
     for (int d = 0; d < nd - 1; d++) {
@@ -423,16 +453,32 @@ static void gather_chunk(const ndp_box *b, int32_t k, const uint8_t *src, int64_
       oi += D->opos[idx[d]] * ostride[d];
     }
     uint8_t *o = out + (size_t)oi * is;
-    switch (is) {
-      case 1: GATHER_LOOP(uint8_t) break;
-      case 2: GATHER_LOOP(uint16_t) break;
-      case 4: GATHER_LOOP(uint32_t) break;
-      case 8: GATHER_LOOP(uint64_t) break;
-      default:
-        for (int64_t j = L->ostart[p[nd - 1]]; j < hi; j++)
-          memcpy(o + L->opos[j] * (int64_t)is,
-                 src + ((table[tbase + L->ogb[j]] - s0) * bitems + obase + L->ooff[j]) * is,
-                 is);
+    if (nruns == 0) {                     /* (allocation failed) item by item */
+      for (int64_t j = lo; j < hi; j++)
+        memcpy(o + L->opos[j] * (int64_t)is,
+               src + ((table[tbase + L->ogb[j]] - s0) * bitems + obase + L->ooff[j]) * is,
+               is);
+    } else if (ones) {
+      switch (is) {
+        case 1: GATHER_ONES(uint8_t) break;
+        case 2: GATHER_ONES(uint16_t) break;
+        case 4: GATHER_ONES(uint32_t) break;
+        case 8: GATHER_ONES(uint64_t) break;
+        default:
+          for (int64_t q = 0; q < nruns; q++) {
+            int64_t j = runs[q].j;
+            memcpy(o + L->opos[j] * (int64_t)is,
+                   src + ((table[tbase + L->ogb[j]] - s0) * bitems + obase + L->ooff[j]) * is,
+                   is);
+          }
+      }
+    } else {
+      for (int64_t q = 0; q < nruns; q++) {
+        int64_t j = runs[q].j;
+        memcpy(o + L->opos[j] * (int64_t)is,
+               src + ((table[tbase + L->ogb[j]] - s0) * bitems + obase + L->ooff[j]) * is,
+               (size_t)runs[q].len * is);
+      }
     }
     int d = nd - 2;
     while (d >= 0 && ++idx[d] == b->dim[d].ostart[p[d] + 1]) {
@@ -441,6 +487,7 @@ static void gather_chunk(const ndp_box *b, int32_t k, const uint8_t *src, int64_
     }
     if (d < 0) break;
   }
+  if (runs != few) free(runs);
 }
 
 typedef struct {

@@ -291,6 +291,8 @@ class _Spy:
 
 
 def test_reads_decode_only_touched_chunks_and_blocks(monkeypatch):
+    from ndpack.storage import ndread
+    monkeypatch.setattr(ndread, "BOX_SLICES", False)        # the chunk-by-chunk path
     ref = np.arange(24 * 30, dtype="i4").reshape(24, 30)
     a = asarray(ref, chunks=(8, 10), blocks=(2, 5))         # 3x3 chunks, 4x2 blocks each
     spy = _Spy(monkeypatch)

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ndpack
+from ndpack.storage import boxread as boxread_mod
 from ndpack.storage import ndread, workspace
 
 try:
@@ -15,6 +16,14 @@ try:
     HAVE_BLOSC2 = True
 except ImportError:
     HAVE_BLOSC2 = False
+
+
+@pytest.fixture(autouse=True)
+def _chunk_by_chunk(monkeypatch):
+    """These tests are about the chunk-by-chunk paths: slices of arrays in memory that
+    would go through one box plan (``ndread.BOX_SLICES``) go chunk by chunk here; the
+    box route has its own tests at the end."""
+    monkeypatch.setattr(ndread, "BOX_SLICES", False)
 
 
 def _spy(monkeypatch, name: str) -> list:
@@ -364,3 +373,64 @@ def test_one_big_chunk_read_in_groups_by_several_threads(where, tmp_path, monkey
             a.read_into(key, out, nthreads)
             np.testing.assert_array_equal(out, x[key])
             assert (len(shared) == 1 and shared[0] > 1) if nthreads == 2 else not shared
+
+
+@pytest.mark.parametrize("where", ["memory", "mmap"])
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_slices_through_one_box_plan(where, data, tmp_path_factory):
+    """Slices cutting through every chunk they touch go through one box plan in the C
+    core (``BOX_SLICES``) for arrays in memory or mapped; values as NumPy's and as the
+    chunk-by-chunk path's, the route checked to be taken."""
+    nd = data.draw(st.integers(1, 4))
+    shape = tuple(data.draw(st.lists(st.integers(1, 14), min_size=nd, max_size=nd)))
+    chunks = tuple(data.draw(st.integers(1, s)) for s in shape)
+    blocks = tuple(data.draw(st.integers(1, c)) for c in chunks)
+    dtype = data.draw(st.sampled_from(["f8", "i4", "u1", "c16", "S3"]))
+    x = np.arange(int(np.prod(shape))).reshape(shape)
+    x = x.astype("S3") if dtype == "S3" else x.astype(dtype)
+    kw = {"chunks": chunks, "blocks": blocks}
+    if where == "memory":
+        a = ndpack.asarray(x, **kw)
+    else:
+        path = str(tmp_path_factory.mktemp("box") / "a.b2nd")
+        ndpack.asarray(x, urlpath=path, mode="w", **kw)
+        a = ndpack.open(path, mode="r", mmap_mode="r")
+    key = tuple(slice(data.draw(st.integers(0, s - 1)), data.draw(st.integers(1, s)),
+                      data.draw(st.integers(1, 3))) for s in shape)
+    key = tuple(slice(k.start, max(k.start + 1, k.stop), k.step) for k in key)
+    taken = []
+    real = boxread_mod.read_box
+
+    def spy(io, units, out, maps=None):
+        done = real(io, units, out, maps)
+        taken.append(done)
+        return done
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(boxread_mod, "read_box", spy)
+        mp.setattr(ndread, "BOX_SLICES", True)
+        got = a[key]
+        ranges = [range(*k.indices(s)) for k, s in zip(key, shape)]
+        pays = ndread.ChunkIO(a.layout, a.schunk)._box_pays(
+            ranges, np.empty(got.shape, got.dtype))
+    assert bool(taken) == pays and all(taken)
+    np.testing.assert_array_equal(got, x[key])
+    np.testing.assert_array_equal(a[key], x[key])           # chunk by chunk (the fixture)
+
+
+def test_box_route_in_a_4d_single_index_read(monkeypatch):
+    """The 4-D single-index reads of issue 40's table take the box route (partial
+    chunks everywhere) and give NumPy's values."""
+    shape, chunks, blocks = (6, 10, 30, 25), (2, 5, 10, 10), (1, 2, 3, 4)
+    x = np.random.default_rng(1).random(shape)
+    a = ndpack.asarray(x, chunks=chunks, blocks=blocks)
+    monkeypatch.setattr(ndread, "BOX_SLICES", True)
+    taken = []
+    real = boxread_mod.read_box
+    monkeypatch.setattr(boxread_mod, "read_box",
+                        lambda *args: taken.append(1) or real(*args))
+    for key in [(3,), (slice(None), 4), (slice(None), slice(None), 17), (Ellipsis, 12),
+                (slice(1, 5), slice(None), slice(2, 29, 3), 7)]:
+        taken.clear()
+        np.testing.assert_array_equal(a[key], x[key])
+        assert taken, key
