@@ -13,7 +13,7 @@ doubles in [0, 1) -- 1.19x compressible --, and random bytes -- incompressible -
 with ``ndpack.save_array``/``load_array`` (default cparams), ``np.save``/``np.load`` and
 ``blosc2.save_array``/``load_array``, best of 3, files in the page cache.  The last
 part prices crash-atomic writes: ``asarray(urlpath=)``, ``save`` and ``save_array``
-with fsync (the default) against the same calls with ``NDPACK_FSYNC=0``.
+with fsync (``NDPACK_FSYNC=1``) against the same calls without (the default).
 
     python benchmarks/bench_schunk.py            # 10,000 chunks (10 GB logical), 400 MB arrays
     python benchmarks/bench_schunk.py --quick    # 300 chunks, 40 MB arrays (CI)

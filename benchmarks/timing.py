@@ -1,8 +1,50 @@
-"""Timing helpers shared by the benchmarks (run them from the repository root)."""
+"""Timing helpers shared by the benchmarks (run them from the repository root).
+
+Importing this module prints the host line (:func:`host_line`) first, so that every
+benchmark's table says where its ratios were measured.
+"""
 
 from __future__ import annotations
 
+import os
 import time
+
+
+def host_line() -> str:
+    """One line naming the host: CPU model, cores, cache sizes as ndpack sees them,
+    the ISA of the filters, the crc32c kernel, and the environment overrides set."""
+    import io
+    import ndpack
+    model = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(line.split(":", 1)[1].strip() for line in f
+                         if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    info = ndpack.cpu_info
+    cfg = io.StringIO()
+    ndpack.show_config(file=cfg)
+    crc = next((ln.split(":", 1)[1].split("(")[0].strip() for ln in cfg.getvalue().splitlines()
+                if ln.strip().startswith("crc32c")), "?")
+    flags = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            words = set(next(ln for ln in f if ln.startswith("flags")).split())
+        flags = " ".join(w for w in ("avx2", "fma", "avx512f", "vpclmulqdq") if w in words)
+    except (OSError, StopIteration):
+        pass
+    env = " ".join(f"{k}={os.environ[k]}" for k in ("NDPACK_ISA", "NDPACK_NTHREADS",
+                                                      "NDPACK_CACHE_SIZES", "NDPACK_MEMORY")
+                   if k in os.environ)
+    return (f"host: {model}, {info['count']} cores, L1d {info['l1_data_cache_size'] >> 10} KiB"
+            f" / L2 {info['l2_cache_size'] >> 10} KiB / L3 {info['l3_cache_size'] >> 20} MiB,"
+            f" CPU flags [{flags}], filters {info['isa']}, crc32c {crc}"
+            + (f", {env}" if env else ""))
+
+
+if os.environ.get("NDPACK_BENCH_HOST", "1") != "0":
+    print(host_line(), flush=True)
 
 
 def best(fn, reps: int = 3, clock=time.perf_counter) -> float:
