@@ -16,6 +16,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+import functools
 import enum
 from collections.abc import Callable, Mapping
 
@@ -285,15 +286,16 @@ class DParams:
         return f"DParams(nthreads={self.nthreads!r}{extra})"
 
 
-def _fields(cls) -> set[str]:
-    return {f.name for f in dataclasses.fields(cls)}
+@functools.cache
+def _fields(cls) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls))
 
 
 def _shallow(params) -> dict:
     """The fields of a CParams/DParams as a dict, lists copied (``dataclasses.asdict``
     deep-copies every value: a tenth of a millisecond per call)."""
-    return {f.name: (list(v) if isinstance(v := getattr(params, f.name), list) else v)
-            for f in dataclasses.fields(params)}
+    return {name: (list(v) if isinstance(v := getattr(params, name), list) else v)
+            for name in _fields(type(params))}
 
 
 def make_cparams(cparams=None, **kwargs) -> CParams:
