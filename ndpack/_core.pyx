@@ -539,7 +539,8 @@ def crc32c(src, uint32_t value=0, bint reference=False):
 
 
 def crc32c_kernel():
-    """The crc32c kernel ndp_crc32c runs now ('sse4.2' or 'scalar')."""
+    """The crc32c kernel ndp_crc32c runs now ('avx512-vpclmul', 'avx2-vpclmul', 'sse4.2'
+    or 'scalar')."""
     return ndp_crc32c_kernel().decode()
 
 

@@ -5,7 +5,8 @@
  * 8": table k gives the register contribution of a byte followed by k zero bytes);
  * it runs at ~2 GB/s.  The SSE4.2 kernel (checksum_sse42.c) uses the crc32
  * instruction on three interleaved streams, ~8 bytes per cycle; the folding kernel
- * (checksum_avx512.c) carry-less multiplications on AVX-512 registers.  The fastest
+ * (checksum_avx512.c, checksum_avx2.c) carry-less multiplications on AVX-512 or AVX2
+ * registers.  The fastest
  * kernel the CPU has is used unless the filters' ISA is lowered (NDPACK_ISA,
  * ndpack.codecs.set_isa: "scalar" gives the reference, "sse2" the SSE4.2 streams): all
  * give the same value on every input (csrc/tests/test_checksum.c checks ragged sizes
@@ -22,7 +23,7 @@ static uint32_t slice[8][256];
 static ndp_crc_shift shifts[2];
 static ndp_crc_fold fold;
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
-static int hw = 0, hw512 = 0;
+static int hw = 0, hw512 = 0, hw256 = 0;
 
 static void init(void);
 
@@ -57,6 +58,14 @@ uint32_t ndp_crc32c_avx512_raw(uint32_t r, const uint8_t *p, size_t n) {
 #else
 #define HAVE_FOLD 1
 #endif
+#if !(defined(__x86_64__) || defined(_M_X64)) || defined(NDP_NO_CRC_FOLD256)
+#define HAVE_FOLD256 0               /* no checksum_avx2.c in this build */
+uint32_t ndp_crc32c_avx2_raw(uint32_t r, const uint8_t *p, size_t n) {
+  return ndp_crc32c_sse42_raw(r, p, n);
+}
+#else
+#define HAVE_FOLD256 1
+#endif
 
 /* x^n mod P in the reflected order (bit j is the coefficient of x^(31-j)). */
 static uint64_t xpow(int n) {
@@ -66,9 +75,9 @@ static uint64_t xpow(int n) {
 }
 
 static void build_fold(void) {
-  const int d[3] = {128, 512, 2048};
-  uint64_t *k[3] = {fold.k128, fold.k512, fold.k2048};
-  for (int i = 0; i < 3; i++) {
+  const int d[5] = {128, 256, 512, 1024, 2048};
+  uint64_t *k[5] = {fold.k128, fold.k256, fold.k512, fold.k1024, fold.k2048};
+  for (int i = 0; i < 5; i++) {
     k[i][0] = xpow(d[i] + 31);
     k[i][1] = xpow(d[i] - 33);
   }
@@ -83,6 +92,16 @@ static int cpu_fold(void) {
 #if HAVE_FOLD && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq") &&
+         __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.2");
+#else
+  return 0;
+#endif
+}
+
+static int cpu_fold256(void) {
+#if HAVE_FOLD256 && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("vpclmulqdq") &&
          __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.2");
 #else
   return 0;
@@ -112,6 +131,7 @@ static void build_tables(void) {
   build_fold();
   hw = cpu_sse42();
   hw512 = hw && cpu_fold();
+  hw256 = hw && cpu_fold256();
 }
 
 static void init(void) { pthread_once(&tables_once, build_tables); }
@@ -153,29 +173,33 @@ int ndp_crc32c_hw_available(void) {
 int ndp_crc32c_has(int kernel) {
   init();
   return kernel == NDP_CRC_SCALAR || (kernel == NDP_CRC_SSE42 && hw) ||
-         (kernel == NDP_CRC_FOLD && hw512);
+         (kernel == NDP_CRC_FOLD && hw512) || (kernel == NDP_CRC_FOLD256 && hw256);
 }
 
 uint32_t ndp_crc32c_with(int kernel, uint32_t crc, const void *buf, size_t len) {
   init();
   const uint8_t *p = (const uint8_t *)buf;
   if (kernel == NDP_CRC_FOLD && hw512) return ~ndp_crc32c_avx512_raw(~crc, p, len);
+  if (kernel == NDP_CRC_FOLD256 && hw256) return ~ndp_crc32c_avx2_raw(~crc, p, len);
   if (kernel == NDP_CRC_SSE42 && hw) return ~ndp_crc32c_sse42_raw(~crc, p, len);
   return ~ndp_crc32c_scalar_raw(~crc, p, len);
 }
 
 uint32_t ndp_crc32c_hw(uint32_t crc, const void *buf, size_t len) {
   init();
-  return ndp_crc32c_with(hw512 ? NDP_CRC_FOLD : NDP_CRC_SSE42, crc, buf, len);
+  return ndp_crc32c_with(hw512 ? NDP_CRC_FOLD : hw256 ? NDP_CRC_FOLD256 : NDP_CRC_SSE42, crc,
+                         buf, len);
 }
 
 /* The kernel for the filters' ISA: scalar -> the reference, sse2 -> the SSE4.2
- * streams, avx2 (the top level) -> the best the CPU has. */
+ * streams, avx2 (the top level) -> the best the CPU has (AVX-512 folding, else AVX2
+ * folding, else the SSE4.2 streams). */
 static int current(void) {
   init();
   int isa = ndp_filters_isa();
   if (isa == NDP_ISA_SCALAR || !hw) return NDP_CRC_SCALAR;
-  return (isa == NDP_ISA_AVX2 && hw512) ? NDP_CRC_FOLD : NDP_CRC_SSE42;
+  if (isa != NDP_ISA_AVX2) return NDP_CRC_SSE42;
+  return hw512 ? NDP_CRC_FOLD : hw256 ? NDP_CRC_FOLD256 : NDP_CRC_SSE42;
 }
 
 uint32_t ndp_crc32c(uint32_t crc, const void *buf, size_t len) {
@@ -183,7 +207,7 @@ uint32_t ndp_crc32c(uint32_t crc, const void *buf, size_t len) {
 }
 
 const char *ndp_crc32c_kernel(void) {
-  static const char *const names[] = {"scalar", "sse4.2", "avx512-vpclmul"};
+  static const char *const names[] = {"scalar", "sse4.2", "avx512-vpclmul", "avx2-vpclmul"};
   return names[current()];
 }
 

@@ -40,7 +40,7 @@ static inline uint32_t ndp_crc_shift_apply(const ndp_crc_shift *s, uint32_t r) {
  * bits, {x^(D+31) mod P, x^(D-33) mod P} in the reflected order, as the low and high
  * 64-bit halves of a 16-byte lane. */
 typedef struct {
-  uint64_t k128[2], k512[2], k2048[2];
+  uint64_t k128[2], k256[2], k512[2], k1024[2], k2048[2];
 } ndp_crc_fold;
 const ndp_crc_fold *ndp_crc32c_fold(void);
 
@@ -50,6 +50,9 @@ const ndp_crc_fold *ndp_crc32c_fold(void);
 /* The folding kernel (AVX-512 + VPCLMULQDQ) on the raw register; only called when the
  * CPU has them.  Elsewhere it is the SSE4.2 kernel. */
 uint32_t ndp_crc32c_avx512_raw(uint32_t r, const uint8_t *p, size_t n);
+/* The same on AVX2 registers (checksum_avx2.c: VPCLMULQDQ on 256 bits); only called
+ * when the CPU has them.  Elsewhere it is the SSE4.2 kernel. */
+uint32_t ndp_crc32c_avx2_raw(uint32_t r, const uint8_t *p, size_t n);
 /* The SSE4.2 kernel on the raw register (no inversions); only called when the CPU
  * has SSE4.2.  On other builds it is the scalar reference. */
 uint32_t ndp_crc32c_sse42_raw(uint32_t r, const uint8_t *p, size_t n);

@@ -392,13 +392,14 @@ uint32_t ndp_crc32c(uint32_t crc, const void *buf, size_t len);
 uint32_t ndp_crc32c_scalar(uint32_t crc, const void *buf, size_t len);
 uint32_t ndp_crc32c_hw(uint32_t crc, const void *buf, size_t len);
 int ndp_crc32c_hw_available(void);
-/* What ndp_crc32c runs: "avx512-vpclmul" (carry-less folding), "sse4.2" or "scalar". */
+/* What ndp_crc32c runs: "avx512-vpclmul" or "avx2-vpclmul" (carry-less folding),
+ * "sse4.2" or "scalar". */
 const char *ndp_crc32c_kernel(void);
 /* crc32c of A || B from crc32c(A) = crc1 and crc32c(B) = crc2 with |B| = len2
  * (pieces hashed apart, e.g. on several threads, joined in order). */
 uint32_t ndp_crc32c_combine(uint32_t crc1, uint32_t crc2, size_t len2);
 /* One kernel by name (tests, benchmarks); the reference when it is not available. */
-enum { NDP_CRC_SCALAR = 0, NDP_CRC_SSE42 = 1, NDP_CRC_FOLD = 2 };
+enum { NDP_CRC_SCALAR = 0, NDP_CRC_SSE42 = 1, NDP_CRC_FOLD = 2, NDP_CRC_FOLD256 = 3 };
 int ndp_crc32c_has(int kernel);
 uint32_t ndp_crc32c_with(int kernel, uint32_t crc, const void *buf, size_t len);
 

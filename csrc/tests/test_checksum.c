@@ -65,7 +65,7 @@ static void ragged(void) {
     uint32_t seed = (t & 1) ? (uint32_t)rng() : 0;
     uint32_t a = ndp_crc32c_scalar(seed, buf + off, len);
     size_t cut = len ? rng() % (len + 1) : 0;  /* two pieces give the whole */
-    for (int k = NDP_CRC_SSE42; k <= NDP_CRC_FOLD; k++) {
+    for (int k = NDP_CRC_SSE42; k <= NDP_CRC_FOLD256; k++) {
       if (!ndp_crc32c_has(k)) continue;
       uint32_t b = ndp_crc32c_with(k, seed, buf + off, len);
       uint32_t c = ndp_crc32c_with(k, ndp_crc32c_with(k, seed, buf + off, cut), buf + off + cut,
@@ -166,15 +166,17 @@ static void bench(size_t mib) {
   printf("xxh32('') = %08x (spec: 02cc5d05)\n", xxh32(buf, 0, 0));
   const char *names[] = {"crc32c sse4.2 (ours, 3 streams)", "crc32c scalar (ours, slice-8)",
                          "crc32 zlib " ZLIB_VERSION, "xxh32 (from the spec)", "memcpy",
-                         "crc32c avx512 vpclmul (ours, fold)"};
-  for (int k = 0; k < 6; k++) {
+                         "crc32c avx512 vpclmul (ours, fold)", "crc32c avx2 vpclmul (ours, fold)"};
+  for (int k = 0; k < 7; k++) {
     if (k == 5 && !ndp_crc32c_has(NDP_CRC_FOLD)) continue;
+    if (k == 6 && !ndp_crc32c_has(NDP_CRC_FOLD256)) continue;
     double best = 1e9;
     for (int rep = 0; rep < 7; rep++) {
       double t0 = now();
       switch (k) {
         case 0: sink = ndp_crc32c_with(NDP_CRC_SSE42, 0, buf, n); break;
         case 5: sink = ndp_crc32c_with(NDP_CRC_FOLD, 0, buf, n); break;
+        case 6: sink = ndp_crc32c_with(NDP_CRC_FOLD256, 0, buf, n); break;
         case 1: sink = ndp_crc32c_scalar(0, buf, n); break;
         case 2: sink = (uint32_t)crc32(0, buf, (uInt)n); break;
         case 3: sink = xxh32(buf, n, 0); break;
@@ -197,14 +199,14 @@ int main(int argc, char **argv) {
   known_answers();
   ragged();
   combine();
-  for (int k = NDP_CRC_SSE42; k <= NDP_CRC_FOLD; k++)
+  for (int k = NDP_CRC_SSE42; k <= NDP_CRC_FOLD256; k++)
     if (ndp_crc32c_has(k)) {
       CHECK(ndp_crc32c_with(k, 0, "123456789", 9) == 0xE3069283u, "kernel %d '123456789'", k);
       uint8_t big[4096];
       for (int i = 0; i < 4096; i++) big[i] = (uint8_t)(i * 7 + 3);
       CHECK(ndp_crc32c_with(k, 0, big, 4096) == ndp_crc32c_scalar(0, big, 4096), "kernel %d", k);
     }
-  printf("crc32c kernel: %s (hw %d, fold %d)\n", ndp_crc32c_kernel(), ndp_crc32c_hw_available(),
-         ndp_crc32c_has(NDP_CRC_FOLD));
+  printf("crc32c kernel: %s (hw %d, fold %d, fold256 %d)\n", ndp_crc32c_kernel(),
+         ndp_crc32c_hw_available(), ndp_crc32c_has(NDP_CRC_FOLD), ndp_crc32c_has(NDP_CRC_FOLD256));
   return check_summary();
 }
