@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import math
 import operator
 import os
 import platform
@@ -61,7 +62,8 @@ DEFAULT_CHUNK_CAP = 16 * MIB
 
 
 def prod(seq) -> int:
-    return functools.reduce(operator.mul, seq, 1)
+    """The product of `seq` (1 when empty)."""
+    return math.prod(seq)
 
 
 def ext_shape(shape, parts) -> tuple:

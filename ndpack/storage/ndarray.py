@@ -69,12 +69,10 @@ NDChunkInfo = collections.namedtuple(
 
 def _layout_cparams(cparams, dtype: np.dtype, blocks) -> CParams:
     """python-blosc2's rule: typesize = itemsize, blocksize = one block."""
-    base = make_cparams(cparams) if cparams is not None else make_cparams()
     # C-Blosc2 stores items wider than 255 bytes with typesize 1 (a chunk header keeps it
     # in one byte); python-blosc2 writes the itemsize in the frame header, we write 1
     typesize = dtype.itemsize if 1 <= dtype.itemsize <= 255 else 1
-    return make_cparams(base, typesize=typesize,
-                        blocksize=prod(blocks) * dtype.itemsize)
+    return make_cparams(cparams, typesize=typesize, blocksize=prod(blocks) * dtype.itemsize)
 
 
 def create(shape, dtype=np.float64, chunks=None, blocks=None, cparams=None, dparams=None,
