@@ -166,3 +166,13 @@ cdef extern from "ndpack.h" nogil:
                              const int32_t *blocks, int32_t nblocks, void *dst,
                              int32_t nbytes, int32_t blocksize, ndp_cparts *enc,
                              ndp_error *err)
+
+
+# float64 exp/log/... kernels (csrc/math/vmath_fns.h; the path is relative to csrc/include)
+cdef extern from "../math/vmath_fns.h" nogil:
+    int ndp_vmath_unary(int fn, const double *x, double *y, int64_t n, int isa)
+    int ndp_vmath_binary(int fn, const double *a, const double *b, double *y, int64_t n,
+                         int isa)
+    int ndp_vmath_isa()
+    int ndp_vmath_has_isa(int isa)
+    const char *ndp_vmath_isa_name(int isa)

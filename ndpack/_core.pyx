@@ -559,6 +559,58 @@ def vsincos(const double[::1] x, double[::1] y, bint cosine):
             ndp_vsin(&x[0], &y[0], n)
 
 
+# the function numbers of csrc/math/vmath_fns.h (NDP_VM_*), unary then binary
+VMATH_UNARY = ("exp", "log", "expm1", "log1p", "arctan", "tanh", "sinh", "cosh", "tan")
+VMATH_BINARY = ("arctan2",)
+VMATH_ISAS = ("scalar", "avx2", "avx512")
+
+
+def vmath_unary(int fn, const double[::1] x, double[::1] y, int isa=-1):
+    """y = f(x) for contiguous float64 buffers of one length (f the `fn`-th of
+    VMATH_UNARY), in C with the GIL released; `isa` -1 for the current choice, else
+    an index of VMATH_ISAS (ValueError if the CPU lacks it)."""
+    if x.shape[0] != y.shape[0]:
+        raise ValueError(f"x has {x.shape[0]} items, y {y.shape[0]}")
+    cdef int64_t n = x.shape[0]
+    cdef int rc
+    if not 0 <= fn < len(VMATH_UNARY):
+        raise ValueError(f"no vmath function {fn}")
+    if n == 0:
+        return
+    with nogil:
+        rc = ndp_vmath_unary(fn, &x[0], &y[0], n, isa)
+    if rc != 0:
+        raise ValueError(f"vmath ISA {isa} is not available on this CPU")
+
+
+def vmath_binary(int fn, const double[::1] a, const double[::1] b, double[::1] y,
+                 int isa=-1):
+    """y = f(a, b) for contiguous float64 buffers of one length (f the `fn`-th of
+    VMATH_BINARY), in C with the GIL released; `isa` as in vmath_unary."""
+    if a.shape[0] != y.shape[0] or b.shape[0] != y.shape[0]:
+        raise ValueError(f"a has {a.shape[0]} items, b {b.shape[0]}, y {y.shape[0]}")
+    cdef int64_t n = y.shape[0]
+    cdef int rc
+    if not 0 <= fn < len(VMATH_BINARY):
+        raise ValueError(f"no vmath function {fn}")
+    if n == 0:
+        return
+    with nogil:
+        rc = ndp_vmath_binary(fn, &a[0], &b[0], &y[0], n, isa)
+    if rc != 0:
+        raise ValueError(f"vmath ISA {isa} is not available on this CPU")
+
+
+def vmath_isa():
+    """The ISA of the float64 kernels now ('scalar', 'avx2' or 'avx512'): NDPACK_ISA
+    and set_isa lower it (below 'avx2': 'scalar'; NDPACK_ISA=avx2 keeps AVX-512 off)."""
+    return ndp_vmath_isa_name(ndp_vmath_isa()).decode()
+
+
+def vmath_isas():
+    """The ISAs of the float64 kernels this CPU runs (tests compare each with 'scalar')."""
+    return tuple(name for i, name in enumerate(VMATH_ISAS) if ndp_vmath_has_isa(i))
+
 _SUM_TYPES = {"f8": 0, "f4": 1, "i1": 2, "i2": 3, "i4": 4, "i8": 5, "u1": 6, "u2": 7,
               "u4": 8, "u8": 9, "b1": 10}
 

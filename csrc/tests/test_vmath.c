@@ -8,6 +8,7 @@
 
 #include "filters.h"
 #include "math/vmath.h"
+#include "math/vmath_fns.h"
 #include "ndpack.h"
 
 static int failures = 0;
@@ -38,7 +39,104 @@ static int64_t ulps(double a, double b) {
   return ia > ib ? ia - ib : ib - ia;
 }
 
+/* inputs across every exponent (random bit patterns) and special values, mixed */
+static void fill_mixed(double *x, int n) {
+  static const double sp[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1.0, -1.0, 5e-324,
+                              -5e-324, 0x1p-1022, 708.0, -709.5, 1e5, 0.5, 22.0, -40.0};
+  for (int i = 0; i < n; i++) {
+    uint64_t b;
+    double u = uniform(0, 1);
+    if (u < 0.3) {
+      rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
+      b = rng_state;
+      memcpy(&x[i], &b, 8);
+    } else if (u < 0.4) {
+      x[i] = sp[(int)(uniform(0, 16)) & 15];
+    } else {
+      x[i] = uniform(-12, 12);
+    }
+  }
+}
+
+static int same(double a, double b) { return memcmp(&a, &b, 8) == 0 || (isnan(a) && isnan(b)); }
+
+/* every ISA the CPU runs gives the reference's bits: lengths 0..37, in place */
+static void check_isas(void) {
+  enum { M = 4099 };
+  double *a = malloc(M * sizeof *a), *b = malloc(M * sizeof *b);
+  double *ref = malloc(M * sizeof *ref), *got = malloc(M * sizeof *got);
+  double *cp = malloc(M * sizeof *cp);
+  fill_mixed(a, M);
+  fill_mixed(b, M);
+  for (int isa = 0; isa < NDP_VM_ISA_COUNT; isa++) {
+    if (!ndp_vmath_has_isa(isa)) continue;
+    for (int fn = 0; fn < NDP_VM_NUNARY + NDP_VM_NBINARY; fn++) {
+      int bin = fn >= NDP_VM_NUNARY, f = bin ? fn - NDP_VM_NUNARY : fn;
+      for (int n = 0; n <= 38; n++) {
+        int len = n == 38 ? M : n;                      /* 0..37 and a long one */
+        memset(got, 0x55, M * sizeof *got);
+        if (bin) {
+          ndp_vm_binary_ref[f](a, b, ref, len);
+          CHECK(ndp_vmath_binary(f, a, b, got, len, isa) == 0, "binary %d isa %d", f, isa);
+        } else {
+          ndp_vm_unary_ref[f](a, ref, len);
+          CHECK(ndp_vmath_unary(f, a, got, len, isa) == 0, "unary %d isa %d", f, isa);
+        }
+        int bad = -1;
+        for (int i = 0; i < len && bad < 0; i++)
+          if (!same(ref[i], got[i])) bad = i;
+        CHECK(bad < 0, "fn %d isa %s length %d: item %d differs (x=%.17g: %.17g vs %.17g)",
+              fn, ndp_vmath_isa_name(isa), len, bad, bad < 0 ? 0 : a[bad],
+              bad < 0 ? 0 : got[bad], bad < 0 ? 0 : ref[bad]);
+        uint64_t past = 0x5555555555555555ULL;
+        if (len < M) memcpy(&past, &got[len], 8);
+        CHECK(past == 0x5555555555555555ULL, "fn %d wrote past the end", fn);
+      }
+      memcpy(cp, a, M * sizeof *cp);                      /* in place: y == x */
+      if (bin) {
+        ndp_vm_binary_ref[f](a, b, ref, M);
+        ndp_vmath_binary(f, cp, b, cp, M, isa);
+      } else {
+        ndp_vm_unary_ref[f](a, ref, M);
+        ndp_vmath_unary(f, cp, cp, M, isa);
+      }
+      int ok = 1;
+      for (int i = 0; i < M; i++) ok &= same(ref[i], cp[i]);
+      CHECK(ok, "fn %d isa %s: in place differs", fn, ndp_vmath_isa_name(isa));
+    }
+  }
+  /* libm's values on the special inputs, exactly */
+  static const double sp[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 5e-324, -5e-324, 1e300,
+                              -1e300, 710.0, -745.5, -1.0};
+  double (*lib[NDP_VM_NUNARY])(double) = {exp, log, expm1, log1p, atan, tanh, sinh, cosh, tan};
+  for (int fn = 0; fn < NDP_VM_NUNARY; fn++)
+    for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) {
+      double got1, want = lib[fn](sp[i]);
+      ndp_vmath_unary(fn, &sp[i], &got1, 1, -1);
+      CHECK(same(got1, want), "fn %d special %g: %.17g vs libm %.17g", fn, sp[i], got1, want);
+    }
+  for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++)
+    for (size_t j = 0; j < sizeof sp / sizeof sp[0]; j++) {
+      double yy[8], xx[8], out[8];
+      if (isfinite(sp[i]) && isfinite(sp[j]) && sp[i] != 0 && sp[j] != 0) continue;
+      for (int l = 0; l < 8; l++) yy[l] = sp[i], xx[l] = sp[j];
+      ndp_vmath_binary(NDP_VM_ATAN2, yy, xx, out, 8, -1);
+      double want = atan2(sp[i], sp[j]);
+      CHECK(same(out[7], want), "atan2(%g, %g): %.17g vs %.17g", sp[i], sp[j], out[7], want);
+    }
+  printf("vmath isas:");
+  for (int isa = 0; isa < NDP_VM_ISA_COUNT; isa++)
+    if (ndp_vmath_has_isa(isa)) printf(" %s", ndp_vmath_isa_name(isa));
+  printf(" (chosen %s)\n", ndp_vmath_isa_name(ndp_vmath_isa()));
+  free(a);
+  free(b);
+  free(ref);
+  free(got);
+  free(cp);
+}
+
 int main(void) {
+  check_isas();
   enum { N = 20011 };
   double *x = malloc(N * sizeof *x), *ys = malloc(N * sizeof *ys), *yv = malloc(N * sizeof *yv);
   const double ranges[][2] = {{-1, 1}, {0, 10}, {-1e3, 1e3}, {-1e5, 1e5}, {1e5, 1e12}};
