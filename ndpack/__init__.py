@@ -18,6 +18,7 @@ import math as _math
 
 from . import _core
 from . import resources as _resources
+from . import vmath as _vmath
 from ndpack.chunks import (chunk_info, compress, compress2, decompress, decompress2,
                            get_blocksize, get_cbuffer_sizes, get_clib, get_compressor,
                            set_blocksize, set_compressor)
@@ -135,7 +136,9 @@ def show_config(file=None) -> dict:
     >>> import io, ndpack
     >>> cfg = ndpack.show_config(file=io.StringIO())
     >>> sorted(cfg)
-    ['checksum', 'codecs', 'isa', 'memory', 'nthreads', 'version']
+    ['checksum', 'codecs', 'isa', 'memory', 'nthreads', 'version', 'vmath']
+    >>> cfg["vmath"]["exp"] in ("ours", "numpy")
+    True
     """
     import sys
 
@@ -147,6 +150,7 @@ def show_config(file=None) -> dict:
         "memory": _resources.usage(),
         "codecs": {c.name.lower(): _core.library_version(int(c)) for c in compressor_list()
                    if c in Codec.__members__.values()},
+        "vmath": {"isa": _vmath.isa(), **{n: _vmath.implementation(n) for n in _vmath.NAMES}},
     }
     out = sys.stdout if file is None else file
     print(f"ndpack {cfg['version']}", file=out)
@@ -159,4 +163,9 @@ def show_config(file=None) -> dict:
           file=out)
     for name, ver in cfg["codecs"].items():
         print(f"  {name:<10} : {ver}", file=out)
+    vm = cfg["vmath"]
+    ours = [n for n in _vmath.NAMES if vm[n] == "ours"]
+    theirs = [n for n in _vmath.NAMES if vm[n] == "numpy"]
+    print(f"  vmath      : {vm['isa']} kernels for {', '.join(ours) or '-'}; NumPy for "
+          f"{', '.join(theirs) or '-'} (float64; NDPACK_VMATH=ours|numpy|auto)", file=out)
     return cfg

@@ -39,13 +39,21 @@ static inline vd exp_reduce(vd x, vd *k, vd *t) {
   return rr;
 }
 
-/* exp for |x| <= 708 (no overflow, no subnormal result) */
-static inline vd exp_core(vd x) {
+/* exp for |x| <= 708 (no overflow, no subnormal result), as hi + *lo */
+static inline vd exp_core2(vd x, vd *lo) {
   vd k, t;
   vd rr = exp_reduce(x, &k, &t);
   vd s1 = VADD(VSET(1.0), rr);
-  vd e1 = VADD(VSUB(VSET(1.0), s1), rr);         /* 1 + rr = s1 + e1 exactly */
-  return VMUL(VADD(s1, VADD(e1, t)), pow2i(k));
+  vd tail = VADD(VADD(VSUB(VSET(1.0), s1), rr), t); /* 1 + rr = s1 + e1 exactly */
+  vd h = VADD(s1, tail);
+  vd sc = pow2i(k);
+  *lo = VMUL(VADD(VSUB(s1, h), tail), sc);
+  return VMUL(h, sc);
+}
+
+static inline vd exp_core(vd x) {
+  vd lo;
+  return exp_core2(x, &lo);
 }
 
 /* expm1 for -708 <= x <= 709, as hi + *lo (hi the rounded value) */
@@ -180,12 +188,13 @@ static inline vd K_sinh(vd x, vm *ok) {
   return D_OR(v, VSIGNBIT(x));
 }
 
-/* cosh x = E/2 + 1/(2E), E = exp |x|, for 2^-26 <= |x| <= 708 */
+/* cosh x = E/2 + 1/(2E), E = exp |x| as hi + lo, for 2^-26 <= |x| <= 708 */
 static inline vd K_cosh(vd x, vm *ok) {
   vd ax = VABS(x);
   *ok = M_AND(VGE(ax, VSET(0x1p-26)), VLE(ax, VSET(NDP_VM_EXP_MAX)));
-  vd E = exp_core(ax);
-  return VADD(VMUL(VSET(0.5), E), VDIV(VSET(0.5), E));
+  vd el, e = exp_core2(ax, &el);
+  vd inv = div_dd(VSET(0.5), VSET(0.0), e, el);
+  return VADD(VMUL(VSET(0.5), e), VFMA(VSET(0.5), el, inv));
 }
 
 /* tan: the sin/cos reduction of vmath.h with the rounding errors of its last two

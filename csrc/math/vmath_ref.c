@@ -20,8 +20,11 @@
     for (int64_t i = 0; i < n; i++) y[i] = ndp_vm1_##name(x[i]);  \
   }
 
+/* log of a negative number: NumPy's quiet NaN (positive; glibc's has the sign bit) */
+static double log_numpy(double x) { return x < 0 ? (double)NAN : log(x); }
+
 ONE1(exp, exp)
-ONE1(log, log)
+ONE1(log, log_numpy)
 ONE1(expm1, expm1)
 ONE1(log1p, log1p)
 ONE1(atan, atan)

@@ -12,6 +12,7 @@ import ndpack
 from ndpack.engine.expr.parse import parse
 from ndpack.engine.expr.nodes import Apply, Constant, Operand, operands_of
 from ndpack.engine.run.ufuncs import UfuncProgram
+from ndpack.vmath import fast_ufunc
 
 from tests.helpers import assert_eq
 
@@ -169,11 +170,13 @@ def test_threads_share_a_program():
     a = Operand(np.zeros(1))
     prog = UfuncProgram.compile(Apply("multiply", (Apply("exp", (a,)), Constant(3.0))), [a])
 
+    exp = fast_ufunc(np.exp, np.float64)   # ours or NumPy's, as the program chose
+
     def work(n):
         x = np.linspace(0, 1, n)
         for _ in range(20):
             out = prog([x], np.empty(n))
-            if not np.array_equal(out, np.exp(x) * 3.0):
+            if not np.array_equal(out, exp(x) * 3.0):
                 return False
         return True
 
@@ -231,7 +234,7 @@ def test_big_regions_run_on_the_workers():
 
     out = np.empty_like(x)
     kernel.run_pieces(Recording(), [x], out)
-    np.testing.assert_array_equal(out, np.exp(x) * 2)
+    np.testing.assert_array_equal(out, fast_ufunc(np.exp, np.float64)(x) * 2)
     from ndpack.codecs import get_nthreads
     if get_nthreads() > 1:
         assert names and all(n.startswith("ndpack-eval") for n in names), names

@@ -6,10 +6,16 @@ this machine: NumPy's inner loops are SIMD for ``exp``, ``log``, ``sqrt``,
 ``arctan2``, ``power`` and plain arithmetic, numexpr calls scalar libm (measured here
 per element, one thread, 64 Ki float64: ``a + b + c`` 0.75 vs 1.21 ns,
 ``sqrt(a + 2*b + c/2)**1.2`` 4.6 vs 14.2 ns, ``sin(a)**2 + cos(b)*exp(-c) +
-arctan2(a, b)`` 17.0 vs 32.4 ns).  The values are NumPy's own, bit for bit -- each
-step is the ufunc NumPy applies to the whole arrays, on a piece of them -- except
-float64 ``sin`` and ``cos``, which run in the C core (:mod:`ndpack.vmath`: within
-1 ulp of the C library for |x| <= 1000, 2 ulp up to 1e5, 4-9x faster than NumPy's).
+arctan2(a, b)`` 17.0 vs 32.4 ns).  Each step is the ufunc NumPy applies to the
+whole arrays, on a piece of them, so the values are NumPy's own, bit for bit --
+except float64 ``sin``, ``cos``, ``exp``, ``log``, ``expm1``, ``log1p``,
+``arctan``, ``arctan2``, ``tanh``, ``sinh``, ``cosh`` and ``tan`` where
+:func:`ndpack.vmath.implementation` chose the C core's vectorized kernels (timed
+once per process against NumPy's loops; ``NDPACK_VMATH=ours|numpy`` forces one):
+those steps are within :data:`ndpack.vmath.ULP` ulp of NumPy's value (1 for exp,
+log, expm1, log1p, cosh, tan; 2 for arctan, arctan2, tanh, sinh; sin/cos 1 ulp for
+|x| <= 1000, 2 to 1e5) and give NumPy's special values.  Bit-identity with NumPy is
+the contract only where NumPy's implementation is used.
 
 A :class:`UfuncProgram` is a list of steps ``ufunc(args..., out=register)`` in the
 tree's post order; a register is freed after its last use and reused (linear scan),
@@ -41,8 +47,7 @@ import threading
 import numpy as np
 
 from ndpack.engine.expr.nodes import Apply, Constant, Node, Operand
-from ndpack.vmath import cos as vcos
-from ndpack.vmath import sin as vsin
+from ndpack.vmath import fast_ufunc
 
 __all__ = ["UfuncProgram"]
 
@@ -107,7 +112,7 @@ class UfuncProgram:
         progs = []
         for use_out in (False, True):
             steps, reg_dtypes = _allocate(order, dtypes, use_out)
-            steps = [(_FAST.get(ufunc, ufunc) if dtypes[k] == np.float64 else ufunc, args, reg)
+            steps = [(fast_ufunc(ufunc, dtypes[k]), args, reg)
                      for k, (ufunc, args, reg) in enumerate(steps)]
             progs.append((steps, reg_dtypes))
         plain = cls(*progs[0], node.dtype)
@@ -138,8 +143,10 @@ class UfuncProgram:
         return out
 
 
-# float64 steps the C core computes (contiguous pieces; NumPy for anything else)
-_FAST = {np.sin: vsin, np.cos: vcos}
+# float64 steps the C core may compute (contiguous pieces of one shape; NumPy for
+# anything else): ndpack.vmath.fast_ufunc picks ours or NumPy's per function
+_FAST = ("sin", "cos", "exp", "log", "expm1", "log1p", "arctan", "arctan2", "tanh",
+         "sinh", "cosh", "tan")
 
 
 def _probe_dtypes(order: list, ops: list) -> list | None:
