@@ -173,6 +173,7 @@ cdef extern from "../math/vmath_fns.h" nogil:
     int ndp_vmath_unary(int fn, const double *x, double *y, int64_t n, int isa)
     int ndp_vmath_binary(int fn, const double *a, const double *b, double *y, int64_t n,
                          int isa)
+    int ndp_vmath_binary_s(int fn, const double *a, double b, double *y, int64_t n, int isa)
     int ndp_vmath_isa()
     int ndp_vmath_has_isa(int isa)
     const char *ndp_vmath_isa_name(int isa)

@@ -561,7 +561,7 @@ def vsincos(const double[::1] x, double[::1] y, bint cosine):
 
 # the function numbers of csrc/math/vmath_fns.h (NDP_VM_*), unary then binary
 VMATH_UNARY = ("exp", "log", "expm1", "log1p", "arctan", "tanh", "sinh", "cosh", "tan")
-VMATH_BINARY = ("arctan2",)
+VMATH_BINARY = ("arctan2", "power")
 VMATH_ISAS = ("scalar", "avx2", "avx512")
 
 
@@ -597,6 +597,23 @@ def vmath_binary(int fn, const double[::1] a, const double[::1] b, double[::1] y
         return
     with nogil:
         rc = ndp_vmath_binary(fn, &a[0], &b[0], &y[0], n, isa)
+    if rc != 0:
+        raise ValueError(f"vmath ISA {isa} is not available on this CPU")
+
+
+def vmath_binary_scalar(int fn, const double[::1] a, double b, double[::1] y, int isa=-1):
+    """y = f(a, b) with one float `b` for every item of `a` (``a ** 1.2``), as
+    vmath_binary otherwise."""
+    if a.shape[0] != y.shape[0]:
+        raise ValueError(f"a has {a.shape[0]} items, y {y.shape[0]}")
+    cdef int64_t n = y.shape[0]
+    cdef int rc
+    if not 0 <= fn < len(VMATH_BINARY):
+        raise ValueError(f"no vmath function {fn}")
+    if n == 0:
+        return
+    with nogil:
+        rc = ndp_vmath_binary_s(fn, &a[0], b, &y[0], n, isa)
     if rc != 0:
         raise ValueError(f"vmath ISA {isa} is not available on this CPU")
 

@@ -1,8 +1,8 @@
 """Vectorized float64 math from the C core, and running sums.
 
 The C core computes ``sin``, ``cos``, ``exp``, ``log``, ``expm1``, ``log1p``,
-``arctan``, ``arctan2``, ``tanh``, ``sinh``, ``cosh`` and ``tan`` of float64 arrays
-with AVX2+FMA (4 lanes) or AVX-512F (8 lanes) kernels that give the bits of a scalar
+``arctan``, ``arctan2``, ``tanh``, ``sinh``, ``cosh``, ``tan`` and ``power`` of float64
+arrays with AVX2+FMA (4 lanes) or AVX-512F (8 lanes) kernels that give the bits of a scalar
 reference (same operations in the same order); lanes a kernel does not serve -- NaN,
 infinities, zeros, overflow and underflow edges, subnormal results, huge arguments --
 go to the C library, so special values are exactly NumPy's (csrc/math/vmath_fns.h
@@ -11,9 +11,9 @@ scalars, binary operands of different shapes -- goes to NumPy.
 
 Accuracy contract (:data:`ULP`, measured against glibc through NumPy over the
 whole range: random bit patterns of every exponent plus dense samples near the
-edges): ``exp``, ``log``, ``expm1``, ``log1p``, ``cosh``, ``tan`` within 1 ulp;
-``arctan``, ``arctan2``, ``tanh``, ``sinh`` within 2; ``sin``/``cos`` within 1 ulp for
-|x| <= 1000 and 2 up to 1e5.  Results are bit-identical to NumPy's only where NumPy's
+edges): ``exp``, ``log``, ``expm1``, ``log1p``, ``cosh``, ``tan``, ``power`` within
+1 ulp; ``arctan``, ``arctan2``, ``tanh``, ``sinh`` within 2; ``sin``/``cos`` within
+1 ulp for |x| <= 1000 and 2 up to 1e5.  Results are bit-identical to NumPy's only where NumPy's
 implementation is used.
 
 Which implementation the expression engine uses for each function
@@ -50,12 +50,12 @@ from ndpack import _core
 from ndpack._core import cumsum_inplace, vsincos
 
 __all__ = ["ULP", "arctan", "arctan2", "cos", "cosh", "exp", "expm1", "fast_ufunc",
-           "implementation", "isa", "log", "log1p", "running_sum", "sin", "sinh",
-           "tan", "tanh"]
+           "implementation", "isa", "log", "log1p", "power", "reference", "running_sum",
+           "sin", "sinh", "tan", "tanh"]
 
 #: The measured bound, in ulp of the C library's value, of each function.
 ULP = {"exp": 1, "log": 1, "expm1": 1, "log1p": 1, "cosh": 1, "tan": 1, "arctan": 2,
-       "arctan2": 2, "tanh": 2, "sinh": 2, "sin": 1, "cos": 1}
+       "arctan2": 2, "tanh": 2, "sinh": 2, "sin": 1, "cos": 1, "power": 1}
 _UNARY = {name: i for i, name in enumerate(_core.VMATH_UNARY)}
 _BINARY = {name: i for i, name in enumerate(_core.VMATH_BINARY)}
 NAMES = ("sin", "cos") + _core.VMATH_UNARY + _core.VMATH_BINARY
@@ -84,8 +84,29 @@ def _unary(name: str, x, out, isa: int = -1):
     return ref(x, out=out)
 
 
+# power exponents NumPy's own paths give exactly (squares, roots, reciprocals): NumPy's
+_NUMPY_EXPONENTS = (0.0, 0.5, 1.0, 2.0, -1.0)
+
+
+def _scalar_b(name: str, b):
+    """b as a float when it is one float64 value the kernels take for every a."""
+    if isinstance(b, (float, np.float64)) or (isinstance(b, np.ndarray) and b.ndim == 0
+                                              and b.dtype == np.float64):
+        v = float(b)
+        return None if name == "power" and v in _NUMPY_EXPONENTS else v
+    return None
+
+
 def _binary(name: str, a, b, out, isa: int = -1):
     ref = getattr(np, name)
+    bs = _scalar_b(name, b) if isinstance(a, np.ndarray) else None
+    if bs is not None and a.dtype == np.float64 and a.ndim > 0:
+        if out is None:
+            out = np.empty(a.shape, np.float64)
+        if _ours_ok(a, out):
+            _core.vmath_binary_scalar(_BINARY[name], a.reshape(-1), bs, out.reshape(-1), isa)
+            return out
+        return ref(a, b, out=out)
     arrays = isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
     if not (arrays and a.dtype == np.float64 and b.dtype == np.float64
             and a.shape == b.shape and a.ndim > 0 and b.flags.c_contiguous):
@@ -254,6 +275,23 @@ def arctan2(y, x, out=None):
     return _binary("arctan2", y, x, out)
 
 
+def power(x, y, out=None):
+    """``x ** y``; float64 C-contiguous `x` with `y` of its shape or one float in the C
+    core (<= 1 ulp), anything else by NumPy -- also the exponents 0, 0.5, 1, 2, -1 and
+    integer scalars, which NumPy computes exactly or by its own paths.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ndpack import vmath
+    >>> vmath.power(np.array([4.0, 8.0, 0.0, -8.0]), 1.5)
+    array([ 8.      , 22.627417,  0.      ,       nan])
+    >>> vmath.power(np.array([2.0, 2.0]), np.array([10.0, -1074.0]))
+    array([1.024e+003, 4.941e-324])
+    """
+    return _binary("power", x, y, out)
+
+
 def reference(name: str, *args, isa: str = "scalar"):
     """``name`` of the float64 arrays `args` by one kernel: ``isa`` ``"scalar"`` (the
     reference), ``"avx2"`` or ``"avx512"`` (ValueError where the CPU lacks it); for
@@ -269,7 +307,7 @@ def reference(name: str, *args, isa: str = "scalar"):
     code = _core.VMATH_ISAS.index(isa)
     if name in ("sin", "cos"):
         raise ValueError("sin/cos: set_isa('scalar') selects their reference")
-    args = [np.ascontiguousarray(a, np.float64) for a in args]
+    args = [a if isinstance(a, float) else np.ascontiguousarray(a, np.float64) for a in args]
     if name in _BINARY:
         return _binary(name, *args, None, code)
     return _unary(name, args[0], None, code)
@@ -279,7 +317,7 @@ def reference(name: str, *args, isa: str = "scalar"):
 
 _OURS = {"sin": sin, "cos": cos, "exp": exp, "log": log, "expm1": expm1, "log1p": log1p,
          "arctan": arctan, "tanh": tanh, "sinh": sinh, "cosh": cosh, "tan": tan,
-         "arctan2": arctan2}
+         "arctan2": arctan2, "power": power}
 _CHOICE: dict = {}
 _SAMPLE = {"log": (0.01, 100.0), "log1p": (-0.5, 100.0), "arctan": (-20.0, 20.0),
            "tan": (-1.5, 1.5), "sin": (-20.0, 20.0), "cos": (-20.0, 20.0)}
@@ -301,6 +339,8 @@ def _measure(name: str) -> str:
     lo, hi = _SAMPLE.get(name, (-3.0, 3.0))
     rng = np.random.default_rng(0)
     args = [rng.uniform(lo, hi, 32768) for _ in range(2 if name in _BINARY else 1)]
+    if name == "power":                  # the engine's case: a float exponent
+        args = [rng.uniform(0.1, 10.0, 32768), 1.2]
     out = np.empty(32768)
     ref = getattr(np, name)
     with np.errstate(all="ignore"):

@@ -232,3 +232,50 @@ static inline vd K_tan(vd x, vm *ok) {
   *ok = M_AND(M_AND(VLE(ax, VSET(NDP_VM_MAX_ARG)), VGE(ax, VSET(0x1p-27))), far);
   return v;
 }
+
+/* log x as lh + *ll to about 2^-62 absolute for positive normal x: the log_split
+ * of log() with s = f/(2 + f) as sh + sl (2 + f summed exactly, the quotient's
+ * remainder by one fma) */
+static inline vd log_dd(vd x, vd *ll) {
+  vi bits = AS_I(x);
+  vi tb = I_ADD(bits, VSETI(0x3ff0000000000000ULL - NDP_VM_SQRT1_2_BITS));
+  vi eb = I_SHR(tb, 52);
+  vi mb = I_ADD(I_SUB(bits, I_SHL(eb, 52)), VSETI(0x3ff0000000000000ULL));
+  vd e = VSUB(AS_D(I_OR(eb, VSETI(0x4330000000000000ULL))), VSET(0x1p52 + 1023.0));
+  vd f = VSUB(AS_D(mb), VSET(1.0));
+  vd d = VADD(VSET(2.0), f);
+  vd dl = VADD(VSUB(VSET(2.0), d), f);
+  vd sh = VDIV(f, d);
+  vd sl = VDIV(VFNMA(sh, dl, VFNMA(sh, d, f)), d);
+  vd z = VMUL(sh, sh);
+  vd t3 = VMUL(sh, VMUL(z, horner(z, ndp_vm_log_c, NDP_VM_LOG_NC)));
+  vd hi = VMUL(e, VSET(NDP_VM_LN2_HI42));        /* exact */
+  vd two = VADD(sh, sh);
+  vd lh = VADD(hi, two);
+  vd er = VADD(VSUB(hi, lh), two);               /* |hi| >= |two| unless e = 0 */
+  vd lo = VADD(er, VADD(VFMA(e, VSET(NDP_VM_LN2_LO42), VADD(sl, sl)), t3));
+  vd h = VADD(lh, lo);                            /* renormalized: |*ll| <= ulp(h) */
+  *ll = VADD(VSUB(lh, h), lo);
+  return h;
+}
+
+/* x**y = exp(y log x) with y log x as ph + pl, for positive normal x, |y log x| <= 64
+ * (results within 2^+-93: no overflow, no subnormal; beyond, the error of log x
+ * times y would pass 1 ulp: the C library there) */
+static inline vd K_power(vd x, vd y, vm *ok) {
+  vd ll, lh = log_dd(x, &ll);
+  vd ph = VMUL(y, lh);
+  vd pl = VFMA(y, ll, VFMA(y, lh, VSUB(VSET(0.0), ph)));
+  *ok = M_AND(M_AND(VGE(x, VSET(0x1p-1022)), VLE(x, VSET(0x1.fffffffffffffp1023))),
+              VLE(VABS(ph), VSET(64.0)));
+  vd k = VRINT(VMUL(ph, VSET(NDP_VM_INV_LN2)));
+  vd r = VFNMA(k, VSET(NDP_VM_LN2), ph);         /* exact */
+  vd rl = VFNMA(k, VSET(NDP_VM_LN2_LO), pl);
+  vd rr = VADD(r, rl);                            /* TwoSum: r may be below rl */
+  vd bb = VSUB(rr, r);
+  vd dd = VADD(VSUB(r, VSUB(rr, bb)), VSUB(rl, bb));
+  vd t = VFMA(VMUL(rr, rr), horner(rr, ndp_vm_exp_q, NDP_VM_EXP_NQ), dd);
+  vd s1 = VADD(VSET(1.0), rr);
+  vd tail = VADD(VADD(VSUB(VSET(1.0), s1), rr), t);
+  return VMUL(VADD(s1, tail), pow2i(k));
+}

@@ -23,8 +23,11 @@
  * tanh:  -t/(t + 2), t = expm1(-2|x|); 2^-27 <= |x| <= 22.
  * sinh:  (e + e/(e + 1))/2, e = expm1|x|; 2^-27 <= |x| <= 708.
  * cosh:  E/2 + 1/(2E), E = exp|x|; 2^-26 <= |x| <= 708.
- * tan:   the reduction of sin/cos (vmath.h), sin r / cos r or -cos r / sin r;
+ * tan:   the reduction of sin/cos (vmath.h) with the errors of its last two steps
+ *        kept, sin r / cos r or -cos r / sin r as (hi + lo) / (hi + lo);
  *        2^-27 <= |x| <= 1e5, not within 2^-20 of a nonzero multiple of pi/2.
+ * power: exp(y log x), log x as hi + lo (s = f/(2+f) as hi + lo), y log x as hi + lo
+ *        by fma, exp of it as exp's; positive normal x, |y log x| <= 64.
  *
  * Measured against glibc (tests/core/test_vmath_funcs.py): see NDP_VM_ULP_* in
  * ndpack/vmath.py.
@@ -36,17 +39,20 @@
 
 enum { NDP_VM_EXP = 0, NDP_VM_LOG, NDP_VM_EXPM1, NDP_VM_LOG1P, NDP_VM_ATAN, NDP_VM_TANH,
        NDP_VM_SINH, NDP_VM_COSH, NDP_VM_TAN, NDP_VM_NUNARY };
-enum { NDP_VM_ATAN2 = 0, NDP_VM_NBINARY };
+enum { NDP_VM_ATAN2 = 0, NDP_VM_POWER, NDP_VM_NBINARY };
 enum { NDP_VM_ISA_SCALAR = 0, NDP_VM_ISA_AVX2 = 1, NDP_VM_ISA_AVX512 = 2, NDP_VM_ISA_COUNT };
 
 typedef void (*ndp_vm_unary_fn)(const double *x, double *y, int64_t n);
 typedef void (*ndp_vm_binary_fn)(const double *a, const double *b, double *y, int64_t n);
+typedef void (*ndp_vm_binary_s_fn)(const double *a, double b, double *y, int64_t n);
 
 /* y = f(x) (f(a, b)) over n float64; y may be x (a or b).  isa: -1 for the current
  * choice, else an NDP_VM_ISA_*.  Return 0, or -1 when fn or isa is not available. */
 int ndp_vmath_unary(int fn, const double *x, double *y, int64_t n, int isa);
 int ndp_vmath_binary(int fn, const double *a, const double *b, double *y, int64_t n,
                      int isa);
+/* y = f(a, b) with one b for every a (a ** 1.2, arctan2(a, 2.0)) */
+int ndp_vmath_binary_s(int fn, const double *a, double b, double *y, int64_t n, int isa);
 /* The ISA the calls with isa = -1 use now: the best the CPU runs (avx512 needs
  * avx512f+fma, avx2 needs avx2+fma), lowered to scalar when the filters' ISA is below
  * avx2 (NDPACK_ISA=scalar|sse2, ndp_set_isa) and to avx2 by NDPACK_ISA=avx2. */
@@ -57,10 +63,13 @@ const char *ndp_vmath_isa_name(int isa);
 /* the per-ISA tables (NULL entries never: every ISA has every function) */
 extern const ndp_vm_unary_fn ndp_vm_unary_ref[NDP_VM_NUNARY];
 extern const ndp_vm_binary_fn ndp_vm_binary_ref[NDP_VM_NBINARY];
+extern const ndp_vm_binary_s_fn ndp_vm_binary_s_ref[NDP_VM_NBINARY];
 extern const ndp_vm_unary_fn ndp_vm_unary_x4[NDP_VM_NUNARY];
 extern const ndp_vm_binary_fn ndp_vm_binary_x4[NDP_VM_NBINARY];
+extern const ndp_vm_binary_s_fn ndp_vm_binary_s_x4[NDP_VM_NBINARY];
 extern const ndp_vm_unary_fn ndp_vm_unary_x8[NDP_VM_NUNARY];
 extern const ndp_vm_binary_fn ndp_vm_binary_x8[NDP_VM_NBINARY];
+extern const ndp_vm_binary_s_fn ndp_vm_binary_s_x8[NDP_VM_NBINARY];
 
 /* the reference for one element (libm on the lanes the kernel does not serve) */
 double ndp_vm1_exp(double x);
@@ -73,5 +82,6 @@ double ndp_vm1_sinh(double x);
 double ndp_vm1_cosh(double x);
 double ndp_vm1_tan(double x);
 double ndp_vm1_atan2(double y, double x);
+double ndp_vm1_power(double x, double y);
 
 #endif

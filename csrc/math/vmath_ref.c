@@ -39,13 +39,29 @@ double ndp_vm1_atan2(double y, double x) {
   return ok ? r : atan2(y, x);
 }
 
+double ndp_vm1_power(double x, double y) {
+  vm ok;
+  double r = K_power(x, y, &ok);
+  return ok ? r : pow(x, y);
+}
+
 static void atan2_ref(const double *a, const double *b, double *y, int64_t n) {
   for (int64_t i = 0; i < n; i++) y[i] = ndp_vm1_atan2(a[i], b[i]);
+}
+static void power_ref(const double *a, const double *b, double *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] = ndp_vm1_power(a[i], b[i]);
+}
+static void atan2_s_ref(const double *a, double b, double *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] = ndp_vm1_atan2(a[i], b);
+}
+static void power_s_ref(const double *a, double b, double *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] = ndp_vm1_power(a[i], b);
 }
 
 const ndp_vm_unary_fn ndp_vm_unary_ref[NDP_VM_NUNARY] = {
     exp_ref, log_ref, expm1_ref, log1p_ref, atan_ref, tanh_ref, sinh_ref, cosh_ref, tan_ref};
-const ndp_vm_binary_fn ndp_vm_binary_ref[NDP_VM_NBINARY] = {atan2_ref};
+const ndp_vm_binary_fn ndp_vm_binary_ref[NDP_VM_NBINARY] = {atan2_ref, power_ref};
+const ndp_vm_binary_s_fn ndp_vm_binary_s_ref[NDP_VM_NBINARY] = {atan2_s_ref, power_s_ref};
 
 /* ---- choice of ISA ------------------------------------------------------- */
 
@@ -58,12 +74,14 @@ const ndp_vm_binary_fn ndp_vm_binary_ref[NDP_VM_NBINARY] = {atan2_ref};
 #if !NDP_VM_X86 /* no vector builds: the tables are the reference's */
 const ndp_vm_unary_fn ndp_vm_unary_x4[NDP_VM_NUNARY] = {
     exp_ref, log_ref, expm1_ref, log1p_ref, atan_ref, tanh_ref, sinh_ref, cosh_ref, tan_ref};
-const ndp_vm_binary_fn ndp_vm_binary_x4[NDP_VM_NBINARY] = {atan2_ref};
+const ndp_vm_binary_fn ndp_vm_binary_x4[NDP_VM_NBINARY] = {atan2_ref, power_ref};
+const ndp_vm_binary_s_fn ndp_vm_binary_s_x4[NDP_VM_NBINARY] = {atan2_s_ref, power_s_ref};
 #endif
 #if !NDP_VM_X86 || defined(NDP_NO_VM_AVX512)
 const ndp_vm_unary_fn ndp_vm_unary_x8[NDP_VM_NUNARY] = {
     exp_ref, log_ref, expm1_ref, log1p_ref, atan_ref, tanh_ref, sinh_ref, cosh_ref, tan_ref};
-const ndp_vm_binary_fn ndp_vm_binary_x8[NDP_VM_NBINARY] = {atan2_ref};
+const ndp_vm_binary_fn ndp_vm_binary_x8[NDP_VM_NBINARY] = {atan2_ref, power_ref};
+const ndp_vm_binary_s_fn ndp_vm_binary_s_x8[NDP_VM_NBINARY] = {atan2_s_ref, power_s_ref};
 #endif
 
 static int has[NDP_VM_ISA_COUNT] = {1, 0, 0};
@@ -120,6 +138,17 @@ int ndp_vmath_binary(int fn, const double *a, const double *b, double *y, int64_
   else if (!ndp_vmath_has_isa(isa)) return -1;
   const ndp_vm_binary_fn *t = isa == NDP_VM_ISA_AVX512 ? ndp_vm_binary_x8
                               : isa == NDP_VM_ISA_AVX2 ? ndp_vm_binary_x4 : ndp_vm_binary_ref;
+  t[fn](a, b, y, n);
+  return 0;
+}
+
+int ndp_vmath_binary_s(int fn, const double *a, double b, double *y, int64_t n, int isa) {
+  if (fn < 0 || fn >= NDP_VM_NBINARY) return -1;
+  if (isa < 0) isa = ndp_vmath_isa();
+  else if (!ndp_vmath_has_isa(isa)) return -1;
+  const ndp_vm_binary_s_fn *t = isa == NDP_VM_ISA_AVX512 ? ndp_vm_binary_s_x8
+                                : isa == NDP_VM_ISA_AVX2 ? ndp_vm_binary_s_x4
+                                                         : ndp_vm_binary_s_ref;
   t[fn](a, b, y, n);
   return 0;
 }

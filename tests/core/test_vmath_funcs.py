@@ -96,17 +96,27 @@ def test_unary_within_the_bound_everywhere(name):
 
 
 @pytest.mark.parametrize("isa", _core.vmath_isas())
-@pytest.mark.parametrize("name", UNARY + ["arctan2"])
+@pytest.mark.parametrize("name", UNARY + ["arctan2", "power"])
 def test_every_isa_gives_the_references_bits(name, isa):
-    x = _inputs("exp" if name == "arctan2" else name, seed=3)
-    args = (x, np.random.default_rng(4).permutation(x)) if name == "arctan2" else (x,)
+    binary = name in _core.VMATH_BINARY
+    x = _inputs("exp" if binary else name, seed=3)
+    if name == "power":
+        x = np.concatenate([x, np.random.default_rng(5).uniform(0, 10, 50_000)])
+    args = (x, np.random.default_rng(4).permutation(x) / 7) if binary else (x,)
     ref = vmath.reference(name, *args)
     for n in list(range(38)) + [len(x)]:                 # every tail length
         got = vmath.reference(name, *[a[:n] for a in args], isa=isa)
         np.testing.assert_array_equal(got.view(np.int64), ref[:n].view(np.int64))
+    if binary:                                           # one b for every a
+        for b in (1.2, -0.7, 3.0, np.inf, np.nan):
+            ref_s = vmath.reference(name, x, np.full_like(x, b))
+            for n in (0, 1, 3, 4, 7, 8, 9, 37, len(x)):
+                got = vmath.reference(name, x[:n], float(b), isa=isa)
+                np.testing.assert_array_equal(got.view(np.int64), ref_s[:n].view(np.int64))
     buf = args[0].copy()                                 # in place: out is x
-    if name == "arctan2":
-        _core.vmath_binary(0, buf, args[1], buf, _core.VMATH_ISAS.index(isa))
+    if binary:
+        _core.vmath_binary(_core.VMATH_BINARY.index(name), buf, args[1], buf,
+                           _core.VMATH_ISAS.index(isa))
     else:
         _core.vmath_unary(UNARY.index(name), buf, buf, _core.VMATH_ISAS.index(isa))
     np.testing.assert_array_equal(buf.view(np.int64), ref.view(np.int64))
@@ -147,6 +157,50 @@ def test_arctan2_over_the_whole_range():
     with np.errstate(all="ignore"):
         want = np.arctan2(ys, xs)
     _check(vmath.arctan2(ys, xs), want, vmath.ULP["arctan2"], ys, xs)
+
+
+def test_power_over_the_whole_range():
+    rng = np.random.default_rng(12)
+    x, y = _random_bits(300_000, 13), _random_bits(300_000, 14)
+    a = rng.uniform(0, 10, 200_000)
+    b = rng.uniform(-6, 6, 200_000)
+    near1 = 1 + rng.uniform(-1e-3, 1e-3, 100_000)
+    wide = np.exp(rng.uniform(-700, 700, 100_000))
+    edge = rng.uniform(-70, 70, 100_000)                 # |y log x| about the kernel's 64
+    xs = np.concatenate([x, np.abs(x), a, near1, wide, wide])
+    ys = np.concatenate([y, y / 1e300, b, rng.uniform(-6e4, 6e4, 100_000),
+                         rng.uniform(-1, 1, 100_000), edge / np.log(wide)])
+    neg = -rng.uniform(0, 10, 20_000)                    # x < 0: integer y or NaN
+    ints = rng.integers(-30, 30, 20_000).astype(np.float64)
+    xs = np.concatenate([xs, neg, neg, _around([1.0, 2.0**-1022, 2.0**1023], 100)])
+    ys = np.concatenate([ys, ints, ints + 0.5, np.full(603, 1.5)])
+    with np.errstate(all="ignore"):
+        want = np.power(xs, ys)
+    _check(vmath.power(xs, ys), want, vmath.ULP["power"], xs, ys)
+
+
+def test_power_special_values():
+    y, x = np.meshgrid(SPECIALS, SPECIALS, indexing="ij")
+    with np.errstate(all="ignore"):
+        want = np.power(x.ravel(), y.ravel())
+    with np.errstate(all="ignore"):
+        got = vmath.power(x.ravel(), y.ravel())
+    _check(got, want, vmath.ULP["power"], x.ravel(), y.ravel())
+    for b in SPECIALS:                                   # one exponent for all
+        with np.errstate(all="ignore"):
+            want = np.power(SPECIALS, b)
+            got = vmath.power(SPECIALS, float(b))
+        _check(got, want, vmath.ULP["power"], SPECIALS)
+
+
+def test_power_exponents_numpy_computes_exactly():
+    x = np.random.default_rng(15).uniform(0, 100, 1001)
+    for b in (2.0, 0.5, 1.0, 0.0, -1.0, 2, 3, np.float32(1.5)):
+        np.testing.assert_array_equal(vmath.power(x, b), np.power(x, b))
+    got = vmath.power(x, 1.2)
+    assert _ulps(got, np.power(x, 1.2)).max() <= vmath.ULP["power"]
+    np.testing.assert_array_equal(vmath.power(x[::2], 1.2), np.power(x[::2], 1.2))
+    np.testing.assert_array_equal(vmath.power(3.0, x), np.power(3.0, x))
 
 
 @settings(max_examples=80, deadline=None)
@@ -194,7 +248,9 @@ def test_other_inputs_go_to_numpy(name):
 def test_arctan2_broadcasts_through_numpy():
     a, b = np.linspace(-2, 2, 12).reshape(3, 4), np.linspace(1, 3, 4)
     np.testing.assert_array_equal(vmath.arctan2(a, b), np.arctan2(a, b))
-    np.testing.assert_array_equal(vmath.arctan2(a, 2.0), np.arctan2(a, 2.0))
+    got = vmath.arctan2(a, 2.0)                          # one float for all: ours
+    assert _ulps(got, np.arctan2(a, 2.0)).max() <= vmath.ULP["arctan2"]
+    np.testing.assert_array_equal(vmath.arctan2(2.0, a), np.arctan2(2.0, a))
     np.testing.assert_array_equal(vmath.arctan2(a.T, a.T), np.arctan2(a.T, a.T))
     out = np.empty((3, 4))
     assert vmath.arctan2(a, b, out=out) is out
@@ -227,11 +283,12 @@ def test_auto_choice_is_measured_once(monkeypatch):
     assert cfg["exp"] == first and cfg["isa"] == vmath.isa()
 
 
-EXPR = "exp(a) + log(b) * arctan2(a, b) - tanh(a) + log1p(b) / cosh(a)"
+EXPR = "exp(a) + log(b) * arctan2(a, b) - tanh(a) + log1p(b) / cosh(a) + b**1.2"
 
 
 def _numpy_expr(a, b):
-    return np.exp(a) + np.log(b) * np.arctan2(a, b) - np.tanh(a) + np.log1p(b) / np.cosh(a)
+    return np.exp(a) + np.log(b) * np.arctan2(a, b) - np.tanh(a) + np.log1p(b) / np.cosh(a) \
+        + b**1.2
 
 
 @pytest.mark.parametrize("choice", ["ours", "numpy"])
