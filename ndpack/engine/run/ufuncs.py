@@ -2,20 +2,22 @@
 
 On blocks that are already in cache (the aligned path evaluates groups of blocks of
 ~512 KiB per operand), NumPy's ufuncs with ``out=`` beat numexpr's virtual machine on
-this machine: NumPy's inner loops are SIMD for ``exp``, ``log``, ``sqrt``,
-``arctan2``, ``power`` and plain arithmetic, numexpr calls scalar libm (measured here
+this machine: NumPy's inner loops are SIMD for ``sqrt`` and plain arithmetic (and
+for ``exp``, ``log``, ``arctan2``, ``power`` on AVX-512 hosts), numexpr calls scalar
+libm (measured on an AVX-512 host
 per element, one thread, 64 Ki float64: ``a + b + c`` 0.75 vs 1.21 ns,
 ``sqrt(a + 2*b + c/2)**1.2`` 4.6 vs 14.2 ns, ``sin(a)**2 + cos(b)*exp(-c) +
 arctan2(a, b)`` 17.0 vs 32.4 ns).  Each step is the ufunc NumPy applies to the
 whole arrays, on a piece of them, so the values are NumPy's own, bit for bit --
 except float64 ``sin``, ``cos``, ``exp``, ``log``, ``expm1``, ``log1p``,
-``arctan``, ``arctan2``, ``tanh``, ``sinh``, ``cosh`` and ``tan`` where
-:func:`ndpack.vmath.implementation` chose the C core's vectorized kernels (timed
-once per process against NumPy's loops; ``NDPACK_VMATH=ours|numpy`` forces one):
-those steps are within :data:`ndpack.vmath.ULP` ulp of NumPy's value (1 for exp,
-log, expm1, log1p, cosh, tan; 2 for arctan, arctan2, tanh, sinh; sin/cos 1 ulp for
-|x| <= 1000, 2 to 1e5) and give NumPy's special values.  Bit-identity with NumPy is
-the contract only where NumPy's implementation is used.
+``arctan``, ``arctan2``, ``tanh``, ``sinh``, ``cosh``, ``tan`` and ``power`` (float
+exponents other than 0, 0.5, 1, 2, -1) where :func:`ndpack.vmath.implementation`
+chose the C core's vectorized kernels (timed once per process against NumPy's loops;
+``NDPACK_VMATH=ours|numpy`` forces one): those steps are within
+:data:`ndpack.vmath.ULP` ulp of NumPy's value (1 for exp, log, expm1, log1p, cosh,
+tan, power; 2 for arctan, arctan2, tanh, sinh; sin/cos 1 ulp for |x| <= 1000, 2 to
+1e5) and give NumPy's special values.  Bit-identity with NumPy is the contract only
+where NumPy's implementation is used.
 
 A :class:`UfuncProgram` is a list of steps ``ufunc(args..., out=register)`` in the
 tree's post order; a register is freed after its last use and reused (linear scan),
@@ -112,7 +114,7 @@ class UfuncProgram:
         progs = []
         for use_out in (False, True):
             steps, reg_dtypes = _allocate(order, dtypes, use_out)
-            steps = [(fast_ufunc(ufunc, dtypes[k]), args, reg)
+            steps = [(fast_ufunc(ufunc, dtypes[k]) if ufunc in _FAST else ufunc, args, reg)
                      for k, (ufunc, args, reg) in enumerate(steps)]
             progs.append((steps, reg_dtypes))
         plain = cls(*progs[0], node.dtype)
@@ -143,10 +145,11 @@ class UfuncProgram:
         return out
 
 
-# float64 steps the C core may compute (contiguous pieces of one shape; NumPy for
-# anything else): ndpack.vmath.fast_ufunc picks ours or NumPy's per function
-_FAST = ("sin", "cos", "exp", "log", "expm1", "log1p", "arctan", "arctan2", "tanh",
-         "sinh", "cosh", "tan")
+# ufuncs whose float64 steps the C core may compute (contiguous pieces of one shape,
+# or a float second operand; NumPy for anything else): ndpack.vmath.fast_ufunc picks
+# ours or NumPy's per function, once per process
+_FAST = frozenset([np.sin, np.cos, np.exp, np.log, np.expm1, np.log1p, np.arctan,
+                   np.arctan2, np.tanh, np.sinh, np.cosh, np.tan, np.power])
 
 
 def _probe_dtypes(order: list, ops: list) -> list | None:
