@@ -311,3 +311,20 @@ def test_expressions_through_the_engine(monkeypatch, choice):
         assert _ulps(got.ravel(), getattr(np, name)(y).ravel()).max() <= vmath.ULP[name]
     got = ndpack.lazyexpr("arctan2(a, b)", {"a": a, "b": b}).compute()[()]
     assert _ulps(got.ravel(), np.arctan2(x, y).ravel()).max() <= vmath.ULP["arctan2"]
+
+
+def test_isa_follows_the_filters_choice_and_ndpack_isa():
+    import subprocess
+    import sys
+    before = _core.isa()
+    try:
+        _core.set_isa("scalar")
+        assert vmath.isa() == "scalar"                   # lowered filters: the reference
+    finally:
+        _core.set_isa(before)
+    code = "from ndpack import vmath; print(vmath.isa())"
+    for env, want in (("scalar", "scalar"), ("sse2", "scalar"),
+                      ("avx2", "avx2" if "avx2" in _core.vmath_isas() else "scalar")):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env={**__import__("os").environ, "NDPACK_ISA": env}, check=True)
+        assert out.stdout.strip() == want, (env, out.stdout, out.stderr)
