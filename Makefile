@@ -1,7 +1,7 @@
 # ndpack developer commands.  `make install` then `make test` on a fresh machine.
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
-SYS_PKGS := pkg-config libzstd-dev liblz4-dev zlib1g-dev
+SYS_PKGS := pkg-config libzstd-dev liblz4-dev zlib1g-dev libzfp-dev
 VECTORS ?= $(abspath tests/data/vectors)
 PYTEST_ARGS ?=
 

@@ -96,6 +96,14 @@ cdef extern from "ndpack.h" nogil:
     const char *ndp_isa_name()
     int ndp_set_isa(const char *name)
     const char *ndp_codec_library_version(int compcode)
+    ctypedef struct ndp_nd:
+        int ndim
+        int64_t chunkshape[NDP_MAXDIM]
+        int64_t blockshape[NDP_MAXDIM]
+    int ndp_nd_set(const ndp_nd *nd, ndp_error *err)
+    int ndp_codec_is_nd(int compcode)
+    int ndp_filter_is_nd(int fid)
+    const char *ndp_codec_missing(int compcode)
     void ndp_advise_hugepages(void *p, size_t n)
     void ndp_vsin(const double *x, double *y, int64_t n)
     void ndp_vcos(const double *x, double *y, int64_t n)

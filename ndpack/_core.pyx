@@ -706,6 +706,9 @@ include "_reads.pxi"
 # decode, evaluate and encode block by block (csrc/math/fused.c)
 include "_fused.pxi"
 
+# the n-d layout of chunks for C-Blosc2's n-d codecs and filters
+include "_nd.pxi"
+
 
 # raw zstd frames (zarr's and numcodecs' zstd codec), csrc/codecs/codecs.c
 def zstd_decompress(src, dst):

@@ -48,6 +48,8 @@ __all__ = [
     "get_compressor",
     "set_blocksize",
     "get_blocksize",
+    "nd_layout",
+    "nd_scope",
 ]
 
 # python-blosc2's Blosc1-style globals (``set_compressor``/``set_blocksize``): one
@@ -60,6 +62,63 @@ _GLOBALS_LOCK = threading.Lock()
 _COMPRESSOR = Codec.BLOSCLZ
 _BLOCKSIZE = 0
 _ERROR_CODEC_SUPPORT = -7          # C-Blosc2's BLOSC2_ERROR_CODEC_SUPPORT
+
+# The n-d layout each thread states for C-Blosc2's n-d codecs and filters (ZFP, NDLZ,
+# NDCELL, NDMEAN), which C-Blosc2 reads from the "b2nd" metalayer (see nd_layout).
+_ND = threading.local()
+
+
+class nd_layout:
+    """``with nd_layout(chunkshape, blockshape):`` -- the chunks this thread
+    compresses and decompresses inside are those of an n-d array of that (extended)
+    chunk shape and block shape, which ZFP, NDLZ, NDCELL and NDMEAN need; nested
+    scopes restore the outer one.  ``nd_layout(None)``: no layout.
+
+    >>> import numpy as np, ndpack
+    >>> x = np.linspace(0, 1, 64).reshape(8, 8)
+    >>> with nd_layout((8, 8), (4, 8)):
+    ...     c = ndpack.compress2(x, codec=ndpack.Codec.ZFP_RATE, codec_meta=50, filters=[])
+    ...     y = np.frombuffer(ndpack.decompress2(c)).reshape(8, 8)
+    >>> bool(abs(y - x).max() < 1e-3)
+    True
+    """
+
+    __slots__ = ("layout", "prev")
+
+    def __init__(self, chunkshape, blockshape=None):
+        self.layout = None if chunkshape is None else (tuple(chunkshape), tuple(blockshape))
+
+    def __enter__(self):
+        self.prev = getattr(_ND, "layout", None)
+        if self.layout is not self.prev:
+            _core.set_nd(self.layout)
+            _ND.layout = self.layout
+        return self
+
+    def __exit__(self, *exc):
+        if self.layout is not self.prev:
+            _core.set_nd(self.prev)
+            _ND.layout = self.prev
+        return False
+
+
+def nd_scope(layout) -> nd_layout:
+    """:class:`nd_layout` of a ready ``(chunkshape, blockshape)`` pair of tuples (a
+    Layout's ``nd``) or None; the same pair object twice costs no C call."""
+    scope = nd_layout.__new__(nd_layout)
+    scope.layout = layout
+    return scope
+
+
+def in_layout(method):
+    """Decorate a method of an object with a ``layout`` (a storage Layout): it runs
+    inside ``nd_scope(self.layout.nd)``."""
+    def run(self, *args, **kwargs):
+        with nd_scope(self.layout.nd):
+            return method(self, *args, **kwargs)
+    run.__name__, run.__qualname__, run.__doc__ = method.__name__, method.__qualname__, method.__doc__
+    run.__wrapped__ = method
+    return run
 
 
 def _as_buffer(src, name="src"):

@@ -13,6 +13,7 @@
 #include <zdict.h>
 
 #include "blosclz.h"
+#include "ndcodecs.h"
 #include "codecs.h"
 #include "probe.h"
 #include "../common/internal.h"
@@ -59,7 +60,10 @@ int ndp_codec_from_format(int format) {
 int ndp_codec_available(int compcode) {
   switch (compcode) {
     case NDP_BLOSCLZ: case NDP_LZ4: case NDP_LZ4HC: case NDP_ZLIB: case NDP_ZSTD:
+    case NDP_NDLZ:
       return 1;
+    case NDP_ZFP_ACC: case NDP_ZFP_PREC: case NDP_ZFP_RATE:
+      return ndp_zfp_built();
     default:
       if (compcode < NDP_USER_CODEC_MIN || compcode > 255) return 0;
       pthread_mutex_lock(&registry_lock);
@@ -357,6 +361,8 @@ const char *ndp_codec_library_version(int compcode) {
     case NDP_ZSTD:
       snprintf(zstdv, sizeof zstdv, "%s", ZSTD_versionString());
       return zstdv;
+    case NDP_NDLZ: return "ndpack-ndlz-1";
+    case NDP_ZFP_ACC: case NDP_ZFP_PREC: case NDP_ZFP_RATE: return ndp_zfp_version();
     default: return "";
   }
 }

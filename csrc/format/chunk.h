@@ -99,6 +99,7 @@ typedef struct ndp_djob {
   int32_t *span_end;         /* with crcs: where block j's span ends */
   int32_t *order;            /* with crcs: the blocks by start */
   int32_t srcsize;
+  ndp_nd nd;                 /* the caller's n-d layout (ndp_nd_set), for the n-d codecs */
   ndp_failure fail;
 } ndp_djob;
 

@@ -10,6 +10,7 @@
 #include "chunk.h"
 
 #include "../codecs/codecs.h"
+#include "../codecs/ndcodecs.h"
 #include "../common/tls.h"
 
 typedef struct {
@@ -29,6 +30,7 @@ typedef struct {
   atomic_int failed;
   atomic_int noise_first, noise_mid; /* encoder in parts: the noise samples' verdicts */
   uint32_t *crcs;             /* encoder in parts: each block's crc32c as written, or NULL */
+  ndp_nd nd;                  /* the caller's n-d layout (ndp_nd_set) */
   ndp_error err;
   pthread_mutex_t err_lock;
 } cjob;
@@ -50,7 +52,7 @@ static void job_fail(cjob *job, int code, const char *what, int32_t block) {
 /* Encode the streams of one filtered block into out[0..cap); returns the
  * number of bytes or -1 when it does not fit in cap. */
 static int32_t encode_streams(cjob *job, const uint8_t *fb, int32_t bsize, uint8_t *out,
-                              int32_t cap, int *zero_block, int *errcode) {
+                              int32_t cap, int *zero_block, int *errcode, ndp_error *cerr) {
   int nstreams = (job->split && bsize == job->blocksize) ? job->typesize : 1;
   int32_t neblock = bsize / nstreams;
   int32_t o = 0;
@@ -74,12 +76,19 @@ static int32_t encode_streams(cjob *job, const uint8_t *fb, int32_t bsize, uint8
     *zero_block = 0;
     int32_t room = cap - o - 4;
     int32_t maxout = room < neblock ? room : neblock;
-    int32_t c = job->dict != NULL
-                    ? ndp_codec_encode_dict(job->cp->compcode, job->cp->clevel, job->dict, p,
-                                            neblock, out + o + 4, maxout)
-                    : ndp_codec_encode(job->cp->compcode, job->cp->clevel, job->cp->compcode_meta,
-                                       p, neblock, out + o + 4, maxout);
+    int32_t c;
+    if (ndp_codec_is_nd(job->cp->compcode))
+      c = maxout <= 0 ? 0 : ndp_nd_encode(job->cp->compcode, job->cp->clevel,
+                                          job->cp->compcode_meta, job->typesize, &job->nd, p,
+                                          neblock, out + o + 4, maxout, cerr);
+    else if (job->dict != NULL)
+      c = ndp_codec_encode_dict(job->cp->compcode, job->cp->clevel, job->dict, p, neblock,
+                                out + o + 4, maxout);
+    else
+      c = ndp_codec_encode(job->cp->compcode, job->cp->clevel, job->cp->compcode_meta, p,
+                           neblock, out + o + 4, maxout);
     if (c < 0) {
+      if (cerr->code == 0) ndp_fail(cerr, c, "codec %d failed", job->cp->compcode);
       *errcode = c;
       return -1;
     }
@@ -127,9 +136,10 @@ static void compress_block_at(cjob *job, const uint8_t *src, const uint8_t *bloc
     return;
   }
   int zero_block, errcode = 0;
-  int32_t len = encode_streams(job, fb, bsize, w, wcap, &zero_block, &errcode);
+  ndp_error cerr = {0, {0}};
+  int32_t len = encode_streams(job, fb, bsize, w, wcap, &zero_block, &errcode, &cerr);
   if (len < 0) {
-    if (errcode) job_fail(job, errcode, "codec failed", j);
+    if (errcode) job_fail(job, errcode, cerr.msg, j);
     else atomic_store(&job->overflow, 1);
     return;
   }
@@ -183,7 +193,8 @@ static int sample_is_noise(cjob *job, int32_t j) {
                            job->src + off, bsize, a, b, &fb, &ferr) != NDP_OK)
     return 0;                            /* the real pass reports the error */
   int zero_block, errcode = 0;
-  int32_t len = encode_streams(job, fb, bsize, w, cap, &zero_block, &errcode);
+  ndp_error cerr = {0, {0}};
+  int32_t len = encode_streams(job, fb, bsize, w, cap, &zero_block, &errcode, &cerr);
   return !errcode && (len < 0 || len >= bsize - bsize / 50);
 }
 
@@ -245,9 +256,19 @@ static int check_params(const ndp_cparams *cp, int32_t srcsize, ndp_error *err) 
   if (srcsize < 0 || srcsize > NDP_MAX_BUFFERSIZE)
     return ndp_fail(err, NDP_ERR_PARAM, "source of %ld bytes exceeds the chunk limit of %d bytes",
                     (long)srcsize, NDP_MAX_BUFFERSIZE);
-  if (!ndp_codec_available(cp->compcode))
+  if (!ndp_codec_available(cp->compcode)) {
+    if (*ndp_codec_missing(cp->compcode))
+      return ndp_fail(err, NDP_ERR_CODEC, "codec %d (%s): %s", cp->compcode,
+                      ndp_nd_codec_name(cp->compcode), ndp_codec_missing(cp->compcode));
     return ndp_fail(err, NDP_ERR_CODEC, "codec %d is not available (built in: 0 blosclz, "
-                    "1 lz4, 2 lz4hc, 4 zlib, 5 zstd; 160..255 when registered)", cp->compcode);
+                    "1 lz4, 2 lz4hc, 4 zlib, 5 zstd, 32 ndlz, 33-35 zfp; 160..255 when "
+                    "registered)", cp->compcode);
+  }
+  if (ndp_codec_is_nd(cp->compcode) && cp->clevel > 0 && ndp_nd_get()->ndim == 0)
+    return ndp_fail(err, NDP_ERR_CODEC, "codec %d (%s) needs the blocks' n-d shape: write "
+                    "through an n-d array", cp->compcode, ndp_nd_codec_name(cp->compcode));
+  if (cp->use_dict && ndp_codec_is_nd(cp->compcode))
+    return ndp_fail(err, NDP_ERR_PARAM, "use_dict with the n-d codec %d", cp->compcode);
   if (cp->use_dict && cp->compcode != NDP_ZSTD && cp->compcode != NDP_LZ4 &&
       cp->compcode != NDP_LZ4HC)
     return ndp_fail(err, NDP_ERR_PARAM, "use_dict needs the zstd, lz4 or lz4hc codec, not %d",
@@ -324,6 +345,7 @@ static void start_job(cjob *job, const ndp_cparams *cp, const uint8_t *src, int3
   job->bstarts_pos = NDP_EXT_HEADER;
   job->dict = NULL;
   job->crcs = NULL;
+  job->nd = *ndp_nd_get();
   int32_t data_start = NDP_EXT_HEADER + 4 * job->nblocks;
   atomic_init(&job->pos, data_start);
   atomic_init(&job->overflow, data_start > job->limit);
@@ -401,7 +423,9 @@ int32_t ndp_compress_ex(const ndp_cparams *cp, const void *src_, int32_t srcsize
   }
   pthread_mutex_init(&job.err_lock, NULL);
 
-  int noise = !atomic_load(&job.overflow) && job.dict == NULL && looks_incompressible(&job);
+  /* (n-d codecs: as C-Blosc2, no probe; ZFP is lossy, and stored raw it would not be) */
+  int noise = !atomic_load(&job.overflow) && job.dict == NULL &&
+              !ndp_codec_is_nd(cp->compcode) && looks_incompressible(&job);
   if (!noise && !atomic_load(&job.overflow))
     ndp_parallel_for(cp->nthreads, job.nblocks, compress_block, &job);
   pthread_mutex_destroy(&job.err_lock);
@@ -448,6 +472,13 @@ int ndp_cparts_begin(ndp_cparts **out, const ndp_cparams *cp, int32_t nbytes, vo
 }
 
 int32_t ndp_cparts_blocksize(const ndp_cparts *p) { return p->job.blocksize; }
+
+int ndp_cparts_nd(const ndp_cparts *p) {
+  if (ndp_codec_is_nd(p->cp.compcode)) return 1;
+  for (int i = 0; i < NDP_NFILTERS; i++)
+    if (ndp_filter_is_nd(p->cp.filters[i])) return 1;
+  return 0;
+}
 
 int32_t ndp_cparts_nblocks(const ndp_cparts *p) { return p->job.nblocks; }
 
@@ -512,7 +543,8 @@ static int join_crcs(ndp_cparts *p, int32_t cbytes) {
  * it again whole (near its limit): both read the whole chunk's buffer. */
 static int end_reads_source(ndp_cparts *p, int *noise, int *near) {
   cjob *job = &p->job;
-  *noise = job->nblocks >= SAMPLE_MIN_BLOCKS && atomic_load(&job->noise_first) &&
+  *noise = !ndp_codec_is_nd(p->cp.compcode) && job->nblocks >= SAMPLE_MIN_BLOCKS &&
+           atomic_load(&job->noise_first) &&
            atomic_load(&job->noise_mid) && !atomic_load(&job->failed);
   *near = !*noise && !atomic_load(&job->failed) && !atomic_load(&job->overflow) &&
           atomic_load(&job->pos) > job->limit - PARTS_MARGIN;
@@ -538,7 +570,11 @@ int32_t ndp_cparts_end(ndp_cparts *p, const void *chunk_src, ndp_error *err) {
   if (near) {
     ndp_cparams one = p->cp;
     one.nthreads = 1;
-    return ndp_compress(&one, chunk_src, job->nbytes, job->dst, p->dstsize, err);
+    ndp_nd mine = *ndp_nd_get();          /* encoded again with the layout of the begin */
+    ndp_nd_set(&job->nd, NULL);
+    int32_t r = ndp_compress(&one, chunk_src, job->nbytes, job->dst, p->dstsize, err);
+    ndp_nd_set(&mine, NULL);
+    return r;
   }
   int32_t r = end_job(job, noise, p->dstsize, 0, err);
   /* a chunk of blocks (not the memcpy fallback nor the zero collapse) */
@@ -622,6 +658,7 @@ int32_t ndp_patch_blocks(const void *chunk, int32_t srcsize, int clevel, const i
   job.nblocks = ci.nblocks;
   job.typesize = ci.typesize;
   job.split = !ci.dont_split;
+  job.nd = *ndp_nd_get();
   memcpy(job.filters, ci.filters, NDP_NFILTERS);
   memcpy(job.meta, ci.filters_meta, NDP_NFILTERS);
   uint8_t *a = ndp_scratch(0, (size_t)ci.blocksize), *b = ndp_scratch(1, (size_t)ci.blocksize);
@@ -642,8 +679,10 @@ int32_t ndp_patch_blocks(const void *chunk, int32_t srcsize, int clevel, const i
                                      a, b, &fb, err)) != NDP_OK)
         return rc;
       int errcode = 0;
-      int32_t len = encode_streams(&job, fb, bsize, dst + pos, dstsize - pos, &zero, &errcode);
-      if (errcode) return ndp_fail(err, errcode, "codec failed on block %d", (int)j);
+      ndp_error cerr = {0, {0}};
+      int32_t len = encode_streams(&job, fb, bsize, dst + pos, dstsize - pos, &zero, &errcode,
+                                   &cerr);
+      if (errcode) return ndp_fail(err, errcode, "%s (block %d)", cerr.msg, (int)j);
       if (len < 0)
         return ndp_fail(err, NDP_ERR_DEST_SIZE, "destination of %d bytes too small",
                         (int)dstsize);

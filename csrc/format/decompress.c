@@ -7,6 +7,7 @@
 #include "chunk.h"
 
 #include "../codecs/codecs.h"
+#include "../codecs/ndcodecs.h"
 #include "../common/tls.h"
 #include "../filters/filters.h"
 
@@ -69,6 +70,13 @@ static int next_stream(const djob *job, int32_t j, int s, int32_t *pos, int32_t 
 static int decode_stream(const djob *job, int32_t j, int s, const uint8_t *p, int32_t csize,
                          uint8_t *o, int32_t neblock, int32_t want, ndp_error *err) {
   const ndp_chunk_info *ci = &job->ci;
+  if (ndp_codec_is_nd(ci->compcode)) {
+    ndp_error e = {0, {0}};
+    int32_t r = ndp_nd_decode(ci->compcode, ci->compcode_meta, job->typesize, &job->nd, p,
+                              csize, o, neblock, &e);
+    if (r == neblock) return NDP_OK;
+    return ndp_fail(err, e.code ? e.code : NDP_ERR_FORMAT, "block %d: %s", (int)j, e.msg);
+  }
   int32_t r = ndp_codec_decode_prefix(ci->compcode, ci->compcode_meta, p, csize, o, neblock,
                                       want, job->has_dict ? &job->dict : NULL);
   if (r == NDP_ERR_CODEC)
@@ -220,10 +228,22 @@ static int djob_init(djob *job, const void *src, int32_t srcsize, ndp_error *err
   for (int i = 0; i < NDP_NFILTERS; i++) job->has_delta |= ci->filters[i] == NDP_DELTA;
   job->plain_shuffle = plain_shuffle(ci);
   job->data_start = ci->header_len + 4 * ci->nblocks;
+  job->nd = *ndp_nd_get();
   if (ci->special || ci->memcpyed || ci->nbytes == 0) return NDP_OK;
-  if (!ndp_codec_available(ci->compcode))
+  if (!ndp_codec_available(ci->compcode)) {
+    if (*ndp_codec_missing(ci->compcode))
+      return ndp_fail(err, NDP_ERR_CODEC, "chunk uses codec %d (%s): %s", ci->compcode,
+                      ndp_nd_codec_name(ci->compcode), ndp_codec_missing(ci->compcode));
     return ndp_fail(err, NDP_ERR_CODEC,
                     "chunk uses codec %d, which is neither built in nor registered", ci->compcode);
+  }
+  if (ndp_codec_is_nd(ci->compcode) && (ci->vlblocks || ci->use_dict))
+    return ndp_fail(err, NDP_ERR_FORMAT, "chunk of the n-d codec %d with %s", ci->compcode,
+                    ci->vlblocks ? "variable-length blocks" : "a dictionary");
+  if (ndp_codec_is_nd(ci->compcode) && job->nd.ndim == 0)
+    return ndp_fail(err, NDP_ERR_CODEC, "chunk uses codec %d (%s), which needs the blocks' "
+                    "n-d shape (the \"b2nd\" metalayer): read it through its array",
+                    ci->compcode, ndp_nd_codec_name(ci->compcode));
   if (ci->use_dict) {
     if (ci->compcode != NDP_ZSTD && ci->compcode != NDP_LZ4 && ci->compcode != NDP_LZ4HC)
       return ndp_fail(err, NDP_ERR_FORMAT, "dictionary chunk with codec %d", ci->compcode);

@@ -41,12 +41,14 @@ const char *ndp_status_name(int code);
 /* ---- identifiers (FORMAT.md 2.1 and 3.1) ---- */
 enum {
   NDP_BLOSCLZ = 0, NDP_LZ4 = 1, NDP_LZ4HC = 2, NDP_ZLIB = 4, NDP_ZSTD = 5,
+  /* C-Blosc2's n-d codecs (built into its library; ZFP through the system libzfp) */
+  NDP_NDLZ = 32, NDP_ZFP_ACC = 33, NDP_ZFP_PREC = 34, NDP_ZFP_RATE = 35,
   NDP_USER_CODEC_MIN = 160
 };
 enum {
   NDP_NOFILTER = 0, NDP_SHUFFLE = 1, NDP_BITSHUFFLE = 2, NDP_DELTA = 3,
-  NDP_TRUNC_PREC = 4, NDP_BYTEDELTA_LEGACY = 34, NDP_BYTEDELTA = 35,
-  NDP_INT_TRUNC = 36, NDP_USER_FILTER_MIN = 160
+  NDP_TRUNC_PREC = 4, NDP_NDCELL = 32, NDP_NDMEAN = 33, NDP_BYTEDELTA_LEGACY = 34,
+  NDP_BYTEDELTA = 35, NDP_INT_TRUNC = 36, NDP_USER_FILTER_MIN = 160
 };
 enum { NDP_ALWAYS_SPLIT = 1, NDP_NEVER_SPLIT = 2, NDP_AUTO_SPLIT = 3, NDP_FORWARD_COMPAT_SPLIT = 4 };
 enum { NDP_SPECIAL_NONE = 0, NDP_SPECIAL_ZERO = 1, NDP_SPECIAL_NAN = 2,
@@ -60,6 +62,7 @@ enum { NDP_SPECIAL_NONE = 0, NDP_SPECIAL_ZERO = 1, NDP_SPECIAL_NAN = 2,
 #define NDP_MAX_TYPESIZE 255
 #define NDP_NFILTERS 6
 #define NDP_MAX_DICT 32768
+#define NDP_MAXDIM 16
 
 /* ---- parameters ---- */
 typedef struct {
@@ -135,6 +138,8 @@ typedef struct ndp_cparts ndp_cparts;
 int ndp_cparts_begin(ndp_cparts **out, const ndp_cparams *cp, int32_t nbytes, void *dst,
                      int32_t dstsize, ndp_error *err);
 int32_t ndp_cparts_blocksize(const ndp_cparts *p);
+/* Whether the chunk's codec or a filter is one of C-Blosc2's n-d ones. */
+int ndp_cparts_nd(const ndp_cparts *p);
 int32_t ndp_cparts_nblocks(const ndp_cparts *p);
 int ndp_cparts_add(ndp_cparts *p, const void *chunk_src, int32_t first, int32_t count,
                    ndp_error *err);
@@ -267,6 +272,32 @@ int ndp_register_filter(int id, ndp_filter_fn forward, ndp_filter_fn backward,
                         void *userdata, ndp_error *err);
 int ndp_codec_available(int compcode);
 
+/* ---- the n-d layout of chunks (C-Blosc2's n-d codecs and filters) ----
+ * ZFP, NDLZ, NDCELL and NDMEAN see a block as an n-d array: they need the block shape
+ * (and the chunk shape) that C-Blosc2 reads from the "b2nd" metalayer of the
+ * super-chunk.  The caller states it per thread: ndp_nd_set makes `nd` (copied; NULL
+ * or ndim 0: none) the layout of the chunks the calling thread encodes and decodes
+ * next, and every call (ndp_compress*, ndp_cparts_begin, ndp_decompress*, ndp_getitem*,
+ * ndp_box_read, ndp_points_read, ndp_sum_chunk, ndp_patch_blocks) captures it when it
+ * starts, so its worker threads use the caller's.  A chunk of such a codec or filter
+ * decoded without a layout, or whose blocks do not hold prod(blockshape) items, is an
+ * NDP_ERR_CODEC / NDP_ERR_FILTER naming it.  Chunk shapes are the extended ones (whole
+ * blocks: b2nd pads chunks to a multiple of the block shape). */
+typedef struct {
+  int ndim;                        /* 0: no layout */
+  int64_t chunkshape[NDP_MAXDIM];
+  int64_t blockshape[NDP_MAXDIM];
+} ndp_nd;
+int ndp_nd_set(const ndp_nd *nd, ndp_error *err);
+/* This thread's layout (ndim 0 when none). */
+const ndp_nd *ndp_nd_get(void);
+/* Whether a codec / filter id is one of C-Blosc2's n-d ones (needs a layout). */
+int ndp_codec_is_nd(int compcode);
+int ndp_filter_is_nd(int id);
+/* Why a built-in codec id is not available ("" when it is), e.g. ZFP in a build
+ * without libzfp. */
+const char *ndp_codec_missing(int compcode);
+
 /* ---- threads ---- */
 int ndp_get_nthreads(void);          /* process default */
 int ndp_set_nthreads(int n);         /* returns the previous value */
@@ -297,7 +328,6 @@ void ndp_vcos(const double *x, double *y, int64_t n);
 /* Element types of ndp_sum_chunk (native byte order). */
 enum { NDP_T_F64 = 0, NDP_T_F32, NDP_T_I8, NDP_T_I16, NDP_T_I32, NDP_T_I64,
        NDP_T_U8, NDP_T_U16, NDP_T_U32, NDP_T_U64, NDP_T_BOOL };
-#define NDP_MAXDIM 16
 typedef struct {
   int ndim;                        /* 1..NDP_MAXDIM */
   int in_type;                     /* NDP_T_* of the chunk's elements */

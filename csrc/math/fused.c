@@ -216,7 +216,12 @@ int32_t ndp_fused_blocks(const int8_t *code, const int32_t *arg, int32_t ncode,
     if (ci.special || ci.vlblocks || ci.nbytes != nbytes ||
         ci.blocksize != blocksize || ci.typesize != typesize)
       return 0;
+    /* C-Blosc2's n-d codecs and filters need the array's layout: the general path */
+    if (!ci.memcpyed && ndp_codec_is_nd(ci.compcode)) return 0;
+    for (int i = 0; i < NDP_NFILTERS; i++)
+      if (ndp_filter_is_nd(ci.filters[i])) return 0;
   }
+  if (enc != NULL && ndp_cparts_nd(enc)) return 0;
   /* the operands' blocks, then (with an encoder) the result block, then the
    * registers (not on the stack: 64 KB).  With an encoder each result block is made
    * in scratch (hot in L2, as the prefilter output of a Blosc2 compressor) and

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ndpack._core import BoxRead, PointRead
+from ndpack.chunks import in_layout
 from ndpack.resources import scratch
 
 #: Size of the buffer the blocks are decoded into (bytes): larger reads are done in
@@ -42,6 +43,7 @@ MAX_SLOTS = 1 << 22
 POINTS_IN_C = True
 
 
+@in_layout
 def read_box(io, units, out: np.ndarray, maps=None) -> bool:
     """``out[...] = array`` at the box of sorted distinct positions `units` (one int
     array per dimension) when it touches at most :data:`MAX_SLOTS` blocks; False
@@ -83,6 +85,7 @@ def read_box(io, units, out: np.ndarray, maps=None) -> bool:
     return True
 
 
+@in_layout
 def read_points(io, coords, out: np.ndarray) -> None:
     """``out[i] = array[coords[0][i], coords[1][i], ...]`` for points in any order
     (repeats allowed): their blocks are decoded batch by batch into a buffer of at

@@ -17,7 +17,7 @@ import itertools
 
 import numpy as np
 
-from ndpack.chunks import decompress_blocks
+from ndpack.chunks import decompress_blocks, in_layout
 from ndpack.storage.grid import prod
 from ndpack.resources import scratch
 from ndpack.storage.workspace import share
@@ -102,6 +102,7 @@ def _box_needs(layout, locs, bids):
     return (need + 1) * layout.dtype.itemsize
 
 
+@in_layout
 def _blocked(io, chunk, bids, numbers, nthreads, needs=None):
     """Decode the blocks in the product of `bids` (their numbers: `numbers`) of a
     regular chunk and view them as ``(count0, block0, count1, block1, ...)`` (no
@@ -121,6 +122,7 @@ def _blocked(io, chunk, bids, numbers, nthreads, needs=None):
     return view.transpose([ax for d in range(nd) for ax in (d, nd + d)])
 
 
+@in_layout
 def _gather_box(io, n, locs, out, dst, nthreads):
     lay = io.layout
     blocks = lay.blocks
@@ -207,6 +209,7 @@ def point_index(plan, locs):
     return tuple(key)
 
 
+@in_layout
 def _gather_points(io, plan, n, sel, locs, odst, out, nthreads):
     lay = io.layout
     blocks = lay.blocks

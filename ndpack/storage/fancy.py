@@ -43,7 +43,7 @@ import operator
 
 import numpy as np
 
-from ndpack.chunks import decompress_blocks, patch_blocks
+from ndpack.chunks import decompress_blocks, in_layout, patch_blocks
 from ndpack.storage import boxread, chunkwise
 from ndpack.storage.grid import prod
 from ndpack.storage.workspace import pool
@@ -471,6 +471,7 @@ def fancy_set(io, key, value, front=False, plan=None) -> None:
             schunk.update_chunk(n, chunk)
 
 
+@in_layout
 def _patch_items(io, chunk, idx, m, vals):
     """Chunk `chunk` with the items ``idx`` (chunk coordinates) where `m` set to `vals`
     there, re-encoding only the blocks holding them (the others are copied compressed);

@@ -98,6 +98,7 @@ class Layout:
     blocksize: int = dataclasses.field(init=False, compare=False, repr=False)
     typesize: int = dataclasses.field(init=False, compare=False, repr=False)
     stored_c_order: bool = dataclasses.field(init=False, compare=False, repr=False)
+    nd: tuple = dataclasses.field(init=False, compare=False, repr=False)
 
     def __post_init__(self):
         shape, chunks, blocks = (tuple(int(x) for x in t)
@@ -120,6 +121,8 @@ class Layout:
             "chunk_items": prod(ext_chunks), "block_items": prod(blocks),
             "chunk_nbytes": prod(ext_chunks) * itemsize, "blocksize": prod(blocks) * itemsize,
             "typesize": itemsize if 1 <= itemsize <= 255 else 1, "stored_c_order": corder,
+            # what C-Blosc2's n-d codecs and filters read (ndpack.chunks.nd_layout)
+            "nd": (ext_chunks, blocks) if nd else None,
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)      # (frozen: set once, here)

@@ -31,7 +31,7 @@ import itertools
 
 import numpy as np
 
-from ndpack.chunks import (compress2, decompress2, decompress_blocks, getitems,
+from ndpack.chunks import (compress2, decompress2, decompress_blocks, getitems, in_layout,
                            read_blocks_from_file, special_chunk)
 from ndpack.codecs import SpecialValue
 from ndpack.errors import NdpackError
@@ -191,6 +191,7 @@ class ChunkIO:
             whole_somewhere = whole_somewhere and covered
         return several and not whole_somewhere
 
+    @in_layout
     def read_part(self, n, dst, locs, out, nthreads, lazy):
         """Chunk `n`'s part of a read: the positions `locs` of the chunk into out[dst]."""
         lay = self.layout
@@ -292,6 +293,7 @@ class ChunkIO:
         return buf[:size] if size else None
 
     # --- decoding ------------------------------------------------------------------------
+    @in_layout
     def decode_raw(self, chunk, bids, nthreads=None):
         """The blocks in the product of `bids` (per-dimension block ids), decoded one
         after another (C order of their grid)."""
@@ -313,6 +315,7 @@ class ChunkIO:
         return from_blocked(self.decode_raw(chunk, bids, nthreads), lay.dtype,
                             [len(b) for b in bids], lay.blocks)
 
+    @in_layout
     def chunk_array(self, n: int, chunk=None) -> np.ndarray:
         """Chunk `n` (whose stored bytes are `chunk` when given) decoded into a
         writable array of the extended chunk shape."""
@@ -326,6 +329,7 @@ class ChunkIO:
             return arr
         return np.array(self.decode_blocks(chunk, [range(g) for g in lay.bgrid]))
 
+    @in_layout
     def encode(self, arr: np.ndarray, nthreads: int | None = None) -> bytes:
         """A chunk from an array of the extended chunk shape (zeros -> special chunk),
         compressed by `nthreads` threads (default ``cparams.nthreads``)."""
@@ -347,6 +351,7 @@ class ChunkIO:
         return chunk
 
     # --- partial chunks ------------------------------------------------------------------
+    @in_layout
     def _blocks_into(self, chunk, locs, bids, target, nthreads) -> bool:
         """Decode the blocks `bids` of a regular chunk and copy the positions `locs`
         into `target`, in groups of about _GROUP_BYTES decoded bytes (split along one
@@ -425,6 +430,7 @@ class ChunkIO:
                           dst=target.reshape(-1).view(np.uint8))
         return True
 
+    @in_layout
     def _runs_into(self, chunk, pieces, bids, target) -> bool:
         """When every touched block contributes the same small sub-box (e.g. one row
         for ``a[:, :, j]``, one column for ``a[..., j]``), read only its runs of C
@@ -472,6 +478,7 @@ class ChunkIO:
         self._copy_pieces(buf, bids, whole, target, tuple(ext))
         return True
 
+    @in_layout
     def _decode_scratch(self, chunk, numbers, nthreads, needs=None) -> np.ndarray:
         """Blocks `numbers` of `chunk` decoded into this thread's reused buffer (fresh
         pages would cost a page fault each); valid until the thread's next call.
@@ -523,6 +530,7 @@ class ChunkIO:
             dst[...] = src
 
     # --- one item ------------------------------------------------------------------------
+    @in_layout
     def get_point(self, key):
         """A single item ``a[i, j, ...]`` (0-d array), decoding one block; None when
         the key is not a tuple of in-bounds integers."""

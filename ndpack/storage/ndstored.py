@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ndpack.chunks import (chunk_parts, compress2, decompress2, decompress_blocks,
-                           special_chunk, sum_chunk)
+                           in_layout, special_chunk, sum_chunk)
 from ndpack.codecs import SpecialValue
 from ndpack.errors import FormatError, ParameterError
 from ndpack.storage.frame import chunk_nbytes_of
@@ -46,6 +46,7 @@ class NDStored:
         included)."""
         return self.layout.chunk_items
 
+    @in_layout
     def decode_stored(self, chunk, out=None, blocks=None, nthreads=None) -> np.ndarray:
         """Decode compressed `chunk` of this array in its stored order.
 
@@ -107,6 +108,7 @@ class NDStored:
             decompress_blocks(chunk, blocks, nthreads=nthreads, dst=out)
         return out
 
+    @in_layout
     def encode_stored(self, values, nthreads: int | None = None) -> bytes:
         """A chunk from values in stored order (see :meth:`decode_stored`); a 0-d
         value gives a special chunk (no data stored).  `nthreads`: C threads for this
@@ -131,6 +133,7 @@ class NDStored:
         return compress2(np.ascontiguousarray(values).reshape(-1).view(np.uint8),
                          cparams=self.schunk.cparams, **extra)
 
+    @in_layout
     def encoder_stored(self):
         """An encoder of one chunk of this array in parts (see
         :func:`ndpack.chunks.chunk_parts`: blocks in stored order encoded as soon as they
@@ -153,6 +156,7 @@ class NDStored:
         lay = self.layout
         return chunk_parts(lay.chunk_nbytes, self.schunk.cparams)
 
+    @in_layout
     def sum_chunk_into(self, nchunk: int, out, reduced, ostride, offset: int,
                        buf: bytearray | None = None) -> None:
         """Add chunk `nchunk`'s elements into `out`, summing over the `reduced`

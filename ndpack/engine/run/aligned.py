@@ -40,7 +40,7 @@ import threading
 import numpy as np
 
 from ndpack._core import ChunkParts
-from ndpack.chunks import decompress_blocks
+from ndpack.chunks import decompress_blocks, nd_scope
 from ndpack.engine.run import plan
 from ndpack.engine.run.fused import program as fused_program
 from ndpack.engine.run.kernel import Kernel, run
@@ -195,9 +195,15 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=Fal
     # ones enter as scalars: the others decode straight into the worker's buffers
     slots = [(i, op.dtype) for i, (op, st) in enumerate(zip(ops, stored)) if st]
 
+    nd = ref.layout.nd                   # (the n-d codecs' layout: all share it)
+
     def group(raw, fills, g, n, dst, encode=True):
         """Group `g` of chunk `n` into `dst` (`encode`: and encoded: by the fused
         program from its own block buffers, or by `after` from `dst`)."""
+        with nd_scope(nd):
+            _group(raw, fills, g, n, dst, encode)
+
+    def _group(raw, fills, g, n, dst, encode):
         blocks, ids, lo, hi = g
         if fused is not None and not any(f is not None for f in fills):
             enc = parts(n) if parts is not None and encode else None
