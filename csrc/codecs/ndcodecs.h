@@ -34,11 +34,12 @@ int32_t ndp_zfp_decode(int compcode, int meta, int32_t typesize, const ndp_nd *n
                        const uint8_t *src, int32_t n, uint8_t *dst, int32_t dstlen,
                        ndp_error *err);
 
-/* ndlz.c: NDLZ (2-d cells of 4x4 or 8x8 items). */
-int32_t ndp_ndlz_encode(int clevel, int32_t typesize, const ndp_nd *nd, const uint8_t *src,
+/* ndlz.c: NDLZ (2-d cells of meta x meta one-byte items, meta 4 or 8).  The decoder
+ * reads the block shape from the stream; a layout, when given, must agree. */
+int32_t ndp_ndlz_encode(int meta, int32_t typesize, const ndp_nd *nd, const uint8_t *src,
                         int32_t n, uint8_t *dst, int32_t maxout, ndp_error *err);
-int32_t ndp_ndlz_decode(int32_t typesize, const ndp_nd *nd, const uint8_t *src, int32_t n,
-                        uint8_t *dst, int32_t dstlen, ndp_error *err);
+int32_t ndp_ndlz_decode(int meta, int32_t typesize, const ndp_nd *nd, const uint8_t *src,
+                        int32_t n, uint8_t *dst, int32_t dstlen, ndp_error *err);
 
 /* The name C-Blosc2 gives a codec id ("zfp_rate", ...), or NULL. */
 const char *ndp_nd_codec_name(int compcode);

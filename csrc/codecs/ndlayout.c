@@ -71,13 +71,13 @@ int32_t ndp_nd_encode(int compcode, int clevel, int meta, int32_t typesize, cons
                       const uint8_t *src, int32_t n, uint8_t *dst, int32_t maxout,
                       ndp_error *err) {
   if (compcode == NDP_NDLZ)
-    return ndp_ndlz_encode(clevel, typesize, nd, src, n, dst, maxout, err);
+    return ndp_ndlz_encode(meta, typesize, nd, src, n, dst, maxout, err);
   return ndp_zfp_encode(compcode, meta, typesize, nd, src, n, dst, maxout, err);
 }
 
 int32_t ndp_nd_decode(int compcode, int meta, int32_t typesize, const ndp_nd *nd,
                       const uint8_t *src, int32_t n, uint8_t *dst, int32_t dstlen,
                       ndp_error *err) {
-  if (compcode == NDP_NDLZ) return ndp_ndlz_decode(typesize, nd, src, n, dst, dstlen, err);
+  if (compcode == NDP_NDLZ) return ndp_ndlz_decode(meta, typesize, nd, src, n, dst, dstlen, err);
   return ndp_zfp_decode(compcode, meta, typesize, nd, src, n, dst, dstlen, err);
 }

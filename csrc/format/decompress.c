@@ -240,7 +240,7 @@ static int djob_init(djob *job, const void *src, int32_t srcsize, ndp_error *err
   if (ndp_codec_is_nd(ci->compcode) && (ci->vlblocks || ci->use_dict))
     return ndp_fail(err, NDP_ERR_FORMAT, "chunk of the n-d codec %d with %s", ci->compcode,
                     ci->vlblocks ? "variable-length blocks" : "a dictionary");
-  if (ndp_codec_is_nd(ci->compcode) && job->nd.ndim == 0)
+  if (ndp_codec_is_nd(ci->compcode) && ci->compcode != NDP_NDLZ && job->nd.ndim == 0)
     return ndp_fail(err, NDP_ERR_CODEC, "chunk uses codec %d (%s), which needs the blocks' "
                     "n-d shape (the \"b2nd\" metalayer): read it through its array",
                     ci->compcode, ndp_nd_codec_name(ci->compcode));
