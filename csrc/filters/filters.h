@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "ndpack.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -91,6 +92,16 @@ void ndp_delta_decode(size_t t, size_t block_offset, const uint8_t *ref,
 int ndp_trunc_prec(size_t t, int8_t prec, size_t n, const uint8_t *src, uint8_t *dst);
 /* INT_TRUNC (id 36): t in {1,2,4,8}; returns 0, or -1 if (t, prec) invalid. */
 int ndp_int_trunc(size_t t, int8_t prec, size_t n, const uint8_t *src, uint8_t *dst);
+
+/* NDCELL (id 32) and NDMEAN (id 33), C-Blosc2's n-d filters (ndcell.c): one block of
+ * n bytes of the layout's block shape, items of ts bytes, `meta` the cell side.
+ * NDP_OK or NDP_ERR_FILTER with `err` filled; in and out must not overlap.
+ * ndp_ndcell_check validates the parameters for compression. */
+int ndp_ndcell_check(int id, uint8_t meta, const ndp_nd *nd, int32_t ts, ndp_error *err);
+int ndp_ndcell_forward(int id, uint8_t meta, const ndp_nd *nd, int32_t ts, const uint8_t *in,
+                       uint8_t *out, int32_t n, ndp_error *err);
+int ndp_ndcell_backward(int id, uint8_t meta, const ndp_nd *nd, int32_t ts, const uint8_t *in,
+                        uint8_t *out, int32_t n, ndp_error *err);
 
 #ifdef __cplusplus
 }

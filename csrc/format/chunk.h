@@ -28,12 +28,13 @@ int ndp_blocks_by_start(const uint8_t *bstarts, int32_t n, int32_t *order);
 int ndp_pipeline_forward(const uint8_t filters[6], const uint8_t meta[6], int32_t typesize,
                          const uint8_t *chunk_src, int32_t offset, const uint8_t *src,
                          int32_t n, uint8_t *buf_a, uint8_t *buf_b, const uint8_t **out,
-                         ndp_error *err);
+                         const ndp_nd *nd, ndp_error *err);
 /* Backward: `in` (filtered block, may be modified) -> dst.  `ref` is the
  * decoded block 0 (DELTA), `legacy_bitshuffle` the version <= 2 rule. */
 int ndp_pipeline_backward(const uint8_t filters[6], const uint8_t meta[6], int32_t typesize,
                           const uint8_t *ref, int32_t offset, uint8_t *in, int32_t n,
-                          uint8_t *dst, uint8_t *buf, int legacy_bitshuffle, ndp_error *err);
+                          uint8_t *dst, uint8_t *buf, int legacy_bitshuffle, const ndp_nd *nd,
+                          ndp_error *err);
 /* Whether the backward pipeline changes any byte (0: streams decode into place). */
 int ndp_pipeline_active(const uint8_t filters[6]);
 
@@ -44,7 +45,7 @@ int ndp_next_stream(const uint8_t *src, int32_t cbytes, int32_t j, int s, int32_
                     int32_t *csize, const uint8_t **data, ndp_error *err);
 /* Check that every filter id is known and its parameters valid (compression). */
 int ndp_pipeline_check(const uint8_t filters[6], const uint8_t meta[6], int32_t typesize,
-                       ndp_error *err);
+                       const ndp_nd *nd, ndp_error *err);
 
 /* decompress.c: decode the blocks j of a chunk (blocks of `blockbytes`, which must
  * be the chunk's blocksize unless it is special or memcpyed) for which want(ctx, j)

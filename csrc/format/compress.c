@@ -131,7 +131,7 @@ static void compress_block_at(cjob *job, const uint8_t *src, const uint8_t *bloc
   const uint8_t *fb;
   ndp_error ferr = {0, {0}};
   if (ndp_pipeline_forward(job->filters, job->meta, job->typesize, src, off, block, bsize,
-                           a, b, &fb, &ferr) != NDP_OK) {
+                           a, b, &fb, &job->nd, &ferr) != NDP_OK) {
     job_fail(job, ferr.code, ferr.msg, j);
     return;
   }
@@ -190,7 +190,7 @@ static int sample_is_noise(cjob *job, int32_t j) {
   const uint8_t *fb;
   ndp_error ferr = {0, {0}};
   if (ndp_pipeline_forward(job->filters, job->meta, job->typesize, job->src, off,
-                           job->src + off, bsize, a, b, &fb, &ferr) != NDP_OK)
+                           job->src + off, bsize, a, b, &fb, &job->nd, &ferr) != NDP_OK)
     return 0;                            /* the real pass reports the error */
   int zero_block, errcode = 0;
   ndp_error cerr = {0, {0}};
@@ -274,7 +274,7 @@ static int check_params(const ndp_cparams *cp, int32_t srcsize, ndp_error *err) 
     return ndp_fail(err, NDP_ERR_PARAM, "use_dict needs the zstd, lz4 or lz4hc codec, not %d",
                     cp->compcode);
   int32_t ts = cp->typesize > NDP_MAX_TYPESIZE ? 1 : cp->typesize;
-  return ndp_pipeline_check(cp->filters, cp->filters_meta, ts, err);
+  return ndp_pipeline_check(cp->filters, cp->filters_meta, ts, ndp_nd_get(), err);
 }
 
 /* FORMAT.md 1.7: filter every block, train a dictionary of at most
@@ -295,7 +295,7 @@ static int32_t train_dict(const cjob *job, uint8_t *dict, ndp_error *err) {
     int32_t bsize = job->nbytes - off < job->blocksize ? job->nbytes - off : job->blocksize;
     const uint8_t *fb;
     int rc = ndp_pipeline_forward(job->filters, job->meta, job->typesize, job->src, off,
-                                  job->src + off, bsize, a, b, &fb, err);
+                                  job->src + off, bsize, a, b, &fb, &job->nd, err);
     if (rc != NDP_OK) { dsize = rc; goto done; }
     memcpy(filtered + off, fb, (size_t)bsize);
     int nstreams = (job->split && bsize == job->blocksize) ? job->typesize : 1;
@@ -676,7 +676,7 @@ int32_t ndp_patch_blocks(const void *chunk, int32_t srcsize, int clevel, const i
       const uint8_t *fb;
       const uint8_t *src = raw + (size_t)k * ci.blocksize;
       if ((rc = ndp_pipeline_forward(job.filters, job.meta, job.typesize, src, off, src, bsize,
-                                     a, b, &fb, err)) != NDP_OK)
+                                     a, b, &fb, &job.nd, err)) != NDP_OK)
         return rc;
       int errcode = 0;
       ndp_error cerr = {0, {0}};

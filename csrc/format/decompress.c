@@ -191,7 +191,7 @@ static int decode_block(const djob *job, int32_t j, uint8_t *out, ndp_error *err
   int rc = decode_streams(job, j, bsize, a, bsize, err);
   if (rc != NDP_OK) return rc;
   return ndp_pipeline_backward(ci->filters, ci->filters_meta, job->typesize, job->ref, off, a,
-                               bsize, out, b, ci->version <= 2, err);
+                               bsize, out, b, ci->version <= 2, &job->nd, err);
 }
 
 /* The first `need` bytes (at least) of block j into out: only what precedes them is
@@ -296,7 +296,8 @@ static int32_t decode_vl(djob *job, uint8_t *dst, ndp_error *err) {
         return ndp_fail(err, NDP_ERR_FORMAT, "VL block %d: corrupt codec stream", (int)j);
     }
     int rc = ndp_pipeline_backward(ci->filters, ci->filters_meta, job->typesize,
-                                   dst + written, 0, a, usize, dst + written, b, 0, err);
+                                   dst + written, 0, a, usize, dst + written, b, 0, &job->nd,
+                                   err);
     if (rc != NDP_OK) return rc;
     written += usize;
   }

@@ -7,7 +7,7 @@
 static int32_t group(uint8_t meta, int32_t typesize) { return meta ? meta : typesize; }
 
 int ndp_pipeline_check(const uint8_t filters[6], const uint8_t meta[6], int32_t typesize,
-                       ndp_error *err) {
+                       const ndp_nd *nd, ndp_error *err) {
   for (int i = 0; i < NDP_NFILTERS; i++) {
     int f = filters[i];
     ndp_filter_fn fw, bw;
@@ -33,6 +33,11 @@ int ndp_pipeline_check(const uint8_t filters[6], const uint8_t meta[6], int32_t 
       case NDP_BYTEDELTA_LEGACY:
         return ndp_fail(err, NDP_ERR_FILTER,
                         "filter 34 (legacy BYTEDELTA) is decode-only; use BYTEDELTA (35)");
+      case NDP_NDCELL: case NDP_NDMEAN: {
+        int rc = ndp_ndcell_check(f, meta[i], nd, typesize, err);
+        if (rc != NDP_OK) return rc;
+        break;
+      }
       default:
         if (!ndp_user_filter(f, &fw, &bw, &ud) || fw == NULL)
           return ndp_fail(err, NDP_ERR_FILTER, "unknown filter id %d in slot %d", f, i);
@@ -44,7 +49,7 @@ int ndp_pipeline_check(const uint8_t filters[6], const uint8_t meta[6], int32_t 
 int ndp_pipeline_forward(const uint8_t filters[6], const uint8_t meta[6], int32_t typesize,
                          const uint8_t *chunk_src, int32_t offset, const uint8_t *src,
                          int32_t n, uint8_t *buf_a, uint8_t *buf_b, const uint8_t **out,
-                         ndp_error *err) {
+                         const ndp_nd *nd, ndp_error *err) {
   const ndp_filter_kernels *k = ndp_filters();
   const uint8_t *cur = src;
   size_t t = (size_t)typesize;
@@ -74,6 +79,11 @@ int ndp_pipeline_forward(const uint8_t filters[6], const uint8_t meta[6], int32_
       case NDP_BYTEDELTA:
         k->bytedelta_encode((size_t)group(meta[i], typesize), (size_t)n, cur, o);
         break;
+      case NDP_NDCELL: case NDP_NDMEAN: {
+        int rc = ndp_ndcell_forward(f, meta[i], nd, typesize, cur, o, n, err);
+        if (rc != NDP_OK) return rc;
+        break;
+      }
       default: {
         ndp_filter_fn fw, bw;
         void *ud;
@@ -101,7 +111,8 @@ int ndp_pipeline_active(const uint8_t filters[6]) {
 
 int ndp_pipeline_backward(const uint8_t filters[6], const uint8_t meta[6], int32_t typesize,
                           const uint8_t *ref, int32_t offset, uint8_t *in, int32_t n,
-                          uint8_t *dst, uint8_t *buf, int legacy_bitshuffle, ndp_error *err) {
+                          uint8_t *dst, uint8_t *buf, int legacy_bitshuffle, const ndp_nd *nd,
+                          ndp_error *err) {
   const ndp_filter_kernels *k = ndp_filters();
   size_t t = (size_t)typesize;
   int last = -1;
@@ -139,6 +150,12 @@ int ndp_pipeline_backward(const uint8_t filters[6], const uint8_t meta[6], int32
       case NDP_BYTEDELTA_LEGACY:
         ndp_bytedelta_legacy_decode((size_t)group(meta[i], typesize), (size_t)n, cur, o);
         break;
+      case NDP_NDCELL: case NDP_NDMEAN: {
+        if (o == cur) return ndp_fail(err, NDP_ERR_FILTER, "NDCELL/NDMEAN in place");
+        int rc = ndp_ndcell_backward(f, meta[i], nd, typesize, cur, o, n, err);
+        if (rc != NDP_OK) return rc;
+        break;
+      }
       default: {
         ndp_filter_fn fw, bw;
         void *ud;
