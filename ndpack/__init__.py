@@ -23,7 +23,7 @@ from ndpack.chunks import (chunk_info, compress, compress2, decompress, decompre
                            get_blocksize, get_cbuffer_sizes, get_clib, get_compressor,
                            set_blocksize, set_compressor)
 from ndpack.codecs import (Codec, CParams, DParams, Filter, SpecialValue, SplitMode, Tuner,
-                           compressor_list, cparams_dflts, dparams_dflts, register_codec,
+                           compressor_list, codec_status, cparams_dflts, dparams_dflts, register_codec,
                            register_filter, set_nthreads)
 from ndpack.about import (IS_WASM, VERSION_DATE, __version__, cpu_info, get_cpu_info,
                           print_versions, set_releasegil)
@@ -136,7 +136,7 @@ def show_config(file=None) -> dict:
     >>> import io, ndpack
     >>> cfg = ndpack.show_config(file=io.StringIO())
     >>> sorted(cfg)
-    ['checksum', 'codecs', 'isa', 'memory', 'nthreads', 'version', 'vmath']
+    ['checksum', 'codecs', 'isa', 'memory', 'nthreads', 'support', 'version', 'vmath']
     >>> cfg["vmath"]["exp"] in ("ours", "numpy")
     True
     """
@@ -148,8 +148,9 @@ def show_config(file=None) -> dict:
         "checksum": _core.crc32c_kernel(),
         "nthreads": _core.get_nthreads(),
         "memory": _resources.usage(),
-        "codecs": {c.name.lower(): _core.library_version(int(c)) for c in compressor_list()
-                   if c in Codec.__members__.values()},
+        "codecs": {c.name.lower(): _core.library_version(int(c))
+                   for c in compressor_list(plugins=True) if c in Codec.__members__.values()},
+        "support": codec_status(),
         "vmath": {"isa": _vmath.isa(), **{n: _vmath.implementation(n) for n in _vmath.NAMES}},
     }
     out = sys.stdout if file is None else file
@@ -163,6 +164,9 @@ def show_config(file=None) -> dict:
           file=out)
     for name, ver in cfg["codecs"].items():
         print(f"  {name:<10} : {ver}", file=out)
+    missing = {k: v for k, v in cfg["support"].items() if v != "built in"}
+    for name, why in missing.items():
+        print(f"  {name.lower():<10} : missing ({why})", file=out)
     vm = cfg["vmath"]
     ours = [n for n in _vmath.NAMES if vm[n] == "ours"]
     theirs = [n for n in _vmath.NAMES if vm[n] == "numpy"]

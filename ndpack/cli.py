@@ -25,7 +25,7 @@ import sys
 
 import numpy as np
 
-from ndpack.codecs import Codec, Filter
+from ndpack.codecs import Codec, Filter, codec_status
 from ndpack.engine.api import lazyexpr
 from ndpack.engine.expr.lazyexpr import LazyExpr
 from ndpack.engine.persist import open as nd_open
@@ -59,6 +59,10 @@ def _describe(obj, path) -> dict:
            "checksums": ("crc32c" if schunk.frame.crcs is not None else
                          "stale" if schunk.frame.crc_stale else "none"),
            "metalayers": sorted(schunk.meta), "vlmeta": _plain(dict(schunk.vlmeta))}
+    # the codec and filters of the file in this build: built in, or why not
+    status = codec_status()
+    used = [Codec(cp.codec).name] + [Filter(f).name for f in cp.filters if f]
+    out["support"] = {name: status.get(name, "registered or unknown") for name in used}
     if isinstance(obj, NDArray):
         out.update(shape=list(obj.shape), dtype=str(obj.dtype), chunks=list(obj.chunks),
                    blocks=list(obj.blocks))

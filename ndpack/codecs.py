@@ -36,6 +36,7 @@ __all__ = [
     "cparams_dflts",
     "dparams_dflts",
     "compressor_list",
+    "codec_status",
     "register_codec",
     "register_filter",
     "get_nthreads",
@@ -102,8 +103,13 @@ class Tuner(enum.IntEnum):
 
 
 BUILTIN_CODECS = (Codec.BLOSCLZ, Codec.LZ4, Codec.LZ4HC, Codec.ZLIB, Codec.ZSTD)
+#: C-Blosc2's n-d codecs and filters, built into python-blosc2's wheel and into our C
+#: core (ZFP through the system libzfp, found at build time): they read the blocks'
+#: n-d shape (the "b2nd" metalayer), so they work on n-d arrays.
+ND_CODECS = (Codec.NDLZ, Codec.ZFP_ACC, Codec.ZFP_PREC, Codec.ZFP_RATE)
+ND_FILTERS = (Filter.NDCELL, Filter.NDMEAN)
 USER_ID_RANGE = range(160, 256)
-_codec_names: dict[int, str] = {int(c): c.name for c in BUILTIN_CODECS}
+_codec_names: dict[int, str] = {int(c): c.name for c in BUILTIN_CODECS + ND_CODECS}
 
 
 def get_nthreads() -> int:
@@ -339,10 +345,29 @@ def make_dparams(dparams=None, **kwargs) -> DParams:
 def compressor_list(plugins: bool = False) -> list:
     """Codecs available for compression: the built-in ones, then registered user codecs.
 
-    ``plugins=True`` is accepted for python-blosc2 compatibility; ndpack ships no
-    plugin codecs, so it changes nothing.
+    ``plugins=True`` adds C-Blosc2's n-d codecs that this build has (NDLZ always,
+    the ZFP ones when libzfp was found at build time; see :func:`codec_status`), as
+    python-blosc2 lists its plugins.
     """
-    return list(BUILTIN_CODECS) + sorted(c for c in _codec_names if c in USER_ID_RANGE)
+    nd = [c for c in ND_CODECS if _core.codec_available(int(c))] if plugins else []
+    return list(BUILTIN_CODECS) + nd + sorted(c for c in _codec_names if c in USER_ID_RANGE)
+
+
+def codec_status() -> dict:
+    """Each built-in and n-d codec and filter: ``"built in"`` or why it is missing.
+
+    >>> st = codec_status()
+    >>> st["ZSTD"], st["NDCELL"]
+    ('built in', 'built in')
+    """
+    out = {}
+    for c in BUILTIN_CODECS + ND_CODECS:
+        out[c.name] = "built in" if _core.codec_available(int(c)) else (
+            _core.codec_missing(int(c)) or "not available")
+    for f in Filter:
+        if f != Filter.NOFILTER:
+            out[f.name] = "built in"
+    return out
 
 
 def codec_name(codec: int) -> str:

@@ -122,7 +122,7 @@ class Layout:
             "chunk_nbytes": prod(ext_chunks) * itemsize, "blocksize": prod(blocks) * itemsize,
             "typesize": itemsize if 1 <= itemsize <= 255 else 1, "stored_c_order": corder,
             # what C-Blosc2's n-d codecs and filters read (ndpack.chunks.nd_layout)
-            "nd": (ext_chunks, blocks) if nd else None,
+            "nd": (ext_chunks, blocks) if nd and all(blocks) else None,
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)      # (frozen: set once, here)
@@ -164,8 +164,8 @@ class Layout:
             t = getattr(self, name)
             object.__setattr__(new, name, tuple(1 if a is None else t[a] for a in axes))
         for name in ("dtype", "size", "nchunks", "nblocks", "chunk_items", "block_items",
-                     "chunk_nbytes", "blocksize", "typesize", "stored_c_order"):
-            object.__setattr__(new, name, getattr(self, name))
+                     "chunk_nbytes", "blocksize", "typesize", "stored_c_order", "nd"):
+            object.__setattr__(new, name, getattr(self, name))   # (nd: the stored blocks')
         object.__setattr__(new, "ndim", len(axes))
         return new
 
