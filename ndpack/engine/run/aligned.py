@@ -385,7 +385,8 @@ def _compute_encoding(node: Node, ops: list, out: NDArray, tick=None) -> NDArray
     proto = _encoder(out)     # cparams read once: each chunk's encoder is ``again``'s
 
     def target(n):
-        encoders[n] = proto.again()
+        with nd_scope(out.layout.nd):        # (n-d codecs: the encoder keeps the layout)
+            encoders[n] = proto.again()
         return results[n % 2]
 
     def encode(n, blocks, dst):
