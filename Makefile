@@ -36,7 +36,7 @@ ctest:
 # The chunk tests and the quick fuzz run under AddressSanitizer + UBSan.
 asan:
 	@[ -d build/asan ] || meson setup build/asan -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
-	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C build/asan --print-errorlogs chunk boxread fuzz_quick filters blosclz vmath checksum zstd_frames
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C build/asan --print-errorlogs chunk boxread fuzz_quick filters blosclz vmath checksum zstd_frames ndcodecs
 
 # Long fuzz run (benchmarks/fuzz): a million mutated inputs under ASan.
 fuzz:

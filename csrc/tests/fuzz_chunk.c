@@ -20,12 +20,38 @@
 
 #include "ndpack.h"
 
+/* An n-d layout for the chunk (C-Blosc2's n-d codecs and filters read one): blocks of
+ * 16 rows when the items divide so (the seeds' layout), else 1-d, chunks of the blocks
+ * side by side. */
+static void set_layout(const ndp_chunk_info *ci) {
+  ndp_nd nd;
+  memset(&nd, 0, sizeof nd);
+  int32_t ts = ci->typesize > 0 ? ci->typesize : 1;
+  int64_t items = ci->blocksize / ts;
+  if (items < 1 || ci->nblocks < 1) {
+    ndp_nd_set(NULL, NULL);
+    return;
+  }
+  if (items % 16 == 0 && items >= 64) {
+    nd.ndim = 2;
+    nd.blockshape[0] = 16;
+    nd.blockshape[1] = items / 16;
+  } else {
+    nd.ndim = 1;
+    nd.blockshape[0] = items;
+  }
+  for (int d = 0; d < nd.ndim; d++) nd.chunkshape[d] = nd.blockshape[d];
+  nd.chunkshape[0] *= ci->nblocks;
+  ndp_nd_set(&nd, NULL);
+}
+
 static void run_one(const uint8_t *data, size_t size) {
   if (size > (1u << 24)) return;
   ndp_chunk_info ci;
   ndp_error err = {0, {0}};
   if (ndp_chunk_parse(data, (int32_t)size, &ci, &err) != 0) return;
   if (ci.nbytes > (1 << 24)) return;   /* keep allocations small */
+  set_layout(&ci);
   uint8_t *out = malloc((size_t)ci.nbytes + 1);
   int32_t r = ndp_decompress(data, (int32_t)size, out, ci.nbytes, 2, &err);
   if (r >= 0 && r != ci.nbytes) {
@@ -191,6 +217,41 @@ static void make_seeds(void) {
       int32_t n = ndp_compress(&cp, src, 6000, dst, sizeof dst, &err);
       if (n > 0) add_seed(dst, (size_t)n);
     }
+  /* C-Blosc2's n-d codecs and filters, blocks of 16 x 16 items (set_layout's), smooth
+   * doubles or bytes; ZFP only when built with libzfp */
+  static double smooth[16 * 16 * 3];
+  static uint8_t bytes[16 * 64 * 3], out[16 * 16 * 3 * 8 + 64];
+  for (int i = 0; i < 16 * 16 * 3; i++) smooth[i] = (i % 16) * 0.25 + (i / 16) * 0.125 + (i % 7) * 1e-3;
+  for (int i = 0; i < 16 * 64 * 3; i++) bytes[i] = (uint8_t)((i % 64) / 8 + (i / 256) * 3 + (i % 29 == 0) * 77);
+  ndp_nd nd;
+  memset(&nd, 0, sizeof nd);
+  nd.ndim = 2;
+  nd.blockshape[0] = 16;
+  nd.chunkshape[0] = 48;
+  static const int ndc[][4] = {  /* codec, meta, filter, filter meta */
+    {NDP_ZFP_ACC, 253, 0, 0}, {NDP_ZFP_PREC, 20, 0, 0}, {NDP_ZFP_RATE, 30, 0, 0},
+    {NDP_NDLZ, 4, 0, 0}, {NDP_NDLZ, 8, 0, 0}, {NDP_LZ4, 0, NDP_NDCELL, 4},
+    {NDP_LZ4, 0, NDP_NDMEAN, 4}, {NDP_ZSTD, 0, NDP_NDCELL, 3}};
+  for (size_t k = 0; k < sizeof ndc / sizeof ndc[0]; k++) {
+    int is_bytes = ndc[k][0] == NDP_NDLZ;
+    nd.blockshape[1] = nd.chunkshape[1] = is_bytes ? 64 : 16;
+    ndp_nd_set(&nd, NULL);
+    ndp_cparams cp = ndp_cparams_default();
+    ndp_error err = {0, {0}};
+    cp.compcode = ndc[k][0];
+    cp.compcode_meta = ndc[k][1];
+    cp.typesize = is_bytes ? 1 : 8;
+    cp.blocksize = is_bytes ? 16 * 64 : 16 * 16 * 8;
+    cp.filters[5] = 0;
+    cp.filters[0] = (uint8_t)ndc[k][2];
+    cp.filters_meta[0] = (uint8_t)ndc[k][3];
+    int32_t n = ndp_compress(&cp, is_bytes ? (const void *)bytes : (const void *)smooth,
+                             3 * cp.blocksize, out, sizeof out, &err);
+    if (n > 0) add_seed(out, (size_t)n);
+    else if (ndc[k][0] < NDP_ZFP_ACC || ndc[k][0] > NDP_ZFP_RATE || ndp_codec_available(ndc[k][0]))
+      fprintf(stderr, "n-d seed %zu: %s\n", k, err.msg);
+  }
+  ndp_nd_set(NULL, NULL);
 }
 
 static const int32_t interesting[] = {0, 1, -1, 2, 4, 7, 8, 16, 31, 32, 33, 255, 256, -255,
