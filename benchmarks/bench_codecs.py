@@ -7,9 +7,15 @@ with SHUFFLE and typesize 8, decompresses it, and prints GB/s for both libraries
 the ratio ndpack / python-blosc2 (> 1 means ndpack is faster), and the compression
 ratios.  The best of several repetitions is reported.
 
+C-Blosc2's n-d codecs (ZFP_ACC, ZFP_PREC, ZFP_RATE on smooth 2-d float64, NDLZ on
+smooth 2-d uint8) need the array's block shape, so they are timed on arrays:
+``asarray`` of an in-memory NumPy array (compress) and ``[:]`` (decompress), same
+chunks, blocks, codec_meta and threads in both libraries (no filters).
+
     python benchmarks/bench_codecs.py            # 100 MB inputs
     python benchmarks/bench_codecs.py --quick    # 8 MB inputs, fewer repetitions (CI)
     python benchmarks/bench_codecs.py --json out.json
+    python benchmarks/bench_codecs.py --nd-only  # the n-d codecs only
 """
 
 from __future__ import annotations
@@ -102,8 +108,60 @@ def run(quick: bool) -> list[dict]:
     return rows
 
 
+ND_CASES = [("ZFP_ACC", 256 - 3), ("ZFP_PREC", 16), ("ZFP_RATE", 37), ("NDLZ", 4),
+            ("NDLZ", 8)]
+
+
+def nd_inputs(quick: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Smooth 2-d float64 (and the same quantized to uint8 for NDLZ)."""
+    shape = (1024, 1024) if quick else (3500, 3500)
+    i, j = np.ogrid[:shape[0], :shape[1]]
+    x = np.sin(i / 97.0) * np.cos(j / 61.0) + 1e-3 * np.sin((i + 2 * j) / 7.0)
+    return x, ((x + 1.1) * 100).astype(np.uint8)
+
+
+def run_nd(quick: bool) -> list[dict]:
+    reps = 2 if quick else 5
+    xf, xb = nd_inputs(quick)
+    chunks, blocks = (512, 512), (64, 64)
+    print(f"\nn-d codecs: {xf.shape} arrays, chunks {chunks}, blocks {blocks}, no filters; "
+          f"asarray (comp) and [:] (decomp), in memory")
+    hdr = (f"{'codec':<9} {'meta':>4} {'th':>2} | {'comp GB/s nd/b2':>16} {'ratio':>6} | "
+           f"{'decomp GB/s nd/b2':>18} {'ratio':>6} | {'cratio nd/b2':>14} {'same':>5}")
+    print(hdr)
+    print("-" * len(hdr))
+    rows = []
+    for codec, meta in ND_CASES:
+        x = xb if codec == "NDLZ" else xf
+        for nthreads in (1, 2):
+            arrs, kws = [], []
+            libs = [ndpack] + ([blosc2] if blosc2 is not None else [])
+            for lib in libs:
+                cp = {"codec": getattr(lib.Codec, codec), "codec_meta": meta, "filters": [],
+                      "filters_meta": [], "nthreads": nthreads}
+                kw = dict(chunks=chunks, blocks=blocks, cparams=cp,
+                          dparams={"nthreads": nthreads})
+                kws.append(kw)
+                arrs.append(lib.asarray(x, **kw))
+            tc = best_times([lambda lib=lib, kw=kw: lib.asarray(x, **kw)
+                             for lib, kw in zip(libs, kws)], reps)
+            td = best_times([lambda a=a: a[:] for a in arrs], reps)
+            res = [(x.nbytes / c / 1e9, x.nbytes / d / 1e9, x.nbytes / a.schunk.cbytes)
+                   for c, d, a in zip(tc, td, arrs)]
+            nd, b2 = res[0], res[1] if len(res) > 1 else (np.nan,) * 3
+            same = len(arrs) > 1 and bool(np.array_equal(arrs[0][:], arrs[1][:]))
+            rows.append(dict(input="nd-smooth", codec=codec, clevel=meta, nthreads=nthreads,
+                             nd_comp=nd[0], b2_comp=b2[0], nd_decomp=nd[1], b2_decomp=b2[1],
+                             nd_cratio=nd[2], b2_cratio=b2[2], same_values=same))
+            print(f"{codec:<9} {meta:>4} {nthreads:>2} | {nd[0]:>7.2f} /{b2[0]:>7.2f} "
+                  f"{nd[0] / b2[0]:>6.2f} | {nd[1]:>8.2f} /{b2[1]:>8.2f} {nd[1] / b2[1]:>6.2f} | "
+                  f"{nd[2]:>6.2f} /{b2[2]:>6.2f} {str(same):>5}")
+            sys.stdout.flush()
+    return rows
+
+
 def summarize(rows: list[dict]) -> None:
-    for codec in ("LZ4", "ZSTD", "BLOSCLZ"):
+    for codec in ("LZ4", "ZSTD", "BLOSCLZ", "ZFP_ACC", "ZFP_PREC", "ZFP_RATE", "NDLZ"):
         sel = [r for r in rows if r["codec"] == codec]
         if not sel:
             continue
@@ -119,8 +177,14 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small inputs, for CI")
     ap.add_argument("--json", help="write the rows to this file")
+    ap.add_argument("--nd-only", action="store_true", help="only the n-d codecs (ZFP, NDLZ)")
     args = ap.parse_args(argv)
-    rows = run(args.quick)
+    rows = [] if args.nd_only else run(args.quick)
+    if "ZFP_RATE" in ndpack.codecs.codec_status() and \
+            ndpack.codecs.codec_status()["ZFP_RATE"] == "built in":
+        rows += run_nd(args.quick)
+    else:
+        print("\nn-d codecs skipped: ndpack was built without libzfp")
     print()
     summarize(rows)
     write_json(args.json, rows)

@@ -77,7 +77,8 @@ class nd_layout:
     >>> import numpy as np, ndpack
     >>> x = np.linspace(0, 1, 64).reshape(8, 8)
     >>> with nd_layout((8, 8), (4, 8)):
-    ...     c = ndpack.compress2(x, codec=ndpack.Codec.ZFP_RATE, codec_meta=50, filters=[])
+    ...     c = ndpack.compress2(x, codec=ndpack.Codec.ZFP_RATE, codec_meta=50, filters=[],
+    ...                          blocksize=4 * 8 * 8)
     ...     y = np.frombuffer(ndpack.decompress2(c)).reshape(8, 8)
     >>> bool(abs(y - x).max() < 1e-3)
     True

@@ -160,13 +160,14 @@ int32_t ndp_zfp_decode(int compcode, int meta, int32_t typesize, const ndp_nd *n
   /* room for the longest stream the field can take, and for the stream as given */
   size_t have = (size_t)n, cap = (most > have ? most : have) + 16;
   cap = (cap + 7) & ~(size_t)7;
-  buf = (uint8_t *)calloc(1, cap);
+  buf = (uint8_t *)malloc(cap);
   bs = buf == NULL ? NULL : stream_open(buf, cap);
   if (bs == NULL) {
     out = ndp_fail(err, NDP_ERR_MEMORY, "%s: cannot allocate %zu bytes", name, cap);
     goto done;
   }
   memcpy(buf, src, have);
+  memset(buf + have, 0, cap - have);
   zfp_stream_set_bit_stream(z, bs);
   zfp_stream_rewind(z);
   size_t used = zfp_decompress(z, f);
