@@ -27,14 +27,15 @@ import shutil
 
 import numpy as np
 
-from ndpack.chunks import (_as_buffer, chunk_info, compress2, decompress2, getitem,
+from ndpack.chunks import (_as_buffer, chunk_info, compress2, decompress2, getitem, nd_scope,
                            special_chunk)
 from ndpack.codecs import CParams, DParams, SpecialValue, make_cparams, make_dparams
-from ndpack.errors import MissingFileError, ParameterError
+from ndpack.errors import MissingFileError, NdpackError, ParameterError
 from ndpack.storage.atomic import Pending
 from ndpack.storage import checksums
 from ndpack.storage.frame import FrameInfo, MemoryFrame
 from ndpack.storage.grid import MAX_NCHUNKS
+from ndpack.storage.layout import Layout
 from ndpack.storage.framefile import ContiguousFrame, SparseFrame, open_frame, parse_cframe
 from ndpack.storage.meta import Meta, check_name, packb, vlmeta
 from ndpack.storage.params import schunk_storage
@@ -345,7 +346,27 @@ class SChunk:
         if self._mode == "r":
             raise ParameterError("cannot modify a super-chunk opened in mode 'r'")
 
+    def _nd(self):
+        """The n-d layout of the chunks (C-Blosc2's n-d codecs and filters read it from
+        the "b2nd" metalayer, as here), or None."""
+        raw = self._frame.meta.get("b2nd")
+        if raw is None:
+            return None
+        cached = getattr(self._frame, "_nd_of_meta", None)
+        if cached is None or cached[0] != raw:
+            try:
+                nd = Layout.from_b2nd(raw).nd
+            except NdpackError:
+                nd = None
+            cached = (bytes(raw), nd)
+            self._frame._nd_of_meta = cached
+        return cached[1]
+
     def _compress(self, data) -> bytes:
+        with nd_scope(self._nd()):
+            return self._compress_raw(data)
+
+    def _compress_raw(self, data) -> bytes:
         view = _as_bytes_view(data)
         if len(view) % self.typesize:
             raise ParameterError(f"data of {len(view)} bytes is not a multiple of the "
@@ -427,6 +448,10 @@ class SChunk:
 
     def decompress_chunk(self, nchunk: int, dst=None):
         """Decode chunk `nchunk`; into `dst` (then None is returned) or as bytes."""
+        with nd_scope(self._nd()):
+            return self._decompress_chunk(nchunk, dst)
+
+    def _decompress_chunk(self, nchunk: int, dst=None):
         if dst is None:
             return decompress2(self._frame.get(nchunk), nthreads=self._dparams.nthreads)
         checksums.decode_checked(self._frame, nchunk, *self._frame.fetch(nchunk), dst,
@@ -532,7 +557,8 @@ class SChunk:
         chunk = self._frame.get(i)
         ts = chunk[3]
         if ts and lo % ts == 0 and hi % ts == 0:
-            return getitem(chunk, lo // ts, (hi - lo) // ts)
+            with nd_scope(self._nd()):
+                return getitem(chunk, lo // ts, (hi - lo) // ts)
         return self.decompress_chunk(i)[lo:hi]
 
     def _key(self, key) -> tuple[int, int]:
