@@ -101,6 +101,9 @@ cdef extern from "ndpack.h" nogil:
         int64_t chunkshape[NDP_MAXDIM]
         int64_t blockshape[NDP_MAXDIM]
     int ndp_nd_set(const ndp_nd *nd, ndp_error *err)
+    int ndp_nd_push(const ndp_nd *nd, ndp_error *err)
+    void ndp_nd_pop()
+    int ndp_nd_check(const ndp_nd *nd, ndp_error *err)
     int ndp_codec_is_nd(int compcode)
     int ndp_filter_is_nd(int fid)
     const char *ndp_codec_missing(int compcode)

@@ -2,25 +2,58 @@
 # (ZFP, NDLZ) and filters (NDCELL, NDMEAN) see a block as an n-d array.  Included by
 # _core.pyx.
 
-def set_nd(layout):
-    """Make `layout` -- ``(chunkshape, blockshape)`` (extended chunk shape, block
-    shape), or None -- the n-d layout of the chunks this thread encodes and decodes
-    next (each C call captures it when it starts)."""
-    cdef ndp_nd nd
+cdef int _fill_nd(ndp_nd *nd, layout) except -1:
     cdef ndp_error err
     cdef int d
+    nd.ndim = 0
     if layout is None:
-        ndp_nd_set(NULL, NULL)
-        return
+        return 0
     chunkshape, blockshape = layout
     n = len(blockshape)
-    if n != len(chunkshape) or n > NDP_MAXDIM:
+    if n != len(chunkshape) or n > NDP_MAXDIM or n < 1:
         raise ParameterError(f"n-d layout: chunks {tuple(chunkshape)} and blocks "
-                             f"{tuple(blockshape)} (at most {NDP_MAXDIM} dimensions)")
+                             f"{tuple(blockshape)} (1 to {NDP_MAXDIM} dimensions)")
     nd.ndim = n
     for d in range(n):
         nd.chunkshape[d] = chunkshape[d]
         nd.blockshape[d] = blockshape[d]
+    err.code = 0
+    if ndp_nd_check(nd, &err) < 0:
+        _raise(-4, &err)
+    return 0
+
+
+cdef class NdScope:
+    """``with NdScope((chunkshape, blockshape)):`` -- the n-d layout (extended chunk
+    shape, block shape; None: none) of the chunks this thread compresses and
+    decompresses inside (each C call captures it when it starts); nested scopes
+    restore the outer one.  One object may be entered by several threads at once."""
+
+    cdef ndp_nd nd
+    cdef readonly object layout
+
+    def __init__(self, layout):
+        _fill_nd(&self.nd, layout)
+        self.layout = layout
+
+    def __enter__(self):
+        cdef ndp_error err
+        err.code = 0
+        if ndp_nd_push(&self.nd, &err) < 0:
+            _raise(-4, &err)
+        return self
+
+    def __exit__(self, *exc):
+        ndp_nd_pop()
+        return False
+
+
+def set_nd(layout):
+    """Make `layout` -- ``(chunkshape, blockshape)``, or None -- this thread's n-d
+    layout until the next call (outside any :class:`NdScope`)."""
+    cdef ndp_nd nd
+    cdef ndp_error err
+    _fill_nd(&nd, layout)
     err.code = 0
     if ndp_nd_set(&nd, &err) < 0:
         _raise(-4, &err)

@@ -64,11 +64,12 @@ _BLOCKSIZE = 0
 _ERROR_CODEC_SUPPORT = -7          # C-Blosc2's BLOSC2_ERROR_CODEC_SUPPORT
 
 # The n-d layout each thread states for C-Blosc2's n-d codecs and filters (ZFP, NDLZ,
-# NDCELL, NDMEAN), which C-Blosc2 reads from the "b2nd" metalayer (see nd_layout).
-_ND = threading.local()
+# NDCELL, NDMEAN), which C-Blosc2 reads from the "b2nd" metalayer (see nd_layout): one
+# C scope object per layout, kept (a scope costs two C calls, no conversion).
+_SCOPES: dict = {}
 
 
-class nd_layout:
+def nd_layout(chunkshape, blockshape=None):
     """``with nd_layout(chunkshape, blockshape):`` -- the chunks this thread
     compresses and decompresses inside are those of an n-d array of that (extended)
     chunk shape and block shape, which ZFP, NDLZ, NDCELL and NDMEAN need; nested
@@ -83,31 +84,19 @@ class nd_layout:
     >>> bool(abs(y - x).max() < 1e-3)
     True
     """
-
-    __slots__ = ("layout", "prev")
-
-    def __init__(self, chunkshape, blockshape=None):
-        self.layout = None if chunkshape is None else (tuple(chunkshape), tuple(blockshape))
-
-    def __enter__(self):
-        self.prev = getattr(_ND, "layout", None)
-        if self.layout is not self.prev:
-            _core.set_nd(self.layout)
-            _ND.layout = self.layout
-        return self
-
-    def __exit__(self, *exc):
-        if self.layout is not self.prev:
-            _core.set_nd(self.prev)
-            _ND.layout = self.prev
-        return False
+    if chunkshape is None:
+        return nd_scope(None)
+    return nd_scope((tuple(int(c) for c in chunkshape), tuple(int(b) for b in blockshape)))
 
 
-def nd_scope(layout) -> nd_layout:
-    """:class:`nd_layout` of a ready ``(chunkshape, blockshape)`` pair of tuples (a
-    Layout's ``nd``) or None; the same pair object twice costs no C call."""
-    scope = nd_layout.__new__(nd_layout)
-    scope.layout = layout
+def nd_scope(layout):
+    """The scope (:class:`ndpack._core.NdScope`) of a ``(chunkshape, blockshape)`` pair of
+    tuples (a Layout's ``nd``) or None, made once per layout."""
+    scope = _SCOPES.get(layout)
+    if scope is None:
+        if len(_SCOPES) > 4096:
+            _SCOPES.clear()
+        scope = _SCOPES[layout] = _core.NdScope(layout)
     return scope
 
 

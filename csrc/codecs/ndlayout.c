@@ -6,12 +6,12 @@
 #include "../common/internal.h"
 
 static _Thread_local ndp_nd current;
+#define ND_DEPTH 16
+static _Thread_local ndp_nd saved[ND_DEPTH];
+static _Thread_local int depth;
 
-int ndp_nd_set(const ndp_nd *nd, ndp_error *err) {
-  if (nd == NULL || nd->ndim == 0) {
-    current.ndim = 0;
-    return NDP_OK;
-  }
+int ndp_nd_check(const ndp_nd *nd, ndp_error *err) {
+  if (nd == NULL || nd->ndim == 0) return NDP_OK;
   if (nd->ndim < 0 || nd->ndim > NDP_MAXDIM)
     return ndp_fail(err, NDP_ERR_PARAM, "n-d layout of %d dimensions (1..%d)", nd->ndim,
                     NDP_MAXDIM);
@@ -20,8 +20,29 @@ int ndp_nd_set(const ndp_nd *nd, ndp_error *err) {
         nd->blockshape[d] > INT32_MAX)
       return ndp_fail(err, NDP_ERR_PARAM, "n-d layout: dimension %d has block %lld, chunk %lld",
                       d, (long long)nd->blockshape[d], (long long)nd->chunkshape[d]);
-  current = *nd;
   return NDP_OK;
+}
+
+int ndp_nd_set(const ndp_nd *nd, ndp_error *err) {
+  int rc = ndp_nd_check(nd, err);
+  if (rc != NDP_OK) return rc;
+  if (nd == NULL || nd->ndim == 0) current.ndim = 0;
+  else current = *nd;
+  return NDP_OK;
+}
+
+int ndp_nd_push(const ndp_nd *nd, ndp_error *err) {
+  if (depth >= ND_DEPTH)
+    return ndp_fail(err, NDP_ERR_PARAM, "n-d layouts nested more than %d deep", ND_DEPTH);
+  ndp_nd keep = current;
+  int rc = ndp_nd_set(nd, err);
+  if (rc != NDP_OK) return rc;
+  saved[depth++] = keep;
+  return NDP_OK;
+}
+
+void ndp_nd_pop(void) {
+  if (depth > 0) current = saved[--depth];
 }
 
 const ndp_nd *ndp_nd_get(void) { return &current; }

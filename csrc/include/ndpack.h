@@ -289,6 +289,11 @@ typedef struct {
   int64_t blockshape[NDP_MAXDIM];
 } ndp_nd;
 int ndp_nd_set(const ndp_nd *nd, ndp_error *err);
+/* Scopes: ndp_nd_push makes `nd` this thread's layout and keeps the previous one (at
+ * most 16 deep), ndp_nd_pop restores it.  ndp_nd_check validates a layout. */
+int ndp_nd_push(const ndp_nd *nd, ndp_error *err);
+void ndp_nd_pop(void);
+int ndp_nd_check(const ndp_nd *nd, ndp_error *err);
 /* This thread's layout (ndim 0 when none). */
 const ndp_nd *ndp_nd_get(void);
 /* Whether a codec / filter id is one of C-Blosc2's n-d ones (needs a layout). */
