@@ -72,6 +72,8 @@ def _layout_cparams(cparams, dtype: np.dtype, blocks) -> CParams:
     # C-Blosc2 stores items wider than 255 bytes with typesize 1 (a chunk header keeps it
     # in one byte); python-blosc2 writes the itemsize in the frame header, we write 1
     typesize = dtype.itemsize if 1 <= dtype.itemsize <= 255 else 1
+    if cparams is not None and not isinstance(cparams, CParams):
+        cparams = make_cparams(cparams)        # the caller's values checked (a CParams is)
     return make_cparams(cparams, typesize=typesize, blocksize=prod(blocks) * dtype.itemsize)
 
 
