@@ -44,6 +44,8 @@ from ndpack.storage.params import Storage, storage_dflts
 from ndpack.storage.ndfield import NDField
 from ndpack.engine import operators as _operators  # noqa: F401  (NDArray's operators)
 from ndpack.engine import arrayobject as _arrayobject  # noqa: F401  (the array API protocol)
+from ndpack.engine import bind as _bind
+_bind.install()        # the engine behind LazyExpr's door (ndpack.engine.expr.door)
 from ndpack.engine.expr.lazyexpr import LazyExpr
 from ndpack.engine.api import evaluate, lazyexpr
 from ndpack.engine.statistical import (all, any, argmax, argmin, count_nonzero, max, mean,
