@@ -196,12 +196,6 @@ class LazyExpr:
     def __repr__(self):
         return f"LazyExpr({self.node!r}, shape={self.shape}, dtype={self.dtype})"
 
-    def __bool__(self):
-        if self.size != 1:
-            raise ValueError(f"the truth value of an expression of shape {self.shape} is "
-                             "ambiguous; compute it and use .any() or .all()")
-        return bool(self[()].reshape(()))
-
     # ---- building ----------------------------------------------------------------------
     __add__, __radd__ = _binary("add"), _binary("add", True)
     __sub__, __rsub__ = _binary("subtract"), _binary("subtract", True)
