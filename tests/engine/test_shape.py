@@ -274,7 +274,7 @@ def _no_fill(monkeypatch):
     def fail(*args):
         raise AssertionError("chunk-by-chunk path ran")
     monkeypatch.setattr(shp, "fill_from", fail)
-    monkeypatch.setattr(shp, "_fill", fail)
+    monkeypatch.setattr(shp, "fill_chunks", fail)
 
 
 def test_stack_copies_chunks(monkeypatch):

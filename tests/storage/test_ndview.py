@@ -40,7 +40,7 @@ def _no_copy(monkeypatch):
     """Fail if anything creates an array or copies a compressed chunk."""
     def fail(*args, **kwargs):
         raise AssertionError("a chunk was copied")
-    for name in ("fill_from", "_fill", "create", "_copy_chunks"):
+    for name in ("fill_from", "fill_chunks", "create", "_copy_chunks"):
         monkeypatch.setattr(shp, name, fail)
     monkeypatch.setattr(SChunk, "get_chunk", fail)
     monkeypatch.setattr(SChunk, "append_chunk", fail)
