@@ -14,19 +14,12 @@ import ndpack
 from ndpack.engine.ops import shape as shp
 from ndpack.storage.ndarray import NDArray
 
-from tests.helpers import assert_eq
+from tests.helpers import assert_eq, random_data
 
 DTYPES = ["f4", "f8", "c8", "i2", "u8", "?"]
 
 
-def _data(shape, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=shape) * 100
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.normal(size=shape)
-    if np.dtype(dtype) == bool:
-        return x > 0
-    return x.astype(dtype)
+_data = random_data
 
 
 @st.composite

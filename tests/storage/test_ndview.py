@@ -15,12 +15,10 @@ from ndpack.storage.layout import Layout
 from ndpack.storage.ndview import view_layout
 from ndpack.storage.schunk import SChunk
 
-from tests.helpers import assert_eq
+from tests.helpers import assert_eq, random_data
 
 
-def _data(shape, dtype="f8", seed=0):
-    x = np.random.default_rng(seed).normal(size=shape) * 100
-    return x.astype(dtype)
+_data = random_data
 
 
 @st.composite
