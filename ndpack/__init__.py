@@ -43,8 +43,8 @@ from ndpack.storage import (NDArray, SChunk, arange, array, asarray, compute_chu
 from ndpack.storage import DictStore, EmbedStore, TreeStore
 from ndpack.storage.params import Storage, storage_dflts
 from ndpack.storage.ndfield import NDField
-from ndpack.engine import operators as _operators  # noqa: F401  (NDArray's operators)
-from ndpack.engine import arrayobject as _arrayobject  # noqa: F401  (the array API protocol)
+from ndpack.engine import bind as _bind
+_bind.install()     # the engine behind LazyExpr's door, NDArray's surface (engine/bind.py)
 from ndpack.engine.expr.lazyexpr import LazyExpr
 from ndpack.engine.api import evaluate, lazyexpr
 from ndpack.engine.statistical import (all, any, argmax, argmin, count_nonzero, max, mean,

@@ -9,6 +9,16 @@ cdef extern from "ndpack.h" nogil:
     enum: NDP_ERRMSG_LEN
     enum: NDP_NFILTERS
     enum: NDP_MAXDIM
+    ctypedef enum ndp_status:       # the status codes: the binding's error table uses these
+        NDP_OK
+        NDP_ERR_FORMAT
+        NDP_ERR_CODEC
+        NDP_ERR_FILTER
+        NDP_ERR_PARAM
+        NDP_ERR_DEST_SIZE
+        NDP_ERR_MEMORY
+        NDP_ERR_CALLBACK
+        NDP_ERR_THREAD
     ctypedef struct ndp_error:
         int code
         char msg[NDP_ERRMSG_LEN]

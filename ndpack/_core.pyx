@@ -15,7 +15,7 @@ from libc.stdint cimport int32_t, uint8_t, uint32_t, int64_t, uint64_t
 from libc.string cimport memcpy
 
 from ndpack.errors import (CallbackError, CodecError, FilterError, FormatError,
-                           NdpackError, ParameterError)
+                           NdpackError, NdpackMemoryError, ParameterError, ThreadError)
 
 cdef extern from "Python.h":
     PyObject *_bytes_new "PyBytes_FromStringAndSize"(const char *v, Py_ssize_t n)
@@ -51,17 +51,20 @@ cdef object _take_bytes(PyObject *raw, Py_ssize_t n):
 MAX_OVERHEAD = NDP_MAX_OVERHEAD
 MAX_BUFFERSIZE = NDP_MAX_BUFFERSIZE
 
-# One table from C status codes to exception classes.
+# One table from the C status codes (the header's ndp_status, through _core.pxd) to
+# exception classes: every one an NdpackError and the builtin users expect.
 _ERRORS = {
-    -1: FormatError,
-    -2: CodecError,
-    -3: FilterError,
-    -4: ParameterError,
-    -5: ParameterError,
-    -6: MemoryError,
-    -7: CallbackError,
-    -8: RuntimeError,
+    NDP_ERR_FORMAT: FormatError,
+    NDP_ERR_CODEC: CodecError,
+    NDP_ERR_FILTER: FilterError,
+    NDP_ERR_PARAM: ParameterError,
+    NDP_ERR_DEST_SIZE: ParameterError,
+    NDP_ERR_MEMORY: NdpackMemoryError,
+    NDP_ERR_CALLBACK: CallbackError,
+    NDP_ERR_THREAD: ThreadError,
 }
+#: the C status codes of errors, as the header numbers them
+ERROR_CODES = tuple(sorted(_ERRORS, reverse=True))
 
 # The exception raised by the last failing user codec/filter.  Callbacks run in
 # pool threads, so this is process-wide (written and read with the GIL held).
@@ -76,6 +79,14 @@ cdef int _raise(int code, ndp_error *err) except -1:
     if cls is CallbackError and cause is not None:
         raise cls(f"{msg}: {cause!r}") from cause
     raise cls(msg)
+
+
+def raise_status(int code):
+    """Raise what a C call failing with status `code` raises (the table's class, the
+    status name as message): the tests drive every code through it."""
+    cdef ndp_error err
+    err.code = 0
+    _raise(code, &err)
 
 
 cdef class _ReadBuffer:

@@ -22,6 +22,8 @@ __all__ = [
     "ParameterError",
     "MissingFileError",
     "CallbackError",
+    "NdpackMemoryError",
+    "ThreadError",
     "OperationError",
     "LimitError",
 ]
@@ -54,6 +56,14 @@ class MissingFileError(NdpackError, FileNotFoundError, ValueError):
 
 class CallbackError(NdpackError, RuntimeError):
     """A user codec or filter registered from Python failed; the cause is chained."""
+
+
+class NdpackMemoryError(NdpackError, MemoryError):
+    """The C core could not allocate memory (a MemoryError)."""
+
+
+class ThreadError(NdpackError, RuntimeError):
+    """The C core could not start a thread (a RuntimeError)."""
 
 
 class OperationError(NdpackError, RuntimeError):

@@ -22,10 +22,10 @@ import operator
 
 import numpy as np
 
-from ndpack.engine.ops.shape import _array, roll
+from ndpack.engine.ops.shape import as_array, roll
 from ndpack.errors import ParameterError
 from ndpack.inspection import check_device
-from ndpack.linalg import _limit
+from ndpack.linalg import guard_bytes
 from ndpack.storage.constructors import asarray
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft",
@@ -35,9 +35,9 @@ _NORMS = ("backward", "ortho", "forward")
 
 
 def _values(x, name: str, complex_in: bool) -> np.ndarray:
-    x = _array(x)
+    x = as_array(x)
     nbytes = int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize
-    if nbytes > _limit():
+    if nbytes > guard_bytes():
         raise ParameterError(f"fft.{name} runs in memory and its input has "
                              f"{nbytes / 2**20:.0f} MiB, above the guard "
                              f"(NDPACK_LINALG_BYTES raises it)")
@@ -116,7 +116,7 @@ def rfftfreq(n, /, *, d=1.0, dtype=None, device=None):
 
 
 def _shift(x, axes, sign: int):
-    x = _array(x)
+    x = as_array(x)
     nd = len(x.shape)
     if axes is None:
         axes = tuple(range(nd))

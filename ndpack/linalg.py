@@ -36,7 +36,8 @@ from ndpack.engine.ops.linalg import matmul as _matmul, outer as _outer
 from ndpack.engine.ops.linalg import tensordot as _tensordot, vecdot as _vecdot
 from ndpack.engine.statistical import count_nonzero as _count_nonzero
 from ndpack.engine.statistical import max as _max, min as _min, sum as _sum
-from ndpack.engine.ops.shape import _array, _axis, _fill, _read, matrix_transpose as _mT
+from ndpack.engine.expr.axes import normalize_axes
+from ndpack.engine.ops.shape import as_array, fill_chunks, matrix_transpose as _mT, read_values
 from ndpack.errors import ParameterError
 from ndpack.storage.constructors import asarray
 from ndpack.storage.ndarray import NDArray, create
@@ -51,7 +52,7 @@ __all__ = ["cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "m
 IN_MEMORY_BYTES = 1 << 30
 
 
-def _limit() -> int:
+def guard_bytes() -> int:
     text = os.environ.get("NDPACK_LINALG_BYTES", "").strip()
     if not text:
         return IN_MEMORY_BYTES
@@ -63,12 +64,12 @@ def _limit() -> int:
 
 def _in_memory(x, name: str, min_ndim: int = 2) -> np.ndarray:
     """The decoded input of an in-memory function, after the size guard."""
-    x = _array(x)
+    x = as_array(x)
     nbytes = math.prod(x.shape) * np.dtype(x.dtype).itemsize
-    if nbytes > _limit():
+    if nbytes > guard_bytes():
         raise ParameterError(
             f"linalg.{name} runs in memory and its input has {nbytes / 2**20:.0f} MiB, above "
-            f"the {_limit() / 2**20:.0f} MiB guard (NDPACK_LINALG_BYTES raises it)")
+            f"the {guard_bytes() / 2**20:.0f} MiB guard (NDPACK_LINALG_BYTES raises it)")
     if len(x.shape) < min_ndim:
         raise ValueError(f"linalg.{name} needs at least {min_ndim} dimensions, not "
                          f"{len(x.shape)}")
@@ -129,20 +130,10 @@ def matrix_transpose(x, /):
     return _mT(x)
 
 
-def _norm_axes(axis, ndim: int) -> tuple:
-    if axis is None:
-        return tuple(range(ndim))
-    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-    out = tuple(_axis(a, ndim) for a in axes)
-    if len(set(out)) != len(out):
-        raise ValueError(f"repeated axis in {axis!r}")
-    return out
-
-
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002 -- standard's name
     """The vector `ord`-norm over `axis` (all axes when None), streamed over chunks."""
-    x = _array(x)
-    axes = _norm_axes(axis, len(x.shape))
+    x = as_array(x)
+    axes = tuple(range(len(x.shape))) if axis is None else normalize_axes(axis, len(x.shape))
     kind = np.dtype(x.dtype).kind
     real = np.finfo(x.dtype).dtype if kind in "fc" else np.dtype(np.float64)
     mag = _abs(x) if kind in "fc" else _abs(x).astype(real)
@@ -169,7 +160,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002 -- sta
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):  # noqa: A002 -- standard's name
     """The matrix norm of the last two dimensions: ``"fro"``, 1, -1, inf and -inf
     streamed; 2, -2 and ``"nuc"`` from singular values (in memory)."""
-    x = _array(x)
+    x = as_array(x)
     nd = len(x.shape)
     if nd < 2:
         raise ValueError(f"matrix_norm needs at least 2 dimensions, not {nd}")
@@ -192,7 +183,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):  # noqa: A002 -- standard's
 
 def diagonal(x, /, *, offset=0):
     """The `offset`-th diagonal of the last two dimensions, chunk by chunk."""
-    x = _array(x)
+    x = as_array(x)
     if len(x.shape) < 2:
         raise ValueError("diagonal needs at least 2 dimensions")
     offset = operator.index(offset)
@@ -203,11 +194,11 @@ def diagonal(x, /, *, offset=0):
 
     def producer(reg):
         k = reg[-1]
-        box = _read(x, tuple(reg[:-1]) + (slice(r0 + k.start, r0 + k.stop),
+        box = read_values(x, tuple(reg[:-1]) + (slice(r0 + k.start, r0 + k.stop),
                                           slice(c0 + k.start, c0 + k.stop)))
         return np.diagonal(np.asarray(box), axis1=-2, axis2=-1)
 
-    return _fill(out, producer)
+    return fill_chunks(out, producer)
 
 
 def trace(x, /, *, offset=0, dtype=None):
@@ -221,7 +212,7 @@ def trace(x, /, *, offset=0, dtype=None):
 
 def cross(x1, x2, /, *, axis=-1):
     """The cross product of 3-vectors along `axis` (the arrays broadcast)."""
-    a, b = _array(x1), _array(x2)
+    a, b = as_array(x1), as_array(x2)
     shape = np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
     nd = len(shape)
     if not -nd <= axis < 0:
@@ -239,10 +230,10 @@ def cross(x1, x2, /, *, axis=-1):
         def part(arr):
             lead = nd - len(arr.shape)
             key = tuple(slice(0, 1) if s == 1 else r for s, r in zip(arr.shape, reg[lead:]))
-            return np.asarray(_read(arr, key))
+            return np.asarray(read_values(arr, key))
         return np.cross(part(a), part(b), axis=axis)
 
-    return _fill(out, producer)
+    return fill_chunks(out, producer)
 
 
 # --- in memory, behind the guard ---------------------------------------------------

@@ -1,5 +1,6 @@
 """Helpers shared by the test files: one comparison against NumPy (``assert_eq``), the
-same values as the operand kinds ndpack takes (``as_operand``), and corrupt files."""
+same values as the operand kinds ndpack takes (``as_operand``), seeded data
+(``random_data``), and corrupt files."""
 
 import pathlib
 
@@ -16,6 +17,18 @@ REPO = TESTS.parent                                   # README.md, docs/, notebo
 # the item size of the (real) component: room for another order of summation (float64
 # ~4500 ulps, float32 ~80, float16 ~1), not for a wrong formula; longer ones: 1e-12
 DEFAULT_RTOL = {2: 1e-3, 4: 1e-5, 8: 1e-12}
+
+
+def random_data(shape, dtype="f8", seed=0, scale=100):
+    """Values of `shape` and `dtype` from a seeded normal distribution times `scale`:
+    complex ones get a random imaginary part, bools are the positive values."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=shape) * scale
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.normal(size=shape)
+    if np.dtype(dtype) == bool:
+        return x > 0
+    return x.astype(dtype)
 
 
 def _lazy(x) -> bool:

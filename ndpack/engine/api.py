@@ -23,6 +23,7 @@ from __future__ import annotations
 import sys
 
 from ndpack.engine.compute import check_fp_accuracy, evaluate_into
+from ndpack.engine.expr.door import evaluator
 from ndpack.engine.expr.lazyexpr import LazyExpr, as_node
 from ndpack.engine.expr.parse import parse
 from ndpack.errors import ParameterError
@@ -87,9 +88,8 @@ def evaluate(expression, local_dict=None, global_dict=None, out=None, scheduler=
     numpy.ndarray, or `out` when given.
     """
     if scheduler is not None:       # run as dask graphs (ndpack.engine.backends.dask)
-        from ndpack.engine.backends.dask import evaluate_with_dask      # seam: optional
-        return evaluate_with_dask(expression, local_dict, global_dict, out,
-                                  scheduler=scheduler, _depth=1, **kwargs)
+        return evaluator().scheduled_evaluate(expression, local_dict, global_dict, out,
+                                              scheduler=scheduler, _depth=1, **kwargs)
     check_fp_accuracy(kwargs.pop("fp_accuracy", None))
     # numexpr's tuning knobs (python-blosc2 passes them on): checked, no effect here
     if kwargs.pop("optimization", "aggressive") not in ("none", "moderate", "aggressive"):

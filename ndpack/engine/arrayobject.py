@@ -5,8 +5,9 @@ array-api-compat) find ndpack's namespace here; the Python conversions of 0-d ar
 the device attributes (ndpack computes on the CPU), DLPack export (the array is
 decoded, then shared with the consumer), the transposes of lazy expressions and
 ``NDArray.take`` (python-blosc2's method, :func:`ndpack.take`).  The
-storage layer does not know the engine (imports point down), so the engine installs
-these members when ``ndpack.engine`` is imported, as it installs the operators.
+storage layer does not know the engine (imports point down): this module lists the
+members (:data:`NDARRAY_MEMBERS`, :data:`LAZYEXPR_MEMBERS`) and
+:mod:`ndpack.engine.bind` binds them, with the operators, once.
 
 Examples
 --------
@@ -27,12 +28,10 @@ import sys
 import numpy as np
 
 from ndpack.engine.elementwise import astype
-from ndpack.engine.expr.lazyexpr import LazyExpr
-from ndpack.storage.ndarray import NDArray
 from ndpack.engine.ops.shape import matrix_transpose, permute_dims
 from ndpack.engine.ops.take import take
 
-__all__ = ["install", "API_VERSIONS", "DEVICE"]
+__all__ = ["NDARRAY_MEMBERS", "LAZYEXPR_MEMBERS", "API_VERSIONS", "DEVICE"]
 
 #: Revisions of the standard a caller may ask for (``__array_namespace__(api_version=)``).
 API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
@@ -135,22 +134,19 @@ def _take(self, indices, axis=None, **kwargs):
     return take(self, indices, axis=axis, **kwargs)
 
 
-def install(cls, transposes: bool = False) -> None:
-    """Give `cls` the array object protocol (idempotent); `transposes` adds ``T`` and
-    ``mT`` (NDArray has its own)."""
-    cls.__array_namespace__ = __array_namespace__
-    cls.device = property(_device, doc="``'cpu'``: where the array is computed.")
-    cls.to_device = to_device
-    for fn in (__bool__, __int__, __float__, __complex__, __index__, __dlpack__,
-               __dlpack_device__):
-        setattr(cls, fn.__name__, fn)
-    if not hasattr(cls, "astype"):       # LazyExpr has its own (a lazy cast)
-        cls.astype = _astype
-    if transposes:
-        cls.T = property(_transpose, doc="The transpose of a 2-d array.")
-        cls.mT = property(_matrix_transpose, doc="The transpose of the last two axes.")
+_PROTOCOL = [
+    ("__array_namespace__", __array_namespace__),
+    ("device", property(_device, doc="``'cpu'``: where the array is computed.")),
+    ("to_device", to_device),
+] + [(fn.__name__, fn) for fn in (__bool__, __int__, __float__, __complex__, __index__,
+                                  __dlpack__, __dlpack_device__)]
 
+#: NDArray's members from here: the protocol, ``astype`` and python-blosc2's ``take``
+#: (NDArray has its own ``T`` and ``mT``)
+NDARRAY_MEMBERS = _PROTOCOL + [("astype", _astype), ("take", _take)]
 
-install(NDArray)
-NDArray.take = _take                     # NDArray only, as python-blosc2's
-install(LazyExpr, transposes=True)
+#: LazyExpr's: the protocol and the transposes (it has its own lazy ``astype``)
+LAZYEXPR_MEMBERS = _PROTOCOL + [
+    ("T", property(_transpose, doc="The transpose of a 2-d array.")),
+    ("mT", property(_matrix_transpose, doc="The transpose of the last two axes.")),
+]

@@ -33,6 +33,7 @@ import math
 import numpy as np
 
 from ndpack.engine.expr.accuracy import FPAccuracy, check_fp_accuracy
+from ndpack.engine.expr.door import evaluator
 from ndpack.engine.expr.lazyexpr import LazyExpr
 from ndpack.engine.expr.nodes import Accumulate, Apply, Contract, Node, Operand, Reduce
 from ndpack.engine.ops import cumulative
@@ -250,10 +251,9 @@ def compute(expr: LazyExpr, urlpath=None, mode="w", chunks=None, blocks=None,
                                  "be given with it")
         return evaluate_into(expr, out)
     if scheduler is not None:
-        from ndpack.engine.backends.dask import compute_with_dask     # seam: optional
-        return compute_with_dask(expr, scheduler=scheduler, urlpath=urlpath, mode=mode,
-                                 chunks=chunks, blocks=blocks, cparams=cparams,
-                                 dparams=dparams, **kwargs)
+        return evaluator().scheduled_compute(       # dask, through the door
+            expr, scheduler=scheduler, urlpath=urlpath, mode=mode, chunks=chunks,
+            blocks=blocks, cparams=cparams, dparams=dparams, **kwargs)
     node = prepare(expr.node)
     if chunks is None and blocks is None:
         chunks, blocks = layout_of(node, expr.shape)

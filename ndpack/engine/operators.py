@@ -6,9 +6,9 @@
 nothing), the reduction methods (``a.sum(axis=0)``, ``a.argmax()``, ...; see
 :mod:`ndpack.engine.statistical`), and in-place operators (``a += b``) that compute at
 once and write the result back chunk by chunk, and ``compute()`` (a computed copy,
-as an expression's).  The storage layer does not know the
-engine (imports point down), so the engine installs these on ``NDArray`` here, once,
-when ``ndpack`` is imported.
+as an expression's).  The storage layer does not know the engine (imports point
+down): this module lists the members (:data:`NDARRAY_MEMBERS`) and
+:mod:`ndpack.engine.bind` binds them, with the rest of NDArray's surface, once.
 
 Examples
 --------
@@ -32,9 +32,8 @@ from ndpack.engine import statistical
 from ndpack.engine.compute import evaluate_into
 from ndpack.engine.expr.lazyexpr import OPERATORS, REDUCTION_METHODS, LazyExpr, as_node
 from ndpack.engine.expr.nodes import Apply
-from ndpack.storage.ndarray import NDArray
 
-__all__ = ["install"]
+__all__ = ["NDARRAY_MEMBERS", "install"]
 
 _INPLACE = {
     "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide",
@@ -81,16 +80,19 @@ def _compute(self, *args, **kwargs):
     return LazyExpr(as_node(self)).compute(*args, **kwargs)
 
 
+def lazy_members() -> list:
+    """``(name, member)`` of LazyExpr's lazy operators and the reduction methods."""
+    return ([(name, LazyExpr.__dict__[name]) for name in OPERATORS] +
+            [(name, _reduction_method(name)) for name in REDUCTION_METHODS])
+
+
 def install(cls) -> None:
-    """Give `cls` LazyExpr's lazy operators and the reduction methods (idempotent)."""
-    for name in OPERATORS:
-        setattr(cls, name, LazyExpr.__dict__[name])
-    for name in REDUCTION_METHODS:
-        setattr(cls, name, _reduction_method(name))
+    """Give `cls` (a LazyUDF) LazyExpr's lazy operators and the reduction methods."""
+    for name, member in lazy_members():
+        setattr(cls, name, member)
 
 
-install(NDArray)
-NDArray.compute = _compute
-for _short, _func in _INPLACE.items():          # NDArray only: an expression is rebound
-    setattr(NDArray, f"__i{_short}__", _inplace(_func))
-del _short, _func
+#: NDArray's members from here: the lazy operators, the reductions, ``compute`` and the
+#: in-place operators (NDArray only: an expression is rebound)
+NDARRAY_MEMBERS = (lazy_members() + [("compute", _compute)] +
+                   [(f"__i{s}__", _inplace(f)) for s, f in _INPLACE.items()])

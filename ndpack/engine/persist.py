@@ -39,6 +39,7 @@ from ndpack.engine.expr.nodes import (Accumulate, Apply, Constant, Contract, Nod
 from ndpack.engine.expr.views import SliceView, TransposeView
 from ndpack.codecs import SpecialValue
 from ndpack.engine.operand_paths import allowed_roots, resolve_operand
+from ndpack.engine.udf import open_udf
 from ndpack.errors import FormatError, NdpackError, ParameterError
 from ndpack.storage.ndarray import NDArray, create, fill_from, holding
 from ndpack.storage.dispatch import open as open_storage
@@ -348,7 +349,6 @@ def _open_carrier(obj: NDArray, path: str, meta: list, trust_code, roots, chain)
         if not trust_code:
             raise PermissionError(f"{path!r} holds a saved user function; opening it "
                                   "runs its code: pass trust_code=True if you trust it")
-        from ndpack.engine.udf import open_udf
         return open_udf(obj, path, legacy,
                         lambda name, rel: _operand(path, name, rel, trust_code, roots, chain))
     return _rebuild(path, legacy.get("expression"), legacy.get("operands", {}),

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import typing
 
 import numpy as np
 
@@ -36,7 +37,14 @@ from ndpack.codecs import SpecialValue
 from ndpack.storage.frame import special_code
 from ndpack.storage.grid import decode_b2nd, dim_parts, encode_b2nd, ext_shape, prod
 
-__all__ = ["Layout"]
+__all__ = ["Layout", "ChunkPart"]
+
+
+class ChunkPart(typing.NamedTuple):
+    """One chunk's share of a selection (:meth:`Layout.parts`)."""
+    nchunk: int         # the chunk's number
+    dst: tuple          # slices of the selection that the chunk fills
+    local: list         # ranges of the positions inside the chunk, one per dimension
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -208,13 +216,12 @@ class Layout:
         return numbers
 
     def parts(self, ranges):
-        """Yield ``(nchunk, dst, locals)`` for every chunk a selection touches: `ranges`
-        one range per dimension, `dst` the slices of the selection the chunk fills,
-        `locals` the positions inside the chunk (ranges)."""
+        """Yield a :class:`ChunkPart` for every chunk a selection touches: `ranges`
+        one range per dimension."""
         per_dim = [list(dim_parts(r, c)) for r, c in zip(ranges, self.chunks)]
         for combo in itertools.product(*per_dim):
             n = self.chunk_number([p[0] for p in combo])
-            yield n, tuple(slice(p[1], p[2]) for p in combo), [p[3] for p in combo]
+            yield ChunkPart(n, tuple(slice(p[1], p[2]) for p in combo), [p[3] for p in combo])
 
     # --- what a stored chunk means -------------------------------------------------------
     def special_value(self, chunk):

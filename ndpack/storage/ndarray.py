@@ -30,6 +30,7 @@ import collections
 import contextlib
 import itertools
 import os
+import weakref
 
 import numpy as np
 
@@ -267,8 +268,8 @@ class NDArray(NDStored, NDViews):
     [[0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 1.0, 2.0, 3.0, 4.0]]
     """
 
-    # set by the engine (ndpack.engine.ops.index): ``a[expr]`` for a boolean LazyExpr
-    # key, answered from a sorted index when one applies, else by the mask read
+    # a hook the engine replaces (ndpack.engine.bind, from ndpack.engine.ops.index):
+    # ``a[expr]`` for a boolean LazyExpr key, from a sorted index when one applies
     expr_key = None
 
     def __init__(self, schunk: SChunk):
@@ -279,6 +280,19 @@ class NDArray(NDStored, NDViews):
         self._check_layout(layout)
         self._layout = layout
         self._io = ChunkIO(layout, schunk)       # reads and writes (also the indexers')
+
+    @classmethod
+    def _new_view(cls, root: NDArray, layout: Layout, axes: tuple) -> NDArray:
+        """The one constructor of views (:meth:`axes_view`): `root`'s super-chunk shown
+        through `layout`, axis ``i`` being `root`'s ``axes[i]`` (None: a new one)."""
+        view = object.__new__(cls)
+        view._schunk = root.schunk
+        view._layout, view._io = layout, ChunkIO(layout, root.schunk)
+        view._base, view._axes = root, axes
+        if root._views is None:
+            root._views = weakref.WeakSet()
+        root._views.add(view)
+        return view
 
     def _check_layout(self, layout: Layout):
         """The b2nd metalayer must agree with the super-chunk (a corrupt file could

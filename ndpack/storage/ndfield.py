@@ -31,7 +31,7 @@ from ndpack.storage.fancy import is_fancy
 from ndpack.storage.grid import as_range, normalize_key
 from ndpack.storage.ndarray import NDArray
 
-__all__ = ["NDField", "install"]
+__all__ = ["NDField", "NDARRAY_MEMBERS"]
 
 
 class NDField:
@@ -150,9 +150,5 @@ def _fields(self) -> dict:
     return {name: NDField(self, name) for name in (self.dtype.names or ())}
 
 
-def install(cls) -> None:
-    """Give `cls` (NDArray) the ``fields`` property."""
-    cls.fields = property(_fields, doc=_fields.__doc__)
-
-
-install(NDArray)
+#: NDArray's members from here (bound, with the engine's, by :mod:`ndpack.engine.bind`)
+NDARRAY_MEMBERS = [("fields", property(_fields, doc=_fields.__doc__))]

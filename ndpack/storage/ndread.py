@@ -36,7 +36,7 @@ from ndpack.chunks import (compress2, decompress2, decompress_blocks, getitems, 
 from ndpack.codecs import SpecialValue
 from ndpack.errors import NdpackError
 from ndpack.storage.frame import chunk_nbytes_of
-from ndpack.storage import checksums
+from ndpack.storage import boxread, checksums
 from ndpack.storage.framefile import ContiguousFrame, SparseFrame
 from ndpack.storage.grid import compact_index, dim_parts, prod
 from ndpack.storage.validate import check_chunk
@@ -157,9 +157,8 @@ class ChunkIO:
             # single-index slices in memory, AVX2 host: 1.3-2x less CPU than chunk by
             # chunk.)  Only where the chunks are at hand: read_box takes every touched
             # chunk before it starts.
-            from ndpack.storage.boxread import read_box
             units = [np.arange(r.start, r.stop, r.step, dtype=np.int64) for r in ranges]
-            if read_box(self, units, out):
+            if boxread.read_box(self, units, out):
                 return
         parts = list(self.layout.parts(ranges))
         if nthreads > 1 and len(parts) > 1:

@@ -41,12 +41,10 @@ Examples
 from __future__ import annotations
 
 import operator
-import weakref
 
 from ndpack.errors import ParameterError
 from ndpack.storage.layout import Layout
 from ndpack.storage.meta import Meta
-from ndpack.storage.ndread import ChunkIO
 
 __all__ = ["NDViews", "view_layout"]
 
@@ -159,14 +157,7 @@ class NDViews:
         lay = root.layout             # the same chunks, byte for byte (no frame check)
         if (layout.nchunks, layout.chunk_nbytes) != (lay.nchunks, lay.chunk_nbytes):
             raise AssertionError(f"view layout {layout} does not match {lay}")
-        view = object.__new__(type(self))
-        view._schunk = root.schunk
-        view._layout, view._io = layout, ChunkIO(layout, root.schunk)
-        view._base, view._axes = root, axes
-        if root._views is None:
-            root._views = weakref.WeakSet()
-        root._views.add(view)
-        return view
+        return type(self)._new_view(root, layout, axes)
 
     def squeeze(self, axis=None):
         """This array without its axes `axis` (int or ints) of length 1, all of them

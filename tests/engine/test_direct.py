@@ -389,12 +389,12 @@ def test_evaluation_reads_chunks_on_leaf_threads(operands, monkeypatch):
     import threading
     ops, a, b = operands
     names = set()
-    real = zarrread._ZarrReader.load
+    real = zarrread.ZarrReader.load
 
     def load(self, *args):
         names.add(threading.current_thread().name)
         return real(self, *args)
-    monkeypatch.setattr(zarrread._ZarrReader, "load", load)
+    monkeypatch.setattr(zarrread.ZarrReader, "load", load)
     import importlib
     plan = importlib.import_module("ndpack.engine.run.plan")
     monkeypatch.setattr(plan, "REGION_BYTES", 8 * 20 * 23)      # two regions

@@ -14,19 +14,12 @@ import ndpack
 from ndpack.engine.ops import shape as shp
 from ndpack.storage.ndarray import NDArray
 
-from tests.helpers import assert_eq
+from tests.helpers import assert_eq, random_data
 
 DTYPES = ["f4", "f8", "c8", "i2", "u8", "?"]
 
 
-def _data(shape, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=shape) * 100
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.normal(size=shape)
-    if np.dtype(dtype) == bool:
-        return x > 0
-    return x.astype(dtype)
+_data = random_data
 
 
 @st.composite
@@ -274,7 +267,7 @@ def _no_fill(monkeypatch):
     def fail(*args):
         raise AssertionError("chunk-by-chunk path ran")
     monkeypatch.setattr(shp, "fill_from", fail)
-    monkeypatch.setattr(shp, "_fill", fail)
+    monkeypatch.setattr(shp, "fill_chunks", fail)
 
 
 def test_stack_copies_chunks(monkeypatch):

@@ -11,17 +11,13 @@ from hypothesis import strategies as st
 import ndpack
 from ndpack.storage import boxread, chunkwise, fancy
 
+from tests.helpers import random_data
+
 DTYPES = ["f4", "f8", "c16", "i1", "u2", "i8", "?"]
 
 
 def _data(shape, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=shape) * 50
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.normal(size=shape)
-    if np.dtype(dtype) == bool:
-        return x > 0
-    return x.astype(dtype)
+    return random_data(shape, dtype, seed, scale=50)
 
 
 @contextlib.contextmanager

@@ -15,12 +15,10 @@ from ndpack.storage.layout import Layout
 from ndpack.storage.ndview import view_layout
 from ndpack.storage.schunk import SChunk
 
-from tests.helpers import assert_eq
+from tests.helpers import assert_eq, random_data
 
 
-def _data(shape, dtype="f8", seed=0):
-    x = np.random.default_rng(seed).normal(size=shape) * 100
-    return x.astype(dtype)
+_data = random_data
 
 
 @st.composite
@@ -40,7 +38,7 @@ def _no_copy(monkeypatch):
     """Fail if anything creates an array or copies a compressed chunk."""
     def fail(*args, **kwargs):
         raise AssertionError("a chunk was copied")
-    for name in ("fill_from", "_fill", "create", "_copy_chunks"):
+    for name in ("fill_from", "fill_chunks", "create", "_copy_chunks"):
         monkeypatch.setattr(shp, name, fail)
     monkeypatch.setattr(SChunk, "get_chunk", fail)
     monkeypatch.setattr(SChunk, "append_chunk", fail)

@@ -68,6 +68,7 @@ __all__ = [
     "evaluate_with_dask",
     "from_dask",
     "to_dask",
+    "NDARRAY_MEMBERS",
 ]
 
 _BATCH_BYTES = 256 * 2**20     # decoded blocks held by the client at once (one batch)
@@ -417,7 +418,8 @@ def _to_dask_method(self):
     return to_dask(self)
 
 
-NDArray.to_dask = _to_dask_method
+#: NDArray's members from here (bound by :mod:`ndpack.engine.bind`)
+NDARRAY_MEMBERS = [("to_dask", _to_dask_method)]
 
 
 def _scheduler_args(scheduler) -> dict:

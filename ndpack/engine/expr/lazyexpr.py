@@ -4,9 +4,9 @@ A LazyExpr holds a tree (:mod:`ndpack.engine.expr.nodes`) and knows its shape an
 dtype without reading anything.  Python operators, NumPy ufuncs and the reduction
 methods build new expressions.  Computing is not this floor's business: the methods
 that compute (``compute``, ``[key]``, ``__array__``, ``save``, a ufunc with ``out=``,
-``__array_function__``, the reduction methods) reach the engine's top
-(:mod:`ndpack.engine.compute`) through one import each, the seams listed in
-``tests/tools/test_layers.py``.
+``__array_function__``, the reduction methods) reach the engine through
+the door one floor down (:mod:`ndpack.engine.expr.door`), which the engine's top
+registers: no import of this module points up.
 
 An expression follows its operands: when a stored operand is resized after the tree
 was built, the tree is rebuilt over the current shapes (broadcasting and reductions
@@ -39,6 +39,7 @@ import os
 import ndindex
 import numpy as np
 
+from ndpack.engine.expr.door import evaluator
 from ndpack.engine.expr.functions import FUNCTIONS
 from ndpack.engine.expr.nodes import (LINALG, Accumulate, Apply, Constant, Contract, Node,
                                       Operand, Reduce, operands_of)
@@ -103,8 +104,7 @@ def _product(op: str, reverse: bool = False):
 
 def _reduction(name: str):
     def method(self, *args, **kwargs):
-        from ndpack.engine import statistical          # seam: reductions compute now
-        return getattr(statistical, name)(self, *args, **kwargs)
+        return evaluator().reduce(name, self, *args, **kwargs)    # computes now
     method.__name__ = name
     method.__doc__ = f"``{name}`` of the array (see :func:`ndpack.{name}`)."
     return method
@@ -196,12 +196,6 @@ class LazyExpr:
     def __repr__(self):
         return f"LazyExpr({self.node!r}, shape={self.shape}, dtype={self.dtype})"
 
-    def __bool__(self):
-        if self.size != 1:
-            raise ValueError(f"the truth value of an expression of shape {self.shape} is "
-                             "ambiguous; compute it and use .any() or .all()")
-        return bool(self[()].reshape(()))
-
     # ---- building ----------------------------------------------------------------------
     __add__, __radd__ = _binary("add"), _binary("add", True)
     __sub__, __rsub__ = _binary("subtract"), _binary("subtract", True)
@@ -248,22 +242,20 @@ class LazyExpr:
         return lazy_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        from ndpack.engine.protocols import array_function     # seam: NumPy functions
-        return array_function(func, types, args, kwargs)
+        return evaluator().array_function(func, types, args, kwargs)
 
-    # ---- computing (the engine's top: ndpack.engine.compute) ---------------------------
+    # ---- computing (through the door: ndpack.engine.expr.door) --------------------------
     def __getitem__(self, key) -> np.ndarray:
         """Compute only the selected region; returns NumPy.  Integer and boolean array
         keys compute their bounding box; a boolean mask of the whole shape (NumPy,
         NDArray or a boolean expression) is applied slab by slab."""
-        from ndpack.engine.compute import compute_box, compute_masked   # seam
         if not self.shape and _scalar_sliced(key):
             return _reduce_part(self, key)
         mask = _whole_mask(key, self.shape)
         if mask is not None:
-            return compute_masked(self, mask)
+            return evaluator().masked(self, mask)
         box, rest = key_box(key, self.shape)
-        return compute_box(self, box)[rest]
+        return evaluator().box(self, box)[rest]
 
     def __array__(self, dtype=None, copy=None):
         res = np.asarray(self[()])            # a 0-d expression gives a 0-d array
@@ -313,10 +305,9 @@ class LazyExpr:
                 urlpath=urlpath, mode=mode, chunks=chunks, blocks=blocks, cparams=cparams,
                 dparams=dparams, progress=progress, scheduler=scheduler,
                 fp_accuracy=fp_accuracy, **kwargs)
-        from ndpack.engine.compute import compute                   # seam
-        return compute(self, urlpath=urlpath, mode=mode, chunks=chunks, blocks=blocks,
-                       cparams=cparams, dparams=dparams, progress=progress,
-                       scheduler=scheduler, fp_accuracy=fp_accuracy, **kwargs)
+        return evaluator().compute(self, urlpath=urlpath, mode=mode, chunks=chunks,
+                                   blocks=blocks, cparams=cparams, dparams=dparams, progress=progress,
+                                   scheduler=scheduler, fp_accuracy=fp_accuracy, **kwargs)
 
     def slice(self, item):
         """``self[item]`` computed into a new NDArray (python-blosc2's method)."""
@@ -326,8 +317,7 @@ class LazyExpr:
         """Save the expression (not its values) to a ``.b2nd`` carrier that
         ``ndpack.open`` (and python-blosc2) turns back into an expression; every
         operand must be an NDArray on disk.  See :mod:`ndpack.engine.persist`."""
-        from ndpack.engine.persist import save_expr                 # seam
-        save_expr(self, urlpath, **kwargs)
+        evaluator().save(self, urlpath, **kwargs)
 
 
 class _Cast(LazyExpr):
@@ -367,8 +357,7 @@ def lazy_ufunc(ufunc, method, inputs, kwargs):
         return expr
     if len(out) != 1:
         return NotImplemented
-    from ndpack.engine.compute import evaluate_into                 # seam
-    return evaluate_into(expr, out[0])
+    return evaluator().into(expr, out[0])
 
 
 # ---- indexing: the box of a basic key ---------------------------------------------------

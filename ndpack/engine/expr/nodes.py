@@ -24,6 +24,7 @@ import warnings
 
 import numpy as np
 
+from ndpack.engine.expr.axes import normalize_axis
 from ndpack.engine.expr.functions import REDUCTIONS, lookup
 
 __all__ = ["Node", "Operand", "Constant", "Apply", "Reduce", "Contract", "LINALG",
@@ -127,7 +128,7 @@ class Apply(Node):
 # ---------------------------------------------------------------------------------------
 # reductions (computed by ndpack.engine.ops.reductions before elementwise evaluation)
 
-_NUMPY_REDUCTIONS = {
+NUMPY_REDUCTIONS = {
     "sum": np.sum, "prod": np.prod, "mean": np.mean, "std": np.std, "var": np.var,
     "min": np.min, "max": np.max, "any": np.any, "all": np.all, "argmin": np.argmin,
     "argmax": np.argmax, "count_nonzero": np.count_nonzero}
@@ -143,11 +144,8 @@ def _norm_axis(axis, ndim: int, op: str) -> tuple:
     items = (axis,) if single else tuple(axis)
     out = []
     for ax in items:
-        if isinstance(ax, (bool, np.bool_)) or not isinstance(ax, (int, np.integer)):
-            raise TypeError(f"axis must be an int, a tuple of ints or None, not {axis!r}")
-        if not -ndim <= ax < ndim:
-            raise np.exceptions.AxisError(int(ax), ndim)
-        out.append(int(ax) % ndim)
+        out.append(normalize_axis(ax, ndim, strict=True, message="axis must be an int, a "
+                                  f"tuple of ints or None, not {axis!r}"))
     if len(set(out)) != len(out):
         raise ValueError(f"duplicate value in axis {axis!r}")
     return tuple(sorted(out))
@@ -218,7 +216,7 @@ class Reduce(Node):
         self.where, self.initial = where, initial
         self.shape = tuple(1 if d in self.axis else n for d, n in enumerate(arg.shape)
                            if self.keepdims or d not in self.axis)
-        self.dtype = _numpy_call(self, np.ones((1,) * arg.ndim, arg.dtype), None).dtype
+        self.dtype = numpy_call(self, np.ones((1,) * arg.ndim, arg.dtype), None).dtype
 
     @property
     def children(self) -> tuple:
@@ -434,14 +432,14 @@ def norm_axes(axes, nd1, nd2):
 # planning: contracted steps
 
 
-def _numpy_call(red: Reduce, data, where) -> np.ndarray:
+def numpy_call(red: Reduce, data, where) -> np.ndarray:
     """NumPy's answer on in-memory `data` (the reference, used on stand-ins)."""
     kw = red.numpy_kwargs()
     if where is not None:
         kw["where"] = where
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
-        return np.asarray(_NUMPY_REDUCTIONS[red.op](data, **kw))
+        return np.asarray(NUMPY_REDUCTIONS[red.op](data, **kw))
 
 
 def _check_big_ints(node: Apply, values: list) -> None:

@@ -31,6 +31,7 @@ import threading
 import numpy as np
 
 from ndpack.engine.expr.accuracy import check_fp_accuracy
+from ndpack.engine.expr.axes import normalize_axis
 from ndpack.engine.run.output import result_storage
 from ndpack.engine.run.workers import submit, workers
 from ndpack.storage.ndarray import NDArray, create, fill_from
@@ -49,11 +50,8 @@ def _axis(axis, ndim: int, name: str) -> int:
         if ndim > 1:
             raise ValueError(f"{name}() of a {ndim}-d array needs axis= (an int)")
         return 0
-    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
-        raise TypeError(f"axis of {name}() must be an int or None, not {axis!r}")
-    if not -ndim <= axis < ndim:
-        raise np.exceptions.AxisError(int(axis), ndim)
-    return int(axis) % ndim
+    return normalize_axis(axis, ndim, strict=True,
+                          message=f"axis of {name}() must be an int or None, not {axis!r}")
 
 
 def _reader(x):

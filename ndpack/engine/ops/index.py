@@ -81,7 +81,7 @@ from ndpack.storage.grid import compute_chunks_blocks
 from ndpack.storage.ndarray import NDArray, fill_from
 
 __all__ = ["create_index", "drop_index", "rebuild_index", "indexes", "select",
-           "sorted_values", "whole_sorted_values", "positions_where", "install",
+           "sorted_values", "whole_sorted_values", "positions_where", "NDARRAY_MEMBERS",
            "MAX_FRACTION", "INDEX_CPARAMS"]
 
 # Above this fraction of the items selected (or scanned because dirty), the plain scan
@@ -659,19 +659,8 @@ def _rebuild_index(self, field=None, name=None) -> dict:
     return rebuild_index(self, field, name)
 
 
-def _indexes(self) -> list:
-    return indexes(self)
-
-
-def install(cls) -> None:
-    """Give `cls` (NDArray) ``create_index``, ``drop_index``, ``rebuild_index``,
-    ``indexes`` and the indexed ``a[expr]``."""
-    cls.create_index = _create_index
-    cls.drop_index = _drop_index
-    cls.rebuild_index = _rebuild_index
-    cls.indexes = property(_indexes, doc="Descriptions of the array's indexes: kind, "
-                           "size, persistent/path, stale and why, chunks to scan, bytes.")
-    cls.expr_key = _expr_key
-
-
-install(NDArray)
+#: NDArray's members from here (bound by :mod:`ndpack.engine.bind`): ``create_index``,
+#: ``drop_index``, ``rebuild_index`` and the indexed ``a[expr]`` (``expr_key``, the hook
+#: storage leaves None); ``indexes`` comes from :mod:`ndpack.engine.ops.indexhandle`
+NDARRAY_MEMBERS = [("create_index", _create_index), ("drop_index", _drop_index),
+                   ("rebuild_index", _rebuild_index), ("expr_key", _expr_key)]

@@ -41,7 +41,7 @@ from ndpack.engine.ops.mergesort import sorted_stream
 from ndpack.engine.ops.spool import Spool
 from ndpack.storage.ndarray import NDArray
 
-__all__ = ["IndexKind", "Index", "iter_sorted", "install"]
+__all__ = ["IndexKind", "Index", "iter_sorted", "NDARRAY_MEMBERS"]
 
 # Items read per step by iter_sorted (one decoded piece of the sorted values).
 BATCH = 1 << 16
@@ -268,15 +268,13 @@ def _index_method(self, field: str | None = None, name: str | None = None) -> In
     return Index(self, name or "__self__", descriptor=found[0])
 
 
-def install(cls) -> None:
-    """Give `cls` (NDArray) ``index()`` and make ``indexes`` list :class:`Index`
-    handles."""
-    cls.index = _index_method
-    cls.indexes = property(
+#: NDArray's members from here (bound by :mod:`ndpack.engine.bind`): ``index()`` and
+#: ``indexes``, the array's indexes as :class:`Index` handles
+NDARRAY_MEMBERS = [
+    ("index", _index_method),
+    ("indexes", property(
         lambda self: [Index(self, d.get("name") or "__self__", descriptor=d)
                       for d in _index.indexes(self)],
         doc="The array's indexes as :class:`Index` handles (mappings of kind, size, "
-            "persistent/path, stale and why, chunks to scan, bytes).")
-
-
-install(NDArray)
+            "persistent/path, stale and why, chunks to scan, bytes).")),
+]

@@ -27,8 +27,9 @@ import operator
 
 import numpy as np
 
-from ndpack.engine.ops.shape import (_array, _axis, _fill, _layout, _read, broadcast_to, concat,
-                                 reshape)
+from ndpack.engine.expr.axes import normalize_axis
+from ndpack.engine.ops.shape import (as_array, broadcast_to, concat, fill_chunks,
+                                     layout_keywords, read_values, reshape)
 from ndpack.storage.ndarray import NDArray, create
 
 __all__ = ["broadcast_arrays", "meshgrid", "tile", "repeat", "unstack", "tril", "triu",
@@ -37,7 +38,7 @@ __all__ = ["broadcast_arrays", "meshgrid", "tile", "repeat", "unstack", "tril", 
 
 def _new(shape, x, kwargs) -> NDArray:
     """An empty NDArray of `shape` for results of `x` (its cparams unless given)."""
-    return create(tuple(int(s) for s in shape), x.dtype, **_layout(x, kwargs))
+    return create(tuple(int(s) for s in shape), x.dtype, **layout_keywords(x, kwargs))
 
 
 def _runs(sorted_unique: np.ndarray) -> list:
@@ -59,14 +60,14 @@ def _gather(x, maps) -> np.ndarray:
     for combo in itertools.product(*[_runs(u) for u in uniq]):
         src = tuple(slice(a, b) for a, b, _ in combo)
         dst = tuple(slice(d, d + b - a) for a, b, d in combo)
-        buf[dst] = _read(x, src)
+        buf[dst] = read_values(x, src)
     pos = [np.searchsorted(u, m) for u, m in zip(uniq, maps)]
     return buf[np.ix_(*pos)]
 
 
 def broadcast_arrays(*arrays) -> list:
     """The arrays broadcast against each other (NumPy's rules), as NDArrays."""
-    arrays = [_array(a) for a in arrays]
+    arrays = [as_array(a) for a in arrays]
     shape = np.broadcast_shapes(*[tuple(a.shape) for a in arrays])
     return [broadcast_to(a, shape) for a in arrays]
 
@@ -76,7 +77,7 @@ def meshgrid(*arrays, indexing="xy", **kwargs) -> list:
     axes swapped; ``"ij"``: matrix), each an NDArray of the grid's shape."""
     if indexing not in ("xy", "ij"):
         raise ValueError(f"indexing must be 'xy' or 'ij', not {indexing!r}")
-    arrays = [_array(a) for a in arrays]
+    arrays = [as_array(a) for a in arrays]
     for a in arrays:
         if len(a.shape) != 1:
             raise ValueError(f"meshgrid takes 1-d arrays, not shape {tuple(a.shape)}")
@@ -93,18 +94,18 @@ def meshgrid(*arrays, indexing="xy", **kwargs) -> list:
         grid = _new(shape, a, kwargs)
 
         def producer(reg, a=a, d=axis[i]):
-            vals = np.asarray(_read(a, reg[d]))
+            vals = np.asarray(read_values(a, reg[d]))
             view = [1] * n
             view[d] = vals.size
             return np.broadcast_to(vals.reshape(view), tuple(r.stop - r.start for r in reg))
-        out.append(_fill(grid, producer))
+        out.append(fill_chunks(grid, producer))
     return out
 
 
 def tile(x, repetitions, /, **kwargs) -> NDArray:
     """`x` repeated `repetitions[d]` times along each dimension (NumPy's ``tile``;
     shorter tuples apply to the last dimensions, longer ones add leading ones)."""
-    x = _array(x)
+    x = as_array(x)
     reps = tuple(operator.index(r) for r in repetitions)
     if any(r < 0 for r in reps):
         raise ValueError(f"repetitions must be non-negative, not {reps}")
@@ -121,17 +122,17 @@ def tile(x, repetitions, /, **kwargs) -> NDArray:
         return np.broadcast_to(part.reshape((1,) * lead + part.shape),
                                tuple(m.size for m in maps))
 
-    return _fill(out, producer)
+    return fill_chunks(out, producer)
 
 
 def repeat(x, repeats, /, *, axis=None, **kwargs) -> NDArray:
     """Each element of `x` repeated `repeats` times (an int, or one count per element
     along `axis`); ``axis=None`` repeats the flattened array."""
-    x = _array(x)
+    x = as_array(x)
     if axis is None:                                          # the flattened input
         x = reshape(x, (-1,)) if len(x.shape) != 1 else x
         axis = 0
-    ax = _axis(axis, len(x.shape))
+    ax = normalize_axis(axis, len(x.shape))
     n = x.shape[ax]
     counts = np.asarray(repeats[...] if hasattr(repeats, "__array_namespace__") else repeats)
     if counts.dtype.kind not in "iu":
@@ -151,15 +152,15 @@ def repeat(x, repeats, /, *, axis=None, **kwargs) -> NDArray:
         maps[ax] = np.searchsorted(ends, maps[ax], side="right")
         return _gather(x, maps)
 
-    return _fill(out, producer)
+    return fill_chunks(out, producer)
 
 
 def unstack(x, /, *, axis=0, **kwargs) -> tuple:
     """The slices of `x` along `axis`, as a tuple of NDArrays."""
-    x = _array(x)
+    x = as_array(x)
     if not len(x.shape):
         raise ValueError("unstack needs an array of at least one dimension")
-    ax = _axis(axis, len(x.shape))
+    ax = normalize_axis(axis, len(x.shape))
     shape = tuple(s for d, s in enumerate(x.shape) if d != ax)
     parts = []
     for i in range(x.shape[ax]):
@@ -168,26 +169,26 @@ def unstack(x, /, *, axis=0, **kwargs) -> tuple:
         def producer(reg, i=i):
             key = list(reg)
             key.insert(ax, i)
-            return _read(x, tuple(key))
-        parts.append(_fill(part, producer))
+            return read_values(x, tuple(key))
+        parts.append(fill_chunks(part, producer))
     return tuple(parts)
 
 
 def _triangle(x, k, lower: bool, kwargs) -> NDArray:
-    x = _array(x)
+    x = as_array(x)
     if len(x.shape) < 2:
         raise ValueError(f"{'tril' if lower else 'triu'} needs at least 2 dimensions")
     k = operator.index(k)
     out = _new(x.shape, x, kwargs)
 
     def producer(reg):
-        vals = np.asarray(_read(x, reg))
+        vals = np.asarray(read_values(x, reg))
         rows = np.arange(reg[-2].start, reg[-2].stop)[:, None]
         cols = np.arange(reg[-1].start, reg[-1].stop)[None, :]
         keep = (cols - rows <= k) if lower else (cols - rows >= k)
         return np.where(keep, vals, np.zeros((), vals.dtype))
 
-    return _fill(out, producer)
+    return fill_chunks(out, producer)
 
 
 def tril(x, /, *, k=0, **kwargs) -> NDArray:
@@ -204,10 +205,10 @@ def triu(x, /, *, k=0, **kwargs) -> NDArray:
 def diff(x, /, *, axis=-1, n=1, prepend=None, append=None, **kwargs) -> NDArray:
     """The `n`-th discrete difference along `axis` (``out[i] = x[i+1] - x[i]``,
     applied `n` times), after `prepend`/`append` are joined to `x` along it."""
-    x = _array(x)
+    x = as_array(x)
     if not len(x.shape):
         raise ValueError("diff needs an array of at least one dimension")
-    ax = _axis(axis, len(x.shape))
+    ax = normalize_axis(axis, len(x.shape))
     n = operator.index(n)
     if n < 0:
         raise ValueError(f"n must be non-negative, not {n}")
@@ -215,15 +216,15 @@ def diff(x, /, *, axis=-1, n=1, prepend=None, append=None, **kwargs) -> NDArray:
         return x if isinstance(x, NDArray) else concat([x], axis=ax)
     if prepend is not None or append is not None:
         parts = [p for p in (prepend, x, append) if p is not None]
-        x = concat([_array(p) for p in parts], axis=ax)
+        x = concat([as_array(p) for p in parts], axis=ax)
     length = max(x.shape[ax] - n, 0)
     shape = tuple(length if d == ax else s for d, s in enumerate(x.shape))
     dtype = np.diff(np.zeros((2,) * len(x.shape), x.dtype), axis=ax).dtype
-    out = create(shape, dtype, **_layout(x, kwargs))
+    out = create(shape, dtype, **layout_keywords(x, kwargs))
 
     def producer(reg):
         key = list(reg)
         key[ax] = slice(reg[ax].start, reg[ax].stop + n)
-        return np.diff(_read(x, tuple(key)), n=n, axis=ax)
+        return np.diff(read_values(x, tuple(key)), n=n, axis=ax)
 
-    return _fill(out, producer)
+    return fill_chunks(out, producer)

@@ -57,7 +57,8 @@ import numpy as np
 from ndpack.resources import memory_limit
 from ndpack.codecs import SpecialValue, get_nthreads
 from ndpack.engine.ops.merge import LaneMerge, make_run, order, sorted_values
-from ndpack.engine.ops.shape import _array, _axis, _flat_read
+from ndpack.engine.expr.axes import normalize_axis
+from ndpack.engine.ops.shape import as_array, flat_read
 from ndpack.engine.ops.spool import Spool
 from ndpack.engine.run.output import new_output
 from ndpack.engine.run.workers import submit, workers
@@ -154,12 +155,12 @@ def sort_array(x, axis=-1, descending=False, stable=True, positions=False, urlpa
     keywords are the output's storage (chunks, blocks, cparams, ...)."""
     if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         raise TypeError(f"{name}() takes an array, not a Python {type(x).__name__}")
-    x = _array(x)
+    x = as_array(x)
     shape = tuple(int(s) for s in x.shape)
     if not shape:
         raise ValueError(f"{name} needs an array of at least one dimension")
     dtype = check_sortable(x.dtype, name)
-    ax = _axis(axis, len(shape))
+    ax = normalize_axis(axis, len(shape))
     mode = kwargs.pop("mode", "w")
     odtype = np.dtype(np.int64) if positions else dtype
     job = _Sort(x, ax, bool(descending), bool(stable), positions)
@@ -377,7 +378,7 @@ def sorted_stream(x, positions: bool, spool, step: int | None = None):
     step = step or max(piece, 1 << 16)
 
     def run(a: int, b: int, keep: bool):
-        v = np.asarray(_flat_read(x, shape, a, b)).reshape(-1)
+        v = np.asarray(flat_read(x, shape, a, b)).reshape(-1)
         o = order(v) if positions else None
         vals = v[o] if positions else sorted_values(v)
         if keep:

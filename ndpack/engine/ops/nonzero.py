@@ -32,7 +32,7 @@ import numpy as np
 from ndpack.resources import memory_limit
 from ndpack.codecs import get_nthreads
 from ndpack.engine.ops.mergesort import Tracked
-from ndpack.engine.ops.shape import _array, _flat_read
+from ndpack.engine.ops.shape import as_array, flat_read
 from ndpack.engine.run.output import result_storage
 from ndpack.engine.run.plan import default_region_shape, regions
 from ndpack.engine.run.workers import workers
@@ -77,7 +77,7 @@ def nonzero(x) -> tuple:
     C order (see the module's text for the two passes)."""
     if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         raise TypeError(f"nonzero() takes an array, not a Python {type(x).__name__}")
-    x = _array(x)
+    x = as_array(x)
     shape = tuple(int(s) for s in x.shape)
     if not shape:
         raise ValueError("nonzero needs an array of at least one dimension")
@@ -93,7 +93,7 @@ def nonzero(x) -> tuple:
         writers = [_Appender(o) for o in outs]
 
         def coords(lo: int, hi: int):
-            v = np.asarray(_flat_read(x, shape, lo, hi))
+            v = np.asarray(flat_read(x, shape, lo, hi))
             if lo % row == 0 and hi % row == 0:          # whole rows: NumPy's nonzero
                 c = np.nonzero(v.reshape((-1,) + shape[1:]))
                 return (c[0] + lo // row,) + c[1:]

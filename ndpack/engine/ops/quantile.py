@@ -54,7 +54,7 @@ import numpy as np
 from ndpack.resources import memory_limit
 from ndpack.codecs import get_nthreads
 from ndpack.engine.ops.mergesort import Tracked
-from ndpack.engine.ops.shape import _array
+from ndpack.engine.ops.shape import as_array
 from ndpack.engine.run.plan import default_region_shape
 from ndpack.engine.run.workers import workers
 from ndpack.storage.ndarray import NDArray
@@ -86,7 +86,7 @@ def _check(x):
     """`x` as an array-like (Python scalars as 0-d NumPy arrays, as NumPy takes them)."""
     if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         return np.asarray(x)
-    return _array(x)
+    return as_array(x)
 
 
 def quantile(x, q, axis=None, keepdims=False, method="linear"):

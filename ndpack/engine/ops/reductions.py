@@ -40,8 +40,8 @@ import threading
 import numpy as np
 
 from ndpack.codecs import get_nthreads
-from ndpack.engine.expr.nodes import _NUMPY_REDUCTIONS as _NUMPY
-from ndpack.engine.expr.nodes import Constant, Node, Operand, Reduce, _numpy_call, operands_of
+from ndpack.engine.expr.nodes import NUMPY_REDUCTIONS as _NUMPY
+from ndpack.engine.expr.nodes import Constant, Node, Operand, Reduce, numpy_call, operands_of
 from ndpack.engine.ops.chunksum import applies as fused_sum_applies
 from ndpack.engine.ops.chunksum import fused_sum
 from ndpack.engine.run import plan
@@ -427,7 +427,7 @@ def compute_reduction(red: Reduce) -> np.ndarray:
         w = None
         if where is not None:
             w = where.value if isinstance(where, Constant) else np.asarray(where.array)
-        res = _numpy_call(red, data, w)
+        res = numpy_call(red, data, w)
         return res.astype(red.dtype, copy=False).reshape(red.shape)
     if fused_sum_applies(red, arg):
         return fused_sum(red, arg)

@@ -36,6 +36,7 @@ import threading
 
 import numpy as np
 
+from ndpack.engine.expr.axes import normalize_axes, normalize_axis
 from ndpack.engine.ops.chunkwrite import encode_all as _encode_all
 from ndpack.engine.ops.chunkwrite import in_order as _in_order
 from ndpack.engine.ops.chunkwrite import permute_chunks as _permute_chunks
@@ -62,36 +63,19 @@ __all__ = [
 _SLAB_BYTES = 128 * 2**20
 
 
-def _array(x):
+def as_array(x):
     """`x` if it is array-like (shape, dtype, __getitem__), else ``np.asarray(x)``."""
     if hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "__getitem__"):
         return x
     return np.asarray(x)
 
 
-def _read(x, key) -> np.ndarray:
+def read_values(x, key) -> np.ndarray:
+    """``x[key]`` as NumPy (any array-like: NDArray, h5py, zarr, NumPy)."""
     return np.asarray(x[key])
 
 
-def _axis(axis, ndim: int, name: str = "axis") -> int:
-    try:
-        a = operator.index(axis)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, not {axis!r:.40}") from None
-    if not -ndim <= a < ndim:
-        raise np.exceptions.AxisError(a, ndim)
-    return a % ndim
-
-
-def _axes(axis, ndim: int) -> tuple:
-    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-    out = tuple(_axis(a, ndim) for a in axes)
-    if len(set(out)) != len(out):
-        raise ValueError(f"repeated axis in {axis!r}")
-    return out
-
-
-def _layout(x, kwargs, chunks=None, blocks=None, cparams=True) -> dict:
+def layout_keywords(x, kwargs, chunks=None, blocks=None, cparams=True) -> dict:
     """Storage keywords: `chunks`/`blocks` (derived from `x`'s layout) unless given;
     `x`'s cparams unless given (when `cparams`)."""
     kw = dict(kwargs)
@@ -128,7 +112,7 @@ def _cparams_agree(arrays, kwargs, out) -> bool:
 SMALL_CHUNK_BYTES = 1 << 20
 
 
-def _fill(out, producer, copied=None) -> NDArray:
+def fill_chunks(out, producer, copied=None) -> NDArray:
     """:func:`fill_from` with chunks read, assembled and compressed on worker threads
     (``dparams.nthreads`` of them, at most 4), appended in order; a window of
     ``nthreads + 1`` chunks is in flight, so memory stays bounded.  ``copied(coords)``,
@@ -192,7 +176,7 @@ def concat(arrays, /, axis=0, **kwargs) -> NDArray:
     >>> c.shape, c[:].tolist()
     ((2, 5), [[0, 1, 2, 3, -1], [4, 5, 6, 7, -1]])
     """
-    arrays = [_array(a) for a in arrays]
+    arrays = [as_array(a) for a in arrays]
     if not arrays:
         raise ValueError("need at least one array to concatenate")
     if axis is None:                # the array API's: the inputs flattened, then joined
@@ -200,7 +184,7 @@ def concat(arrays, /, axis=0, **kwargs) -> NDArray:
     nd = len(arrays[0].shape)
     if nd == 0:
         raise ValueError("zero-dimensional arrays cannot be concatenated")
-    axis = _axis(axis, nd)
+    axis = normalize_axis(axis, nd)
     for i, a in enumerate(arrays):
         if len(a.shape) != nd or any(s != t for d, (s, t) in
                                      enumerate(zip(a.shape, arrays[0].shape)) if d != axis):
@@ -215,7 +199,7 @@ def concat(arrays, /, axis=0, **kwargs) -> NDArray:
     chunks = getattr(first, "chunks", None)
     if chunks is not None and not all(chunks):
         chunks = None
-    kw = _layout(first, kwargs, chunks, chunks and getattr(first, "blocks", None))
+    kw = layout_keywords(first, kwargs, chunks, chunks and getattr(first, "blocks", None))
     out = create(tuple(shape), dtype, **kw)
     c = out.chunks[axis]
     if (c and all(_same_layout(a, out) for a in arrays)
@@ -281,10 +265,10 @@ def _fill_concat(arrays, out, axis, copyable=None) -> NDArray:
             if isinstance(a, NDArray) and a.dtype == out.dtype and dst.flags.c_contiguous:
                 a.read_into(tuple(key), dst)
             else:
-                dst[...] = _read(a, tuple(key))
+                dst[...] = read_values(a, tuple(key))
         return buf
 
-    return _fill(out, producer, copied if c and copyable and any(copyable) else None)
+    return fill_chunks(out, producer, copied if c and copyable and any(copyable) else None)
 
 
 
@@ -303,7 +287,7 @@ def stack(arrays, axis=0, **kwargs) -> NDArray:
     >>> s.shape, s.chunks, s[:].tolist()
     ((4, 2), (2, 1), [[0, 0], [1, 1], [2, 2], [3, 3]])
     """
-    arrays = [_array(a) for a in arrays]
+    arrays = [as_array(a) for a in arrays]
     if not arrays:
         raise ValueError("need at least one array to stack")
     shape0 = tuple(arrays[0].shape)
@@ -311,7 +295,7 @@ def stack(arrays, axis=0, **kwargs) -> NDArray:
         if tuple(a.shape) != shape0:
             raise ValueError(f"all input arrays must have the same shape: array 0 has "
                              f"shape {shape0}, array {i} has {tuple(a.shape)}")
-    axis = _axis(axis, len(shape0) + 1)
+    axis = normalize_axis(axis, len(shape0) + 1)
     dtype = np.result_type(*[a.dtype for a in arrays])
     shape = shape0[:axis] + (len(arrays),) + shape0[axis:]
     first = arrays[0]
@@ -319,7 +303,7 @@ def stack(arrays, axis=0, **kwargs) -> NDArray:
     if isinstance(first, NDArray):
         chunks = first.chunks[:axis] + (1,) + first.chunks[axis:]
         blocks = first.blocks[:axis] + (1,) + first.blocks[axis:]
-    out = create(shape, dtype, **_layout(first, kwargs, chunks, blocks))
+    out = create(shape, dtype, **layout_keywords(first, kwargs, chunks, blocks))
     if (out.chunks[axis] == 1 and out.blocks[axis] == 1
             and all(isinstance(a, NDArray) and _same_layout(a, out, a.chunks[:axis] + (1,) + a.chunks[axis:],
                                  a.blocks[:axis] + (1,) + a.blocks[axis:]) for a in arrays)
@@ -332,10 +316,10 @@ def stack(arrays, axis=0, **kwargs) -> NDArray:
 
     def producer(region):
         rest = region[:axis] + region[axis + 1:]
-        return np.stack([_read(arrays[i], rest).astype(dtype, copy=False)
+        return np.stack([read_values(arrays[i], rest).astype(dtype, copy=False)
                          for i in range(region[axis].start, region[axis].stop)], axis=axis)
 
-    return _fill(out, producer)
+    return fill_chunks(out, producer)
 
 
 # ---------------------------------------------------------------------------------------
@@ -359,16 +343,17 @@ def permute_dims(arr, axes=None, **kwargs) -> NDArray:
     >>> p.shape, p.chunks, int(p[3, 1, 2]) == int(a[1, 2, 3])
     ((4, 2, 3), (4, 1, 2), True)
     """
-    arr = _array(arr)
+    arr = as_array(arr)
     nd = len(arr.shape)
-    axes = tuple(range(nd))[::-1] if axes is None else tuple(_axis(a, nd) for a in axes)
+    axes = tuple(range(nd))[::-1] if axes is None else \
+        tuple(normalize_axis(a, nd) for a in axes)
     if sorted(axes) != list(range(nd)):
         raise ValueError(f"axes {axes} are not a permutation of the {nd} dimensions")
     shape = tuple(arr.shape[a] for a in axes)
     chunks = None
     if isinstance(arr, NDArray):
         chunks = tuple(arr.chunks[a] for a in axes)
-    kw = _layout(arr, kwargs, chunks, None)
+    kw = layout_keywords(arr, kwargs, chunks, None)
     if chunks is not None and "chunks" not in kw:
         kw["chunks"] = chunks                     # blocks= alone: the chunks permuted
     out = create(shape, arr.dtype, **kw)
@@ -378,9 +363,9 @@ def permute_dims(arr, axes=None, **kwargs) -> NDArray:
         return _permute_chunks(arr, out, axes)
 
     def producer(region):
-        return _read(arr, tuple(region[i] for i in inv)).transpose(axes)
+        return read_values(arr, tuple(region[i] for i in inv)).transpose(axes)
 
-    return _fill(out, producer)
+    return fill_chunks(out, producer)
 
 
 def matrix_transpose(arr, **kwargs) -> NDArray:
@@ -392,7 +377,7 @@ def matrix_transpose(arr, **kwargs) -> NDArray:
     >>> matrix_transpose(ndpack.arange(6, shape=(2, 3)))[:].tolist()
     [[0, 3], [1, 4], [2, 5]]
     """
-    arr = _array(arr)
+    arr = as_array(arr)
     nd = len(arr.shape)
     if nd < 2:
         raise ValueError(f"matrix_transpose needs at least 2 dimensions, not {nd}")
@@ -408,9 +393,9 @@ def moveaxis(arr, source, destination, **kwargs) -> NDArray:
     >>> moveaxis(ndpack.zeros((2, 3, 4)), 0, -1).shape
     (3, 4, 2)
     """
-    arr = _array(arr)
+    arr = as_array(arr)
     nd = len(arr.shape)
-    src, dst = _axes(source, nd), _axes(destination, nd)
+    src, dst = normalize_axes(source, nd), normalize_axes(destination, nd)
     if len(src) != len(dst):
         raise ValueError("source and destination must have the same number of elements")
     order = [d for d in range(nd) if d not in src]
@@ -449,9 +434,9 @@ def expand_dims(arr, axis=0, **kwargs) -> NDArray:
     >>> expand_dims(a, 1, cparams={"clevel": 1}).base is None      # a new array
     True
     """
-    arr = _array(arr)
+    arr = as_array(arr)
     nd = len(arr.shape) + (1 if isinstance(axis, (int, np.integer)) else len(axis))
-    new = sorted(_axes(axis, nd))
+    new = sorted(normalize_axes(axis, nd))
     old = [d for d in range(nd) if d not in new]
     if isinstance(arr, NDArray) and not kwargs:
         return arr.axes_view(tuple(None if d in new else old.index(d) for d in range(nd)))
@@ -464,10 +449,10 @@ def expand_dims(arr, axis=0, **kwargs) -> NDArray:
     chunks = blocks = None
     if isinstance(arr, NDArray):
         chunks, blocks = ins(arr.chunks, 1), ins(arr.blocks, 1)
-    out = create(shape, arr.dtype, **_layout(arr, kwargs, chunks, blocks))
+    out = create(shape, arr.dtype, **layout_keywords(arr, kwargs, chunks, blocks))
     if _same_layout(arr, out, chunks, blocks) and _cparams_agree([arr], kwargs, out):
         return _copy_chunks(arr, out)
-    return _fill(out, lambda reg: _read(arr, tuple(reg[d] for d in old)).reshape(
+    return fill_chunks(out, lambda reg: read_values(arr, tuple(reg[d] for d in old)).reshape(
         tuple(r.stop - r.start for r in reg)))
 
 
@@ -487,9 +472,10 @@ def squeeze(x, axis=None, **kwargs) -> NDArray:
     >>> s.shape, z.shape, s.base is z
     ((3, 1), (1, 3, 1), True)
     """
-    x = _array(x)
+    x = as_array(x)
     nd = len(x.shape)
-    drop = [d for d in range(nd) if x.shape[d] == 1] if axis is None else _axes(axis, nd)
+    drop = [d for d in range(nd) if x.shape[d] == 1] if axis is None else \
+        normalize_axes(axis, nd)
     for d in drop:
         if x.shape[d] != 1:
             raise ValueError(f"cannot select an axis to squeeze out which has size not "
@@ -502,7 +488,7 @@ def squeeze(x, axis=None, **kwargs) -> NDArray:
     if isinstance(x, NDArray):
         chunks = tuple(x.chunks[d] for d in keep)
         blocks = tuple(x.blocks[d] for d in keep)
-    out = create(shape, x.dtype, **_layout(x, kwargs, chunks, blocks))
+    out = create(shape, x.dtype, **layout_keywords(x, kwargs, chunks, blocks))
     if (_same_layout(x, out, chunks, blocks) and _cparams_agree([x], kwargs, out)
             and all(x.chunks[d] == 1 for d in drop)):
         return _copy_chunks(x, out)
@@ -510,9 +496,9 @@ def squeeze(x, axis=None, **kwargs) -> NDArray:
     def producer(reg):
         it = iter(reg)
         key = tuple(0 if d in drop else next(it) for d in range(nd))
-        return _read(x, key)
+        return read_values(x, key)
 
-    return _fill(out, producer)
+    return fill_chunks(out, producer)
 
 
 def broadcast_to(arr, shape, **kwargs) -> NDArray:
@@ -524,7 +510,7 @@ def broadcast_to(arr, shape, **kwargs) -> NDArray:
     >>> broadcast_to(ndpack.arange(3), (2, 3))[:].tolist()
     [[0, 1, 2], [0, 1, 2]]
     """
-    arr = _array(arr)
+    arr = as_array(arr)
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(map(int, shape))
     src = tuple(arr.shape)
     try:
@@ -541,34 +527,34 @@ def broadcast_to(arr, shape, **kwargs) -> NDArray:
 
     def producer(reg):
         key = tuple(slice(0, 1) if s == 1 else r for s, r in zip(src, reg[lead:]))
-        return np.broadcast_to(_read(arr, key), tuple(r.stop - r.start for r in reg))
+        return np.broadcast_to(read_values(arr, key), tuple(r.stop - r.start for r in reg))
 
-    return _fill(out, producer)
+    return fill_chunks(out, producer)
 
 
 # ---------------------------------------------------------------------------------------
 # reshape, flip, roll
 
 
-def _flat_read(x, shape, lo: int, hi: int, prefix=()) -> np.ndarray:
+def flat_read(x, shape, lo: int, hi: int, prefix=()) -> np.ndarray:
     """Items ``lo:hi`` of `x` in C order, read as at most 2 * ndim boxes."""
     if not shape:
-        return _read(x, prefix).reshape(1)[lo:hi]
+        return read_values(x, prefix).reshape(1)[lo:hi]
     if len(shape) == 1:
-        return _read(x, prefix + (slice(lo, hi),))
+        return read_values(x, prefix + (slice(lo, hi),))
     row = prod(shape[1:])
     i0, r0 = divmod(lo, row)
     i1, r1 = divmod(hi, row)
     if i0 == i1:
-        return _flat_read(x, shape[1:], r0, r1, prefix + (i0,))
+        return flat_read(x, shape[1:], r0, r1, prefix + (i0,))
     pieces = []
     if r0:
-        pieces.append(_flat_read(x, shape[1:], r0, row, prefix + (i0,)))
+        pieces.append(flat_read(x, shape[1:], r0, row, prefix + (i0,)))
         i0 += 1
     if i1 > i0:
-        pieces.append(_read(x, prefix + (slice(i0, i1),)).reshape(-1))
+        pieces.append(read_values(x, prefix + (slice(i0, i1),)).reshape(-1))
     if r1:
-        pieces.append(_flat_read(x, shape[1:], 0, r1, prefix + (i1,)))
+        pieces.append(flat_read(x, shape[1:], 0, r1, prefix + (i1,)))
     return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
 
 
@@ -609,7 +595,7 @@ def reshape(src, shape, c_order=True, *, copy=None, **kwargs) -> NDArray:
     """
     if not c_order:
         raise NotImplementedError("only C order (c_order=True) is supported")
-    src = _array(src)
+    src = as_array(src)
     size = prod(src.shape)
     shape = _new_shape(shape, size)
     if copy is False:
@@ -621,12 +607,12 @@ def reshape(src, shape, c_order=True, *, copy=None, **kwargs) -> NDArray:
         kw.setdefault("cparams", src.cparams)
     out = create(shape, src.dtype, **kw)
     if not shape:
-        return fill_from(out, lambda reg: _flat_read(src, tuple(src.shape), 0, 1).reshape(()))
+        return fill_from(out, lambda reg: flat_read(src, tuple(src.shape), 0, 1).reshape(()))
     row = prod(shape[1:])
     rows = out.chunks[0] or 1
     sshape = tuple(src.shape)
     if rows * row * src.dtype.itemsize > _SLAB_BYTES:
-        return _fill(out, lambda reg: _region_read(src, sshape, shape, reg))
+        return fill_chunks(out, lambda reg: _region_read(src, sshape, shape, reg))
     cache, lock = {}, threading.Lock()
 
     def slab_of(key):
@@ -637,7 +623,7 @@ def reshape(src, shape, c_order=True, *, copy=None, **kwargs) -> NDArray:
                 if len(cache) >= 2:
                     del cache[min(cache)]
                 s0, s1 = key * rows, min(shape[0], (key + 1) * rows)
-                cache[key] = (s0, _flat_read(src, sshape, s0 * row, s1 * row)
+                cache[key] = (s0, flat_read(src, sshape, s0 * row, s1 * row)
                               .reshape((s1 - s0,) + shape[1:]))
             return cache[key]
 
@@ -645,7 +631,7 @@ def reshape(src, shape, c_order=True, *, copy=None, **kwargs) -> NDArray:
         s0, slab = slab_of(reg[0].start // rows)
         return slab[(slice(reg[0].start - s0, reg[0].stop - s0),) + reg[1:]]
 
-    return _fill(out, producer)
+    return fill_chunks(out, producer)
 
 
 def _region_read(src, sshape, shape, reg, base=0) -> np.ndarray:
@@ -653,7 +639,7 @@ def _region_read(src, sshape, shape, reg, base=0) -> np.ndarray:
     `reg`: whole output rows read in groups of at most _SLAB_BYTES, the region's
     columns cut from them (rows larger than that: recursively, row by row)."""
     if len(shape) == 1:
-        return _flat_read(src, sshape, base + reg[0].start, base + reg[0].stop)
+        return flat_read(src, sshape, base + reg[0].start, base + reg[0].stop)
     row = prod(shape[1:])
     r0, r1 = reg[0].start, reg[0].stop
     res = np.empty(tuple(r.stop - r.start for r in reg), src.dtype)
@@ -664,7 +650,7 @@ def _region_read(src, sshape, shape, reg, base=0) -> np.ndarray:
         return res
     for i0 in range(r0, r1, g):
         i1 = min(i0 + g, r1)
-        rows = _flat_read(src, sshape, base + i0 * row, base + i1 * row)
+        rows = flat_read(src, sshape, base + i0 * row, base + i1 * row)
         res[i0 - r0:i1 - r0] = rows.reshape((i1 - i0,) + shape[1:])[(slice(None),) + reg[1:]]
     return res
 
@@ -678,18 +664,19 @@ def flip(x, axis=None, **kwargs) -> NDArray:
     >>> flip(ndpack.arange(6, shape=(2, 3)), axis=1)[:].tolist()
     [[2, 1, 0], [5, 4, 3]]
     """
-    x = _array(x)
+    x = as_array(x)
     nd = len(x.shape)
-    axes = tuple(range(nd)) if axis is None else _axes(axis, nd)
+    axes = tuple(range(nd)) if axis is None else normalize_axes(axis, nd)
     out = create(tuple(x.shape), x.dtype,
-                 **_layout(x, kwargs, getattr(x, "chunks", None), getattr(x, "blocks", None)))
+                 **layout_keywords(x, kwargs, getattr(x, "chunks", None),
+                                   getattr(x, "blocks", None)))
 
     def producer(reg):
         key = tuple(slice(x.shape[d] - r.stop, x.shape[d] - r.start) if d in axes else r
                     for d, r in enumerate(reg))
-        return np.flip(_read(x, key), axes)
+        return np.flip(read_values(x, key), axes)
 
-    return _fill(out, producer)
+    return fill_chunks(out, producer)
 
 
 def roll(x, shift, axis=None, **kwargs) -> NDArray:
@@ -703,21 +690,22 @@ def roll(x, shift, axis=None, **kwargs) -> NDArray:
     >>> roll(ndpack.arange(6, shape=(2, 3)), -1, axis=1)[:].tolist()
     [[1, 2, 0], [4, 5, 3]]
     """
-    x = _array(x)
+    x = as_array(x)
     nd = len(x.shape)
     if axis is None:
         if not isinstance(shift, (int, np.integer)):
             raise ValueError("with axis=None, shift must be an integer")
         flat = reshape(x, (prod(x.shape),))
-        kw = _layout(x, kwargs, getattr(x, "chunks", None), getattr(x, "blocks", None))
+        kw = layout_keywords(x, kwargs, getattr(x, "chunks", None), getattr(x, "blocks", None))
         return reshape(roll(flat, shift, 0), tuple(x.shape), **kw)
     shifts, axes = np.broadcast_arrays(np.asarray(shift), np.asarray(axis))
     total = [0] * nd
     for s, a in zip(shifts.reshape(-1).tolist(), axes.reshape(-1).tolist()):
-        total[_axis(a, nd)] += int(s)
+        total[normalize_axis(a, nd)] += int(s)
     total = [t % n if n else 0 for t, n in zip(total, x.shape)]
     out = create(tuple(x.shape), x.dtype,
-                 **_layout(x, kwargs, getattr(x, "chunks", None), getattr(x, "blocks", None)))
+                 **layout_keywords(x, kwargs, getattr(x, "chunks", None),
+                                   getattr(x, "blocks", None)))
 
     def pieces(d, r):
         """(source slice, destination slice) runs of output positions `r` on axis d."""
@@ -733,7 +721,7 @@ def roll(x, shift, axis=None, **kwargs) -> NDArray:
     def producer(reg):
         res = np.empty(tuple(r.stop - r.start for r in reg), x.dtype)
         for combo in itertools.product(*[pieces(d, r) for d, r in enumerate(reg)]):
-            res[tuple(c[1] for c in combo)] = _read(x, tuple(c[0] for c in combo))
+            res[tuple(c[1] for c in combo)] = read_values(x, tuple(c[0] for c in combo))
         return res
 
-    return _fill(out, producer)
+    return fill_chunks(out, producer)

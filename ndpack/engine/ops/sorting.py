@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ndpack.engine.ops import index as _index   # installs NDArray.create_index & co
+from ndpack.engine.ops import index as _index   # the sorted index (searchsorted, nonzero)
 from ndpack.engine.ops.mergesort import sort_array
 from ndpack.engine.ops.nonzero import nonzero as _nonzero
 from ndpack.engine.ops.uniques import unique

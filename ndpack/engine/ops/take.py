@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ndpack.engine.ops.shape import _array, _axis
+from ndpack.engine.expr.axes import normalize_axis
+from ndpack.engine.ops.shape import as_array
 from ndpack.storage.constructors import asarray
 from ndpack.storage.grid import prod
 from ndpack.storage.ndarray import NDArray
@@ -30,7 +31,7 @@ def take(x, indices, axis=None, **kwargs) -> NDArray:
     >>> take(a, [[11, 0]])[:].tolist()
     [[11, 0]]
     """
-    x = _array(x)
+    x = as_array(x)
     idx = np.asarray(indices[()] if isinstance(indices, NDArray) else indices)
     if idx.size == 0 and idx.dtype.kind not in "iu":
         idx = idx.astype(np.intp)           # ``[]`` is float64 to NumPy, but selects nothing
@@ -45,7 +46,7 @@ def take(x, indices, axis=None, **kwargs) -> NDArray:
         res = src.vindex[flat] if isinstance(src, NDArray) else src[flat]
         res = np.asarray(res).reshape(idx.shape)
     else:
-        axis = _axis(axis, len(x.shape))
+        axis = normalize_axis(axis, len(x.shape))
         key = (slice(None),) * axis + (idx,)
         res = x[key] if isinstance(x, NDArray) else np.asarray(x[()])[key]
     return asarray(np.asarray(res), **kwargs)
@@ -62,7 +63,7 @@ def take_along_axis(x, indices, axis=-1, **kwargs) -> NDArray:
     >>> take_along_axis(a, np.argsort(a[:], axis=1), axis=1)[:].tolist()
     [[10, 20, 30], [40, 50, 60]]
     """
-    x = _array(x)
+    x = as_array(x)
     idx = np.asarray(indices[()] if isinstance(indices, NDArray) else indices)
     nd = len(x.shape)
     if idx.ndim != nd:
@@ -70,7 +71,7 @@ def take_along_axis(x, indices, axis=-1, **kwargs) -> NDArray:
                          f"({idx.ndim} != {nd})")
     if idx.dtype.kind not in "iu":
         raise IndexError(f"indices must be integers, not {idx.dtype}")
-    axis = _axis(axis, nd)
+    axis = normalize_axis(axis, nd)
     key = []
     for d in range(nd):
         if d == axis:

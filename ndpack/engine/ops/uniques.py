@@ -43,7 +43,7 @@ import numpy as np
 from ndpack.engine.ops.merge import LaneMerge, make_run
 from ndpack.engine.ops.mergesort import check_sortable, piece_items, run_items, \
     sorted_stream
-from ndpack.engine.ops.shape import _array
+from ndpack.engine.ops.shape import as_array
 from ndpack.engine.ops.spool import Spool
 from ndpack.engine.run.output import new_output
 from ndpack.storage.grid import compute_chunks_blocks
@@ -133,7 +133,7 @@ def unique(name: str, x):
     standard's order, or one NDArray for ``unique_values``)."""
     if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         raise TypeError(f"{name}() takes an array, not a Python {type(x).__name__}")
-    x = _array(x)
+    x = as_array(x)
     check_sortable(x.dtype, name)
     shape = tuple(int(s) for s in x.shape)
     positions = name in ("unique_all", "unique_inverse")

@@ -36,6 +36,7 @@ import collections
 import itertools
 import math
 import threading
+import typing
 
 import numpy as np
 
@@ -50,10 +51,18 @@ from ndpack.engine.run.workers import (buffers, on_engine_thread, prefetch, seri
                                    submit, workers, writer)
 from ndpack.storage.ndarray import NDArray
 
-__all__ = ["FUSED", "aligned_operands", "compute_aligned", "read_aligned"]
+__all__ = ["FUSED", "BlockGroup", "aligned_operands", "compute_aligned", "read_aligned"]
 
 # blocks evaluated by the C core's fused program, and those of groups it did not take
 FUSED: collections.Counter = collections.Counter()
+
+
+class BlockGroup(typing.NamedTuple):
+    """A group of consecutive blocks of a chunk, evaluated by one task."""
+    blocks: range       # the blocks' numbers
+    ids: list           # the same, as the decoder's list
+    lo: int             # the group's span of elements in the chunk: lo:hi
+    hi: int
 
 
 def aligned_operands(node: Node, shape: tuple, chunks, blocks) -> list | None:
@@ -177,14 +186,15 @@ def _chunk_results(node: Node, ops: list, dtype: np.dtype, target, lookahead=Fal
     group_bytes = plan.GROUP_BYTES if group_bytes is None else group_bytes
     step = max(1, min(nblocks, group_bytes // (per_block * itemsize)))
     # each group: its blocks, their numbers (the decoder's list) and its element span
-    groups = [(range(g, min(g + step, nblocks)), list(range(g, min(g + step, nblocks))),
-               g * per_block, min(g + step, nblocks) * per_block)
+    groups = [BlockGroup(range(g, min(g + step, nblocks)),
+                         list(range(g, min(g + step, nblocks))),
+                         g * per_block, min(g + step, nblocks) * per_block)
               for g in range(0, nblocks, step)]
     kernel = Kernel(node, ops)
     cast = dtype != node.dtype
     fused = None if cast or not all(stored) else fused_program(node, ops)
     if fused is not None:
-        ids32 = {g[2]: np.asarray(g[1], np.int32) for g in groups}
+        ids32 = {g.lo: np.asarray(g.ids, np.int32) for g in groups}
         chunk_bytes, block_bytes = size * dtype.itemsize, per_block * dtype.itemsize
     local = threading.local()
     whole_raw = buffers.take(size * dtype.itemsize)

@@ -53,8 +53,8 @@ import threading
 import numpy as np
 
 from ndpack.engine.run.gridread import READS
-from ndpack.engine.run.h5read import BLOSC2_FILTER, _H5Reader, _TablesReader
-from ndpack.engine.run.zarrread import _ZarrReader
+from ndpack.engine.run.h5read import BLOSC2_FILTER, H5Reader, TablesReader
+from ndpack.engine.run.zarrread import ZarrReader
 
 __all__ = ["READS", "BLOSC2_FILTER", "read_new", "reader", "writing"]
 
@@ -85,11 +85,11 @@ def reader(arr):
     make = None
     mod = type(arr).__module__ or ""
     if mod.startswith("h5py") and "h5py" in sys.modules:
-        make = _H5Reader.make
+        make = H5Reader.make
     elif mod.startswith("zarr") and "zarr" in sys.modules:
-        make = _ZarrReader.make
+        make = ZarrReader.make
     elif mod.startswith("tables") and "tables" in sys.modules:
-        make = _TablesReader.make
+        make = TablesReader.make
     if make is None:
         return None
     try:

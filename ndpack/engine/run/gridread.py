@@ -5,13 +5,13 @@ A region's chunks are grouped into batches of about a megabyte per reader thread
 a chunk that lands whole in a contiguous part of the destination is decoded straight
 into it.  Chunks a region cuts are decoded once per evaluation (:class:`_Decoded`);
 costly codecs decode the chunks of a C-order scan ahead (:class:`_Ahead`).  Readers of
-one storage (h5py, PyTables, zarr) subclass :class:`_GridReader` with ``load``.
+one storage (h5py, PyTables, zarr) subclass :class:`GridReader` with ``load``.
 ``READS`` counts the chunks read directly, by kind, and the fallbacks.
 
 Examples
 --------
 >>> import numpy as np
->>> class Ones(_GridReader):
+>>> class Ones(GridReader):
 ...     kind = "ones"
 ...     def load(self, coords, local, dstv, nthreads=1):
 ...         dstv[...] = 1
@@ -44,12 +44,12 @@ READS: collections.Counter = collections.Counter()   # chunks read directly, by 
 _GROUP_BYTES = 1 << 20         # chunks handed to one reader thread at a time, at least
 
 
-class _Fallback(Exception):
+class Fallback(Exception):
     """A chunk the direct reader will not vouch for: read it through ``obj[key]``."""
 
 
 
-class _GridReader:
+class GridReader:
     """Reads step-1 regions of an array stored as a regular grid of chunks, each chunk
     decoded into `dst` directly when it lands whole in a contiguous part of `dst`."""
 
@@ -223,12 +223,12 @@ def _give_all(pooled: list) -> None:
 
 class _Ahead:
     """Whole chunks decoded ahead on the leaf threads, into the engine's pooled
-    buffers, for the regions that follow (:meth:`_GridReader._read_ahead`).  A chunk
+    buffers, for the regions that follow (:meth:`GridReader._read_ahead`).  A chunk
     asked for is copied from its buffer once decoded; one still queued is cancelled
     and decoded by the caller straight into place.  Nothing waits on a queued task, so
     any thread may ask."""
 
-    def __init__(self, owner: _GridReader, depth: int):
+    def __init__(self, owner: GridReader, depth: int):
         self.owner, self.depth = weakref.proxy(owner), depth
         self.flight: dict = {}           # coords -> (future, pooled buffer)
         self.lock = threading.Lock()
@@ -277,7 +277,7 @@ class _Batch:
 
     threads = 1                  # threads decoding inside a chunk (few chunks, big)
 
-    def __init__(self, owner: _GridReader, jobs: list):
+    def __init__(self, owner: GridReader, jobs: list):
         self.owner, self.jobs = owner, jobs
 
     def __call__(self):
@@ -285,7 +285,7 @@ class _Batch:
         for coords, local, dstv in self.jobs:
             try:
                 owner.load(coords, local, dstv, self.threads)
-            except Exception as exc:   # noqa: BLE001 -- _Fallback, a codec error: the library decides
+            except Exception as exc:   # noqa: BLE001 -- Fallback, codec error: the library decides
                 READS[owner.kind + " fallback"] += 1      # counted even if the library fails
                 origin = [i * c for i, c in zip(coords, owner.chunks)]
                 try:
@@ -316,19 +316,19 @@ def _plain_key(key, shape) -> bool:
         for s, n in zip(key, shape)))
 
 
-def _bytes_of(a: np.ndarray) -> memoryview:
+def bytes_of(a: np.ndarray) -> memoryview:
     return memoryview(a.reshape(-1).view(np.uint8))
 
 
-def _pread(fd: int, into: memoryview, offset: int) -> None:
+def pread_into(fd: int, into: memoryview, offset: int) -> None:
     got = 0
     while got < len(into):
         n = os.preadv(fd, [into[got:]], offset + got)
         if n <= 0:
-            raise _Fallback("the file ends before the chunk does")
+            raise Fallback("the file ends before the chunk does")
         got += n
 
 
-def _numeric(dtype: np.dtype) -> bool:
+def is_numeric(dtype: np.dtype) -> bool:
     return dtype.kind in "iufc" and dtype.fields is None and dtype.subdtype is None \
         and not dtype.metadata

@@ -14,7 +14,7 @@ Examples
 >>> with h5py.File(path, "w") as f:
 ...     _ = f.create_dataset("x", data=np.arange(12.0).reshape(3, 4), chunks=(2, 2))
 >>> with h5py.File(path, "r") as f:
-...     read = _H5Reader.make(f["x"])
+...     read = H5Reader.make(f["x"])
 ...     dst = np.empty((2, 2))
 ...     read((slice(1, 3), slice(1, 3)), dst)
 >>> dst.tolist()
@@ -30,7 +30,7 @@ import zlib
 
 import numpy as np
 
-from ndpack.engine.run.gridread import _Fallback, _GridReader, _bytes_of, _numeric, _pread
+from ndpack.engine.run.gridread import Fallback, GridReader, bytes_of, is_numeric, pread_into
 from ndpack.resources import scratch
 from ndpack.storage.ndarray import NDArray
 from ndpack.storage.schunk import schunk_from_cframe
@@ -40,7 +40,7 @@ _VIRTUAL_BYTES = 4 << 20       # pieces of a contiguous HDF5 dataset read at onc
 
 
 
-class _H5Reader(_GridReader):
+class H5Reader(GridReader):
     """Chunks of an HDF5 dataset read with ``os.preadv`` from our own descriptor."""
 
     kind = "h5py"
@@ -55,7 +55,7 @@ class _H5Reader(_GridReader):
                 or dset.is_virtual or dset.external:
             return None
         dtype = np.dtype(dset.dtype)
-        if not _numeric(dtype) or dset.id.get_type() != h5py.h5t.py_create(dtype):
+        if not is_numeric(dtype) or dset.id.get_type() != h5py.h5t.py_create(dtype):
             return None                  # the file's bytes are not NumPy's layout
         dcpl = dset.id.get_create_plist()
         if dcpl.fill_value_defined() == h5py.h5d.FILL_VALUE_UNDEFINED:
@@ -109,22 +109,22 @@ class _H5Reader(_GridReader):
         nbytes = math.prod(stored) * self.raw.itemsize
         if self.codec == BLOSC2_FILTER and not mask & 1:
             src = scratch(size, "foreign-packed")
-            _pread(self.fd, memoryview(src), offset)
+            pread_into(self.fd, memoryview(src), offset)
             _blosc2_frame_into(src, stored, local, dstv, self.raw, nthreads)
             return
         if self.codec is not None and not mask & 1:
             def inflate():
                 src = scratch(size, "foreign-packed")
-                _pread(self.fd, memoryview(src), offset)
+                pread_into(self.fd, memoryview(src), offset)
                 data = zlib.decompress(src, 15, nbytes)
                 if len(data) != nbytes:
-                    raise _Fallback("the chunk inflates to the wrong size")
+                    raise Fallback("the chunk inflates to the wrong size")
                 return np.frombuffer(data, self.raw).reshape(stored)
             whole = all(s.start == 0 and s.stop == n for s, n in zip(local, stored))
             dstv[...] = (inflate() if whole else self.decoded.get(coords, inflate))[local]
             return
         if size != nbytes:
-            raise _Fallback("an unfiltered chunk of an unexpected size")
+            raise Fallback("an unfiltered chunk of an unexpected size")
         self._rows(offset, stored, local, dstv)
 
     def _rows(self, offset, stored, local, dstv) -> None:
@@ -136,7 +136,7 @@ class _H5Reader(_GridReader):
         start, n = offset + rows.start * row, (rows.stop - rows.start) * row
         whole = all(s.start == 0 and s.stop == m for s, m in zip(local[p + 1:], stored[p + 1:]))
         if whole and dstv.dtype == self.raw and dstv.flags.c_contiguous:
-            _pread(self.fd, _bytes_of(dstv), start)
+            pread_into(self.fd, bytes_of(dstv), start)
             return
         buf = scratch(n, "foreign-rows")
         inner = stored[p + 1:]
@@ -150,14 +150,14 @@ class _H5Reader(_GridReader):
             # step cutting the chunk's inner dimensions: not the whole rows each step)
             mv = memoryview(buf)
             for r in range(nrows):
-                _pread(self.fd, mv[r * row + first:r * row + last], start + r * row + first)
+                pread_into(self.fd, mv[r * row + first:r * row + last], start + r * row + first)
         else:
-            _pread(self.fd, memoryview(buf), start)
+            pread_into(self.fd, memoryview(buf), start)
         view = buf.view(self.raw).reshape((1,) * p + (nrows,) + inner)
         dstv[...] = view[(slice(None),) * (p + 1) + tuple(local[p + 1:])]
 
 
-class _TablesReader(_H5Reader):
+class TablesReader(H5Reader):
     """Chunks of a PyTables ``CArray``/``EArray`` (no filter, or Blosc2 alone), read
     with ``os.preadv`` at the offsets PyTables' ``chunk_info`` gives."""
 
@@ -171,7 +171,7 @@ class _TablesReader(_H5Reader):
             return None
         dtype, flt = np.dtype(arr.dtype), arr.filters
         order = {"little": "<", "big": ">"}.get(arr.byteorder, "=")
-        if not _numeric(dtype) or dtype.newbyteorder(order) != dtype \
+        if not is_numeric(dtype) or dtype.newbyteorder(order) != dtype \
                 and dtype.itemsize > 1 or flt.fletcher32:
             return None
         if flt.complevel and not (flt.complib or "").startswith("blosc2"):
@@ -181,7 +181,7 @@ class _TablesReader(_H5Reader):
         return cls(arr, BLOSC2_FILTER if flt.complevel else None)
 
     def __init__(self, arr, codec):
-        _GridReader.__init__(self, arr, tuple(arr.chunkshape), np.dtype(arr.dtype),
+        GridReader.__init__(self, arr, tuple(arr.chunkshape), np.dtype(arr.dtype),
                              np.asarray(arr.atom.dflt, arr.dtype))
         self.chunked, self.codec, self.info, self.base = True, codec, {}, None
         self.fd = os.open(arr._v_file.filename, os.O_RDONLY)
@@ -206,18 +206,18 @@ def _blosc2_frame_into(src, stored: tuple, local: tuple, dstv: np.ndarray, raw,
     if "b2nd" in schunk.meta:
         arr = NDArray(schunk)
         if arr.shape != stored or arr.dtype.itemsize != raw.itemsize:
-            raise _Fallback("a Blosc2 frame of another shape or item size")
+            raise Fallback("a Blosc2 frame of another shape or item size")
         if dstv.dtype == raw and dstv.flags.c_contiguous:
             arr.read_into(local, dstv.view(arr.dtype), nthreads)
         else:
             dstv[...] = arr[local].view(raw)
         return
     if schunk.nchunks != 1 or schunk.nbytes != nbytes:
-        raise _Fallback("a Blosc2 frame that is not one chunk of the dataset's")
+        raise Fallback("a Blosc2 frame that is not one chunk of the dataset's")
     if dstv.dtype == raw and dstv.flags.c_contiguous and tuple(dstv.shape) == stored:
         if nthreads > 1:
             schunk.dparams = {"nthreads": nthreads}
-        schunk.decompress_chunk(0, _bytes_of(dstv))      # checked, straight into place
+        schunk.decompress_chunk(0, bytes_of(dstv))      # checked, straight into place
         return
     data = np.frombuffer(schunk.decompress_chunk(0), raw).reshape(stored)
     dstv[...] = data[local]

@@ -9,7 +9,8 @@
   piece with one C thread and single-threaded numexpr: one level of parallelism.
 * **Reader threads** (:func:`run_all`) read pieces of foreign operands (h5py, zarr,
   ...) in parallel, a piece per chunk of the operand's own storage.
-* **Leaf threads** (:func:`run_leaves`) run direct chunk reads (``direct.py``), which
+* **Leaf threads** (:func:`run_leaves`) run direct chunk reads of foreign arrays
+  (:mod:`~ndpack.engine.run.gridread`, ``h5read``, ``zarrread``), which
   never wait on anything: any thread, the prefetch thread included, may wait on them.
 * :func:`serial_numexpr` holds numexpr at one thread while workers run, and gives back
   the caller's setting when the last concurrent user leaves.

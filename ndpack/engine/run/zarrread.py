@@ -12,7 +12,7 @@ Examples
 >>> z = zarr.create_array(os.path.join(tempfile.mkdtemp(), "z.zarr"), shape=(4, 4),
 ...                       chunks=(2, 2), dtype="f8")
 >>> z[...] = np.arange(16.0).reshape(4, 4)
->>> read = _ZarrReader.make(z)
+>>> read = ZarrReader.make(z)
 >>> dst = np.empty((2, 3))
 >>> read((slice(1, 3), slice(0, 3)), dst)
 >>> dst.tolist()
@@ -29,12 +29,12 @@ import numpy as np
 
 from ndpack.chunks import chunk_info, decompress2
 from ndpack.codecs import zstd_frame_decompress
-from ndpack.engine.run.gridread import _Fallback, _GridReader, _bytes_of, _numeric, _pread
+from ndpack.engine.run.gridread import Fallback, GridReader, bytes_of, is_numeric, pread_into
 from ndpack.resources import scratch
 
 
 
-class _ZarrReader(_GridReader):
+class ZarrReader(GridReader):
     """Chunk files of a zarr array on a local store, decoded on the calling thread."""
 
     kind = "zarr"
@@ -56,7 +56,7 @@ class _ZarrReader(_GridReader):
         if found is None:
             return None
         codec, raw = found
-        if not _numeric(raw) or raw.newbyteorder("=") != np.dtype(arr.dtype).newbyteorder("="):
+        if not is_numeric(raw) or raw.newbyteorder("=") != np.dtype(arr.dtype).newbyteorder("="):
             return None
         if arr.fill_value is None:
             return None
@@ -76,13 +76,13 @@ class _ZarrReader(_GridReader):
             return
         nbytes = math.prod(self.chunks) * self.raw.itemsize
         if self.straight(self.chunks, local, dstv):
-            self._decode(self._read(path), _bytes_of(dstv), nbytes)
+            self._decode(self._read(path), bytes_of(dstv), nbytes)
             return
         whole = all(s.start == 0 and s.stop == n for s, n in zip(local, self.chunks))
 
         def decode(into=None):
             into = self.decoded.buffer(self.chunks, self.raw) if into is None else into
-            self._decode(self._read(path), _bytes_of(into), nbytes)
+            self._decode(self._read(path), bytes_of(into), nbytes)
             return into
         if whole:            # a whole chunk of another dtype or layout: no keeping
             dstv[...] = decode(scratch(nbytes, "foreign-chunk").view(self.raw)
@@ -95,7 +95,7 @@ class _ZarrReader(_GridReader):
         path = os.path.join(self.root, self.key(coords))
         if not os.path.exists(path):
             return False
-        self._decode(self._read(path), _bytes_of(into), into.nbytes)
+        self._decode(self._read(path), bytes_of(into), into.nbytes)
         return True
 
     @staticmethod
@@ -104,11 +104,11 @@ class _ZarrReader(_GridReader):
         try:
             fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
-            raise _Fallback("the chunk file went away") from None
+            raise Fallback("the chunk file went away") from None
         try:
             size = os.fstat(fd).st_size
             src = scratch(size, "foreign-packed")
-            _pread(fd, memoryview(src), 0)
+            pread_into(fd, memoryview(src), 0)
         finally:
             os.close(fd)
         return src
@@ -116,20 +116,20 @@ class _ZarrReader(_GridReader):
     def _decode(self, src: np.ndarray, into: memoryview, nbytes: int) -> None:
         if self.codec == "none":
             if len(src) != nbytes:
-                raise _Fallback("a raw chunk of the wrong size")
+                raise Fallback("a raw chunk of the wrong size")
             into[:] = memoryview(src)
         elif self.codec == "blosc":
             if chunk_info(src)["nbytes"] != nbytes:
-                raise _Fallback("a Blosc chunk of the wrong size")
+                raise Fallback("a Blosc chunk of the wrong size")
             decompress2(src, into, nthreads=1)
         elif self.codec == "zstd":
             if _zstd_content_size(src) != nbytes:
-                raise _Fallback("a zstd frame of another size (or none said)")
+                raise Fallback("a zstd frame of another size (or none said)")
             zstd_frame_decompress(src, into)    # the C core, straight into place
         else:
             data = zlib.decompress(src, 31 if self.codec == "gzip" else 15, nbytes)
             if len(data) != nbytes:
-                raise _Fallback("a deflate stream of the wrong size")
+                raise Fallback("a deflate stream of the wrong size")
             into[:] = data
 
 
