@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import pathlib
 import time
 
 import numexpr
@@ -42,18 +41,9 @@ RANGES = {"log": (0.01, 100.0), "log1p": (-0.5, 100.0), "arctan": (-20.0, 20.0),
 
 
 def host() -> str:
-    cpu = "?"
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    load = f", load {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
-    return (f"host: {cpu}, {os.cpu_count()} cores{load}; vmath ISA {vmath.isa()} "
-            f"(available: {', '.join(ndpack._core.vmath_isas())}); NumPy {np.__version__}, "
-            f"numexpr {numexpr.__version__}")
+    """The vmath part of the host (timing.py prints the CPU line on import)."""
+    return (f"vmath ISA {vmath.isa()} (available: {', '.join(ndpack._core.vmath_isas())}); "
+            f"NumPy {np.__version__}, numexpr {numexpr.__version__}")
 
 
 def kernels(n: int, reps: int, rows: list) -> None:
