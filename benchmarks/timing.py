@@ -15,25 +15,22 @@ def host_line() -> str:
     the ISA of the filters, the crc32c kernel, and the environment overrides set."""
     import io
     import ndpack
-    model = "unknown CPU"
+    fields = {}
     try:
         with open("/proc/cpuinfo") as f:
-            model = next(line.split(":", 1)[1].strip() for line in f
-                         if line.startswith("model name"))
-    except (OSError, StopIteration):
+            for line in f:
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
         pass
+    model = fields.get("model name", "unknown CPU")
+    words = set(fields.get("flags", "").split())
+    flags = " ".join(w for w in ("avx2", "fma", "avx512f", "vpclmulqdq") if w in words)
     info = ndpack.cpu_info
     cfg = io.StringIO()
     ndpack.show_config(file=cfg)
     crc = next((ln.split(":", 1)[1].split("(")[0].strip() for ln in cfg.getvalue().splitlines()
                 if ln.strip().startswith("crc32c")), "?")
-    flags = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            words = set(next(ln for ln in f if ln.startswith("flags")).split())
-        flags = " ".join(w for w in ("avx2", "fma", "avx512f", "vpclmulqdq") if w in words)
-    except (OSError, StopIteration):
-        pass
     env = " ".join(f"{k}={os.environ[k]}" for k in ("NDPACK_ISA", "NDPACK_NTHREADS",
                                                       "NDPACK_CACHE_SIZES", "NDPACK_MEMORY")
                    if k in os.environ)

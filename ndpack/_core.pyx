@@ -576,57 +576,57 @@ VMATH_BINARY = ("arctan2", "power")
 VMATH_ISAS = ("scalar", "avx2", "avx512")
 
 
+cdef int _vmath_args(int fn, tuple names, int64_t n, lengths) except -1:
+    """Check a vmath call's function number and that every buffer has `n` items."""
+    if any(m != n for m in lengths):
+        raise ValueError(f"buffers of {', '.join(map(str, lengths))} items: lengths differ")
+    if not 0 <= fn < len(names):
+        raise ValueError(f"no vmath function {fn}")
+    return 0
+
+
+cdef int _vmath_done(int rc, int isa) except -1:
+    if rc != 0:
+        raise ValueError(f"vmath ISA {isa} is not available on this CPU")
+    return 0
+
+
 def vmath_unary(int fn, const double[::1] x, double[::1] y, int isa=-1):
     """y = f(x) for contiguous float64 buffers of one length (f the `fn`-th of
     VMATH_UNARY), in C with the GIL released; `isa` -1 for the current choice, else
     an index of VMATH_ISAS (ValueError if the CPU lacks it)."""
-    if x.shape[0] != y.shape[0]:
-        raise ValueError(f"x has {x.shape[0]} items, y {y.shape[0]}")
-    cdef int64_t n = x.shape[0]
-    cdef int rc
-    if not 0 <= fn < len(VMATH_UNARY):
-        raise ValueError(f"no vmath function {fn}")
-    if n == 0:
-        return
-    with nogil:
-        rc = ndp_vmath_unary(fn, &x[0], &y[0], n, isa)
-    if rc != 0:
-        raise ValueError(f"vmath ISA {isa} is not available on this CPU")
+    cdef int64_t n = y.shape[0]
+    cdef int rc = 0
+    _vmath_args(fn, VMATH_UNARY, n, (x.shape[0], n))
+    if n:
+        with nogil:
+            rc = ndp_vmath_unary(fn, &x[0], &y[0], n, isa)
+    _vmath_done(rc, isa)
 
 
 def vmath_binary(int fn, const double[::1] a, const double[::1] b, double[::1] y,
                  int isa=-1):
     """y = f(a, b) for contiguous float64 buffers of one length (f the `fn`-th of
     VMATH_BINARY), in C with the GIL released; `isa` as in vmath_unary."""
-    if a.shape[0] != y.shape[0] or b.shape[0] != y.shape[0]:
-        raise ValueError(f"a has {a.shape[0]} items, b {b.shape[0]}, y {y.shape[0]}")
     cdef int64_t n = y.shape[0]
-    cdef int rc
-    if not 0 <= fn < len(VMATH_BINARY):
-        raise ValueError(f"no vmath function {fn}")
-    if n == 0:
-        return
-    with nogil:
-        rc = ndp_vmath_binary(fn, &a[0], &b[0], &y[0], n, isa)
-    if rc != 0:
-        raise ValueError(f"vmath ISA {isa} is not available on this CPU")
+    cdef int rc = 0
+    _vmath_args(fn, VMATH_BINARY, n, (a.shape[0], b.shape[0], n))
+    if n:
+        with nogil:
+            rc = ndp_vmath_binary(fn, &a[0], &b[0], &y[0], n, isa)
+    _vmath_done(rc, isa)
 
 
 def vmath_binary_scalar(int fn, const double[::1] a, double b, double[::1] y, int isa=-1):
     """y = f(a, b) with one float `b` for every item of `a` (``a ** 1.2``), as
     vmath_binary otherwise."""
-    if a.shape[0] != y.shape[0]:
-        raise ValueError(f"a has {a.shape[0]} items, y {y.shape[0]}")
     cdef int64_t n = y.shape[0]
-    cdef int rc
-    if not 0 <= fn < len(VMATH_BINARY):
-        raise ValueError(f"no vmath function {fn}")
-    if n == 0:
-        return
-    with nogil:
-        rc = ndp_vmath_binary_s(fn, &a[0], b, &y[0], n, isa)
-    if rc != 0:
-        raise ValueError(f"vmath ISA {isa} is not available on this CPU")
+    cdef int rc = 0
+    _vmath_args(fn, VMATH_BINARY, n, (a.shape[0], n))
+    if n:
+        with nogil:
+            rc = ndp_vmath_binary_s(fn, &a[0], b, &y[0], n, isa)
+    _vmath_done(rc, isa)
 
 
 def vmath_isa():

@@ -46,8 +46,9 @@ import time
 
 import numpy as np
 
-from ndpack import _core
-from ndpack._core import cumsum_inplace, vsincos
+from ndpack._core import (VMATH_BINARY, VMATH_ISAS, VMATH_UNARY, cumsum_inplace,
+                          vmath_binary, vmath_binary_scalar, vmath_isa, vmath_unary,
+                          vsincos)
 
 __all__ = ["ULP", "arctan", "arctan2", "cos", "cosh", "exp", "expm1", "fast_ufunc",
            "implementation", "isa", "log", "log1p", "power", "reference", "running_sum",
@@ -56,14 +57,14 @@ __all__ = ["ULP", "arctan", "arctan2", "cos", "cosh", "exp", "expm1", "fast_ufun
 #: The measured bound, in ulp of the C library's value, of each function.
 ULP = {"exp": 1, "log": 1, "expm1": 1, "log1p": 1, "cosh": 1, "tan": 1, "arctan": 2,
        "arctan2": 2, "tanh": 2, "sinh": 2, "sin": 1, "cos": 1, "power": 1}
-_UNARY = {name: i for i, name in enumerate(_core.VMATH_UNARY)}
-_BINARY = {name: i for i, name in enumerate(_core.VMATH_BINARY)}
-NAMES = ("sin", "cos") + _core.VMATH_UNARY + _core.VMATH_BINARY
+_UNARY = {name: i for i, name in enumerate(VMATH_UNARY)}
+_BINARY = {name: i for i, name in enumerate(VMATH_BINARY)}
+NAMES = ("sin", "cos") + VMATH_UNARY + VMATH_BINARY
 
 
 def isa() -> str:
     """The instruction set of the kernels now (``"scalar"``, ``"avx2"``, ``"avx512"``)."""
-    return _core.vmath_isa()
+    return vmath_isa()
 
 
 def _ours_ok(x, out) -> bool:
@@ -79,7 +80,7 @@ def _unary(name: str, x, out, isa: int = -1):
             return ref(x)
         out = np.empty(x.shape, np.float64)
     if _ours_ok(x, out):
-        _core.vmath_unary(_UNARY[name], x.reshape(-1), out.reshape(-1), isa)
+        vmath_unary(_UNARY[name], x.reshape(-1), out.reshape(-1), isa)
         return out
     return ref(x, out=out)
 
@@ -104,7 +105,7 @@ def _binary(name: str, a, b, out, isa: int = -1):
         if out is None:
             out = np.empty(a.shape, np.float64)
         if _ours_ok(a, out):
-            _core.vmath_binary_scalar(_BINARY[name], a.reshape(-1), bs, out.reshape(-1), isa)
+            vmath_binary_scalar(_BINARY[name], a.reshape(-1), bs, out.reshape(-1), isa)
             return out
         return ref(a, b, out=out)
     arrays = isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
@@ -114,7 +115,7 @@ def _binary(name: str, a, b, out, isa: int = -1):
     if out is None:
         out = np.empty(a.shape, np.float64)
     if _ours_ok(a, out):
-        _core.vmath_binary(_BINARY[name], a.reshape(-1), b.reshape(-1), out.reshape(-1), isa)
+        vmath_binary(_BINARY[name], a.reshape(-1), b.reshape(-1), out.reshape(-1), isa)
         return out
     return ref(a, b, out=out)
 
@@ -304,7 +305,7 @@ def reference(name: str, *args, isa: str = "scalar"):
     >>> bool((reference("log", x) == reference("log", x, isa=isa())).all())
     True
     """
-    code = _core.VMATH_ISAS.index(isa)
+    code = VMATH_ISAS.index(isa)
     if name in ("sin", "cos"):
         raise ValueError("sin/cos: set_isa('scalar') selects their reference")
     args = [a if isinstance(a, float) else np.ascontiguousarray(a, np.float64) for a in args]
