@@ -68,6 +68,7 @@ cdef extern from "ndpack.h" nogil:
     void ndp_cparts_source_filled(ndp_cparts *p)
     int32_t ndp_cparts_end(ndp_cparts *p, const void *chunk_src, ndp_error *err)
     int ndp_cparts_crc(const ndp_cparts *p, uint32_t *crc)
+    int32_t ndp_cparts_block_sums(const ndp_cparts *p, uint32_t *out, int32_t cap)
     void ndp_cparts_free(ndp_cparts *p)
     int32_t ndp_chunk_special(int special, int32_t nbytes, int32_t typesize, int32_t blocksize,
                               const void *value, void *dst, int32_t dstsize, ndp_error *err)
@@ -90,9 +91,15 @@ cdef extern from "ndpack.h" nogil:
     int64_t ndp_getitems(const void *src, int32_t srcsize, const int64_t *starts,
                          const int32_t *counts, int32_t nruns, void *dst, int64_t dstsize,
                          ndp_error *err)
-    int64_t ndp_fd_read_blocks(int fd, int64_t pos, int32_t nblocks, int32_t min_cbytes,
-                               const int32_t *numbers, int32_t n, void *buf, int64_t cap,
-                               int64_t *needed, ndp_error *err)
+    int64_t ndp_fd_read_blocks_checked(int fd, int64_t pos, int32_t nblocks,
+                                       int32_t min_cbytes, const int32_t *numbers, int32_t n,
+                                       void *buf, int64_t cap, int64_t *needed,
+                                       const uint32_t *entry, int32_t nentry, ndp_error *err)
+    int32_t ndp_block_sums(const void *chunk, int32_t size, uint32_t *out, int32_t cap,
+                           uint32_t *chunk_crc, ndp_error *err)
+    int ndp_block_sums_check(const void *chunk, int32_t size, const int32_t *blocks, int32_t n,
+                             const uint32_t *entry, int32_t nentry, int check_prefix,
+                             ndp_error *err)
     uint32_t ndp_crc32c(uint32_t crc, const void *buf, size_t len)
     uint32_t ndp_crc32c_scalar(uint32_t crc, const void *buf, size_t len)
     const char *ndp_crc32c_kernel()

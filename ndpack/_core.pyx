@@ -379,22 +379,76 @@ def getitems(src, const int64_t[::1] starts, const int32_t[::1] counts, dst):
 
 
 def fd_read_blocks(int fd, int64_t pos, int32_t nblocks, int32_t min_cbytes,
-                   const int32_t[::1] numbers, buf):
+                   const int32_t[::1] numbers, buf, entry=None):
     """Blocks `numbers` of the chunk at `pos` of file `fd` packed into the writable
     `buf` as a smaller valid chunk: ``(size, needed)``, size 0 when it does not
-    apply (read the chunk whole) and `needed` > 0 when `buf` is too small."""
+    apply (read the chunk whole) and `needed` > 0 when `buf` is too small.  `entry`
+    (the chunk's block checksums, see :func:`block_sums`): what was read is checked
+    against it, a mismatch raising FormatError naming the block."""
     cdef _WriteBuffer wbuf = _WriteBuffer(buf)
     cdef ndp_error err
     err.code = 0
     cdef int64_t needed = 0, r
     cdef int32_t n = <int32_t>numbers.shape[0]
     cdef const int32_t *np_ = &numbers[0] if n > 0 else NULL
+    cdef _ReadBuffer ebuf
+    cdef const uint32_t *ep = NULL
+    cdef int32_t ne = 0
+    if entry is not None:
+        ebuf = _ReadBuffer(entry)
+        ep = <const uint32_t *>ebuf.view.buf
+        ne = <int32_t>(ebuf.view.len // 4)
     with nogil:
-        r = ndp_fd_read_blocks(fd, pos, nblocks, min_cbytes, np_, n, wbuf.view.buf,
-                               wbuf.view.len, &needed, &err)
+        r = ndp_fd_read_blocks_checked(fd, pos, nblocks, min_cbytes, np_, n, wbuf.view.buf,
+                                       wbuf.view.len, &needed, ep, ne, &err)
     if r < 0:
         _raise(<int>r, &err)
     return r, needed
+
+
+def block_sums(chunk):
+    """``(crc, entry)``: the crc32c of the stored chunk `chunk` (bytes-like) and its
+    block checksums -- bytes of little-endian uint32: the prefix's crc32c (header, block
+    starts, dictionary), then each block's -- or None for a chunk without them
+    (special, VL blocks, empty), both from one pass over the bytes, GIL released."""
+    cdef _ReadBuffer buf = _ReadBuffer(chunk)
+    cdef int32_t size = _checked_len(buf.view.len, "chunk")
+    cdef ndp_error err
+    err.code = 0
+    cdef uint32_t crc = 0
+    cdef int32_t r, cap
+    with nogil:
+        cap = ndp_block_sums(buf.view.buf, size, NULL, 0, NULL, &err)
+    if cap < 0:
+        _raise(cap, &err)
+    out = bytearray(4 * cap)
+    cdef _WriteBuffer obuf = _WriteBuffer(out)
+    cdef uint32_t *op = <uint32_t *>obuf.view.buf if cap > 0 else NULL
+    with nogil:
+        r = ndp_block_sums(buf.view.buf, size, op, cap, &crc, &err)
+    if r < 0:
+        _raise(r, &err)
+    return crc, (bytes(out[:4 * r]) if r > 0 else None)
+
+
+def block_sums_check(chunk, const int32_t[::1] blocks, entry, bint prefix=True):
+    """Check blocks `blocks` of `chunk` (block 0 too when DELTA needs it) and, when
+    `prefix`, its header and block starts, against `entry` (:func:`block_sums`):
+    FormatError naming the first part that differs."""
+    cdef _ReadBuffer buf = _ReadBuffer(chunk)
+    cdef int32_t size = _checked_len(buf.view.len, "chunk")
+    cdef _ReadBuffer ebuf = _ReadBuffer(entry)
+    cdef ndp_error err
+    err.code = 0
+    cdef int rc
+    cdef int32_t n = <int32_t>blocks.shape[0]
+    cdef const int32_t *bp = &blocks[0] if n > 0 else NULL
+    with nogil:
+        rc = ndp_block_sums_check(buf.view.buf, size, bp, n,
+                                  <const uint32_t *>ebuf.view.buf,
+                                  <int32_t>(ebuf.view.len // 4), prefix, &err)
+    if rc != 0:
+        _raise(rc, &err)
 
 
 def special_chunk(int special, int nbytes, int typesize, int blocksize, value=None):

@@ -6,7 +6,7 @@
 cdef class ChunkParts:
     """A chunk of `nbytes` encoded in parts (``ndp_cparts_*``): :meth:`add` encodes
     blocks of the chunk's buffer from any thread (several at once, GIL released) as soon
-    as their bytes exist; :meth:`finish` returns the chunk (bytes) and sets :attr:`crc`.
+    as their bytes exist; :meth:`finish` returns the chunk (bytes) and sets :attr:`sums`.
     Made by :func:`chunk_parts`, which returns None when the chunk cannot be encoded in
     parts (clevel 0, tiny, dictionary, DELTA); :meth:`again` makes the encoder of the
     next chunk with the same parameters.  Blocks added in increasing order give the
@@ -15,7 +15,7 @@ cdef class ChunkParts:
     cdef PyObject *raw
     cdef ndp_cparams cp
     cdef readonly int32_t nbytes, blocksize, nblocks
-    cdef readonly object crc          # see finish
+    cdef readonly object sums         # see finish
 
     def __dealloc__(self):
         ndp_cparts_free(self.enc)
@@ -76,13 +76,14 @@ cdef class ChunkParts:
 
     def finish(self, src):
         """The chunk, once every block was added (`src`: the chunk's buffer, read
-        whole when the data is stored uncompressed).  Sets :attr:`crc`: the chunk's
-        crc32c joined from its blocks' crcs, computed by the threads that encoded them
-        (None when the chunk is not made of those blocks: stored uncompressed,
-        collapsed into zeros, encoded again whole)."""
+        whole when the data is stored uncompressed).  Sets :attr:`sums`: ``(crc,
+        entry)``, the chunk's crc32c joined from its blocks' crcs (computed by the
+        threads that encoded them) and its block checksums (as :func:`block_sums`
+        gives them), or None when the chunk is not made of those blocks (stored
+        uncompressed, collapsed into zeros, encoded again whole)."""
         cdef _ReadBuffer buf = self._buffer(src)
         cdef ndp_error err
-        cdef int32_t r
+        cdef int32_t r, ne = 0
         cdef uint32_t crc = 0
         cdef int known = 0
         err.code = 0
@@ -90,15 +91,20 @@ cdef class ChunkParts:
             raise ParameterError("the chunk must be stored uncompressed or encoded again, "
                                  "and its buffer lacks the blocks added from copies: fill "
                                  "it, then call source_filled()")
+        entry = bytearray(4 * (self.nblocks + 1))
+        cdef _WriteBuffer ebuf = _WriteBuffer(entry)
         with nogil:
             r = ndp_cparts_end(self.enc, buf.view.buf, &err)
             if r >= 0:
                 known = ndp_cparts_crc(self.enc, &crc)
+                if known:
+                    ne = ndp_cparts_block_sums(self.enc, <uint32_t *>ebuf.view.buf,
+                                               self.nblocks + 1)
         ndp_cparts_free(self.enc)
         self.enc = NULL
         if r < 0:
             _raise(r, &err)
-        self.crc = crc if known else None
+        self.sums = (crc, bytes(entry) if ne else None) if known else None
         raw = self.raw
         self.raw = NULL
         return _take_bytes(raw, r)

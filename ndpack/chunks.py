@@ -44,6 +44,8 @@ __all__ = [
     "compress_or_header",
     "is_raw_header",
     "crc32c",
+    "block_sums",
+    "block_sums_check",
     "set_compressor",
     "get_compressor",
     "set_blocksize",
@@ -541,7 +543,7 @@ def getitems(src, starts, counts, dst) -> int:
 
 
 def read_blocks_from_file(fd: int, pos: int, nblocks: int, numbers, buf,
-                          min_cbytes: int = 0) -> tuple[int, int]:
+                          min_cbytes: int = 0, entry=None) -> tuple[int, int]:
     """Read the blocks `numbers` of the chunk stored at byte `pos` of the open file
     `fd` (a chunk of `nblocks` blocks) with positioned reads, packed into the writable
     buffer `buf` as a smaller valid chunk (its other blocks must not be decoded).
@@ -551,7 +553,10 @@ def read_blocks_from_file(fd: int, pos: int, nblocks: int, numbers, buf,
     count, cbytes below `min_cbytes`, an unexpected block start, a short read: read
     the chunk whole, whose decoding reports any corruption), and `needed` > 0 when
     `buf` is too small (a lower bound when the block starts did not fit: call again
-    with a buffer of that size).
+    with a buffer of that size).  `entry`: the chunk's block checksums
+    (:func:`block_sums`); the header, block starts and wanted blocks read are checked
+    against them, a mismatch raising :class:`~ndpack.errors.FormatError` naming the
+    block.
 
     Examples
     --------
@@ -569,7 +574,7 @@ def read_blocks_from_file(fd: int, pos: int, nblocks: int, numbers, buf,
     """
     numbers = np.ascontiguousarray(numbers, np.int32)
     return _core.fd_read_blocks(int(fd), int(pos), int(nblocks), int(min_cbytes),
-                                numbers, buf)
+                                numbers, buf, entry)
 
 
 def sum_chunk(src, dtype, chunkshape, blockshape, valid, reduced, out, offset, ostride):
@@ -659,3 +664,58 @@ def crc32c(data, value: int = 0, reference: bool = False) -> int:
     True
     """
     return _core.crc32c(_as_buffer(data, "data"), int(value), bool(reference))
+
+
+def block_sums(chunk) -> tuple:
+    """The crc32c of a stored chunk and its block checksums, in one pass (C core).
+
+    The block checksums (``entry``) are the crc32c of the chunk's prefix (header, block
+    starts and dictionary: everything a decoder trusts before it reaches a block) and
+    of each block's bytes as they lie in the chunk, as little-endian uint32 values:
+    what a reader that decodes a few blocks checks without reading the others
+    (:mod:`ndpack.storage.checksums`).
+
+    Parameters
+    ----------
+    chunk : bytes-like
+        A whole stored chunk.
+
+    Returns
+    -------
+    tuple
+        ``(crc, entry)``: ``crc == crc32c(chunk)``; `entry` (bytes of ``4 * (nblocks +
+        1)``) or None for chunks without blocks to check apart (special values,
+        variable-length blocks, empty).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> chunk = compress2(np.arange(1000.0).tobytes(), typesize=8, blocksize=800)
+    >>> crc, entry = block_sums(chunk)
+    >>> crc == crc32c(chunk), len(entry) // 4        # the prefix, then 10 blocks
+    (True, 11)
+    """
+    return _core.block_sums(_as_buffer(chunk, "chunk"))
+
+
+def block_sums_check(chunk, blocks, entry, prefix: bool = True) -> None:
+    """Check blocks `blocks` of a stored chunk (block 0 too when DELTA decodes it) and,
+    when `prefix`, its header and block starts against the block checksums `entry`
+    (:func:`block_sums`); :class:`~ndpack.errors.FormatError` naming the first part
+    that differs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> chunk = bytearray(compress2(np.arange(1000.0).tobytes(), typesize=8, blocksize=800,
+    ...                             nthreads=1))        # blocks stored in order
+    >>> _, entry = block_sums(chunk)
+    >>> chunk[-20] ^= 1                                 # a bit of the last block
+    >>> block_sums_check(chunk, [0, 1], entry)          # blocks 0 and 1 are intact
+    >>> block_sums_check(chunk, [9], entry)   # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ndpack.errors.FormatError: block 9: checksum mismatch ...
+    """
+    _core.block_sums_check(_as_buffer(chunk, "chunk"), np.ascontiguousarray(blocks, np.int32),
+                           _as_buffer(entry, "entry"), bool(prefix))

@@ -442,6 +442,7 @@ struct ndp_cparts {
   int crc_known;              /* ndp_cparts_end joined the blocks' crcs into `crc` */
   _Atomic int sourceless;     /* blocks were added from copies: the chunk's buffer lacks them */
   uint32_t crc;
+  uint32_t prefix_crc;        /* the header's and bstarts' crc32c (join_crcs) */
   uint32_t block_crcs[];      /* one per block (job.crcs) */
 };
 
@@ -525,6 +526,7 @@ static int join_crcs(ndp_cparts *p, int32_t cbytes) {
     return 0;
   }
   uint32_t c = ndp_crc32c(0, job->dst, (size_t)data_start);
+  p->prefix_crc = c;
   int32_t at = data_start;
   int ok = 1;
   for (int32_t k = 0; k < n && ok; k++) {
@@ -588,6 +590,14 @@ int ndp_cparts_crc(const ndp_cparts *p, uint32_t *crc) {
   if (!p->crc_known) return 0;
   *crc = p->crc;
   return 1;
+}
+
+int32_t ndp_cparts_block_sums(const ndp_cparts *p, uint32_t *out, int32_t cap) {
+  int32_t n = p->job.nblocks;
+  if (!p->crc_known || out == NULL || cap < n + 1) return 0;
+  out[0] = p->prefix_crc;
+  memcpy(out + 1, p->job.crcs, sizeof(uint32_t) * (size_t)n);
+  return n + 1;
 }
 
 void ndp_cparts_free(ndp_cparts *p) {

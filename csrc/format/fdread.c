@@ -54,6 +54,14 @@ static const span *find_span(const span *sp, int32_t n, int32_t s) {
 int64_t ndp_fd_read_blocks(int fd, int64_t pos, int32_t nblocks, int32_t min_cbytes,
                            const int32_t *numbers, int32_t n, void *buf_, int64_t cap,
                            int64_t *needed, ndp_error *err) {
+  return ndp_fd_read_blocks_checked(fd, pos, nblocks, min_cbytes, numbers, n, buf_, cap,
+                                    needed, NULL, 0, err);
+}
+
+int64_t ndp_fd_read_blocks_checked(int fd, int64_t pos, int32_t nblocks, int32_t min_cbytes,
+                                   const int32_t *numbers, int32_t n, void *buf_, int64_t cap,
+                                   int64_t *needed, const uint32_t *entry, int32_t nentry,
+                                   ndp_error *err) {
   uint8_t *buf = (uint8_t *)buf_;
   *needed = 0;
   if (fd < 0 || pos < 0 || nblocks <= 0 || n < 0 || (n > 0 && numbers == NULL) || buf == NULL)
@@ -133,6 +141,25 @@ int64_t ndp_fd_read_blocks(int fd, int64_t pos, int32_t nblocks, int32_t min_cby
   for (int32_t i = 0; i < nm; i++)
     if (pread_full(fd, buf + sp[i].at, sp[i].end - sp[i].start, pos + sp[i].start) != 0)
       goto done;
+  if (entry != NULL) {
+    /* the prefix as stored (its starts and cbytes are rewritten below) */
+    int64_t dstart = hend;
+    if (ci.use_dict) {
+      int32_t dsize = lo - hend >= 4 ? ndp_rd32(buf + hend) : -1;
+      if (dsize <= 0 || dsize > lo - hend - 4) goto done;
+      dstart += 4 + dsize;
+    }
+    uint32_t got = ndp_crc32c(0, buf, (size_t)dstart);
+    if (nentry != nblocks + 1 || got != entry[0]) {
+      result = nentry != nblocks + 1
+        ? ndp_fail(err, NDP_ERR_FORMAT, "the chunk does not match its block checksums (%d "
+                   "recorded, the chunk has %d blocks)", (int)nentry - 1, (int)nblocks)
+        : ndp_fail(err, NDP_ERR_FORMAT, "checksum mismatch in the chunk's header and block "
+                   "starts (crc32c %08x, the record says %08x)", (unsigned)got,
+                   (unsigned)entry[0]);
+      goto done;
+    }
+  }
   /* new block starts: wanted blocks at their packed place (computed before the table
    * is overwritten), the others at the first wanted block's (never decoded) */
   int32_t *fresh = sorted;                           /* reuse: nblocks slots */
@@ -149,6 +176,10 @@ int64_t ndp_fd_read_blocks(int fd, int64_t pos, int32_t nblocks, int32_t min_cby
   for (int32_t j = 0; j < nblocks; j++) ndp_wr32(buf + NDP_EXT_HEADER + 4 * j, fresh[j]);
   ndp_wr32(buf + 12, (int32_t)total);
   result = total;
+  if (entry != NULL) {            /* the wanted blocks' bytes, now where they were packed */
+    int rc = ndp_block_sums_check(buf, (int32_t)total, numbers, n, entry, nentry, 0, err);
+    if (rc != NDP_OK) result = rc;
+  }
 done:
   free(sorted);
   free(sp);

@@ -158,6 +158,10 @@ int32_t ndp_cparts_end(ndp_cparts *p, const void *chunk_src, ndp_error *err);
  * not read again), 0 for the memcpy fallback, the zero collapse or a chunk encoded again
  * whole (hash it yourself). */
 int ndp_cparts_crc(const ndp_cparts *p, uint32_t *crc);
+/* After ndp_cparts_end with ndp_cparts_crc known: the chunk's block checksums (as
+ * ndp_block_sums writes them, from the crcs taken while encoding) into out (cap >=
+ * nblocks + 1); returns nblocks + 1, or 0 when the crc is not known. */
+int32_t ndp_cparts_block_sums(const ndp_cparts *p, uint32_t *out, int32_t cap);
 void ndp_cparts_free(ndp_cparts *p);
 
 /* Fused evaluation (csrc/math/fused.c): for each block blocks[j] of an output chunk
@@ -256,6 +260,35 @@ int64_t ndp_getitems(const void *src, int32_t srcsize, const int64_t *starts,
 int64_t ndp_fd_read_blocks(int fd, int64_t pos, int32_t nblocks, int32_t min_cbytes,
                            const int32_t *numbers, int32_t n, void *buf, int64_t cap,
                            int64_t *needed, ndp_error *err);
+/* ndp_fd_read_blocks that checks what it read against the chunk's block checksums
+ * `entry` (nentry = nblocks + 1 values, as ndp_block_sums writes them): the prefix as
+ * stored and the wanted blocks' bytes (block 0 too with DELTA).  A mismatch is
+ * NDP_ERR_FORMAT naming the block; entry NULL checks nothing. */
+int64_t ndp_fd_read_blocks_checked(int fd, int64_t pos, int32_t nblocks, int32_t min_cbytes,
+                                   const int32_t *numbers, int32_t n, void *buf, int64_t cap,
+                                   int64_t *needed, const uint32_t *entry, int32_t nentry,
+                                   ndp_error *err);
+
+/* ---- block checksums (csrc/format/blocksum.c) ---- */
+
+/* The block checksums of a chunk: out[0] = crc32c of its prefix (header, block starts,
+ * dictionary: the bytes before its first block), out[1 + j] = crc32c of block j's
+ * bytes as they lie in the chunk (a regular block's streams, size fields included; a
+ * memcpyed chunk's blocksize bytes at j * blocksize).  Returns nblocks + 1, 0 for a
+ * chunk without entries (special, VL blocks, empty, or a block outside the chunk), or
+ * a negative ndp_status (cap < nblocks + 1).  *chunk_crc (when not NULL) is the
+ * crc32c of all `size` bytes, joined from the entries when the blocks tile the chunk
+ * in order (one pass over the bytes for both).  With out and chunk_crc NULL: the
+ * number of entries alone (nothing hashed). */
+int32_t ndp_block_sums(const void *chunk, int32_t size, uint32_t *out, int32_t cap,
+                       uint32_t *chunk_crc, ndp_error *err);
+/* Check the prefix (when check_prefix) and blocks blocks[0..n) of a chunk (block 0 too
+ * when DELTA decodes it as reference) against `entry` (nentry values, as
+ * ndp_block_sums writes them): NDP_OK, or NDP_ERR_FORMAT naming the first part that
+ * does not match (or an entry of another block count). */
+int ndp_block_sums_check(const void *chunk, int32_t size, const int32_t *blocks, int32_t n,
+                         const uint32_t *entry, int32_t nentry, int check_prefix,
+                         ndp_error *err);
 
 /* ---- user codecs and filters (ids 160-255) ---- */
 /* encoder: returns compressed size (> 0), 0 if it does not fit / not compressible,

@@ -116,6 +116,6 @@ def _chunks(io, plan) -> list:
         chunks = []
         for k, n in enumerate(numbers):
             c = io.lazy_chunk(n, plan.blocks_of(k))       # (a reused buffer: copied)
-            chunks.append(bytes(c) if c is not None else io.stored(n, partial=True))
+            chunks.append(bytes(c) if c is not None else io.stored(n, partial=plan.blocks_of(k)))
         return chunks
-    return [io.stored(n, partial=True) for n in numbers]
+    return [io.stored(n, partial=plan.blocks_of(k)) for k, n in enumerate(numbers)]

@@ -59,19 +59,26 @@ import array
 import os
 import struct
 import sys
+from typing import NamedTuple
 
-from ndpack.chunks import compress2, crc32c, decompress2, decompress_crc
+from ndpack.chunks import block_sums, block_sums_check, compress2, crc32c, decompress2, decompress_crc
 from ndpack.codecs import Codec, make_cparams
 from ndpack.errors import FormatError, NdpackError, ParameterError
 from ndpack.storage.meta import packb, unpack_vlmeta_value
 
-__all__ = ["RECORD", "enabled", "set_default", "new_record", "chunk_crc", "on_write", "on_delete",
-           "on_reorder", "expected", "checked", "decode_checked", "with_record", "take_record", "configure", "verify_mode"]
+__all__ = ["RECORD", "WHOLE_CHECK_BYTES", "Record", "enabled", "set_default", "new_record",
+           "chunk_crc", "chunk_sums", "on_write", "on_delete", "on_reorder", "expected",
+           "checked", "decode_checked", "block_entry", "block_mismatch", "with_record", "take_record",
+           "configure", "verify_mode"]
 
 RECORD = "ndpack.checksums"
 ALG = "crc32c"
 VERSION = 1
 _SPECIAL_TAG = b"ndpack special chunk"
+#: Partial reads of a chunk that has no block checksums (python-blosc2's files, older
+#: ndpack's) check it whole when it holds at most this many stored bytes, else read
+#: it unchecked (``ndpack verify`` reports which files are in that case).
+WHOLE_CHECK_BYTES = 1 << 20
 _DEFAULT = [True]
 _RECORD_CPARAMS: list = []         # built at first use (nothing runs at import)
 
@@ -100,6 +107,70 @@ def verify_mode(value):
     raise ParameterError(f"dparams verify must be True, False or 'full', not {value!r}")
 
 
+class Record:
+    """The checksums a frame keeps: a crc32c per chunk and, per chunk, its block
+    checksums (module docstring).
+
+    ``record[i]`` is chunk `i`'s crc32c (``len``, iteration and ``list`` as for the
+    array of them); :meth:`entry` its block checksums (bytes of ``nblocks + 1``
+    uint32, :func:`ndpack.chunks.block_sums`) or None when unknown (chunks written
+    before block checksums existed, special chunks).
+    """
+
+    __slots__ = ("crcs", "blocks")
+
+    def __init__(self, crcs=None, blocks=None):
+        self.crcs = array.array("I") if crcs is None else crcs
+        self.blocks = [None] * len(self.crcs) if blocks is None else blocks
+        if len(self.blocks) != len(self.crcs):
+            raise ParameterError(f"{len(self.blocks)} block entries for {len(self.crcs)} chunks")
+
+    def __len__(self) -> int:
+        return len(self.crcs)
+
+    def __getitem__(self, i: int) -> int:
+        return self.crcs[i]
+
+    def __iter__(self):
+        return iter(self.crcs)
+
+    def entry(self, i: int):
+        """Chunk `i`'s block checksums, or None."""
+        return self.blocks[i]
+
+    def sums(self, i: int) -> tuple:
+        """``(crc, entry)`` of chunk `i` (what a copy of the chunk records)."""
+        return self.crcs[i], self.blocks[i]
+
+    def put(self, i: int, sums: tuple, insert: bool) -> None:
+        """Record ``sums = (crc, entry)`` for chunk `i`, inserted before the current
+        `i` when `insert`, else replacing it."""
+        crc, entry = sums
+        if insert:
+            self.crcs.insert(i, crc)
+            self.blocks.insert(i, entry)
+        else:
+            self.crcs[i], self.blocks[i] = crc, entry
+
+    def extend_same(self, sums: tuple, count: int) -> None:
+        """`count` more chunks with the same checksums."""
+        self.crcs.extend(array.array("I", [sums[0]]) * count)
+        self.blocks.extend([sums[1]] * count)
+
+    def delete(self, i: int) -> None:
+        del self.crcs[i]
+        del self.blocks[i]
+
+    def reorder(self, order) -> None:
+        """Chunk ``order[k]`` became chunk `k`."""
+        self.crcs = array.array("I", [self.crcs[k] for k in order])
+        self.blocks = [self.blocks[k] for k in order]
+
+    def with_blocks(self) -> int:
+        """How many chunks have block checksums."""
+        return sum(e is not None for e in self.blocks)
+
+
 def chunk_crc(chunk) -> int:
     """The checksum of a stored chunk (bytes-like, or a frame's RawChunk: header and
     data apart); special index-only kinds by meaning (module docstring)."""
@@ -115,60 +186,125 @@ def chunk_crc(chunk) -> int:
     return crc32c(chunk)
 
 
-def on_write(frame, i: int, chunk, op: str, value: int | None = None):
-    """Record the checksum of `chunk` written at `i` by `op` ("append", "insert" or
-    "update"); nothing when the frame carries no record.  `value`: the chunk's crc32c
-    when its encoder joined it from its blocks (``ChunkParts.crc``), else None (hashed
-    here); chunks of a header alone are hashed by meaning (:func:`chunk_crc`)."""
-    crcs = frame.crcs
-    if crcs is None:
+def chunk_sums(chunk, given=None) -> tuple:
+    """``(crc, entry)`` of a stored chunk: its :func:`chunk_crc` and block checksums
+    (:func:`ndpack.chunks.block_sums`; None for chunks without them), hashed in one
+    pass.  `given`: the checksums the writer has (``ChunkParts.sums``, a copied
+    chunk's record), taken as they are; a crc without an entry gets one computed
+    from the bytes only when they hash to that crc (a copy of a damaged chunk is
+    never blessed with fresh block checksums)."""
+    if given is not None and not isinstance(given, tuple):
+        given = (int(given), None)
+    header = getattr(chunk, "header", None)
+    if header is not None:                        # memcpyed: header + data apart
+        return (given[0] if given else chunk_crc(chunk)), _raw_entry(chunk)
+    if len(chunk) <= 32:                          # specials: by meaning
+        return (given[0] if given else chunk_crc(chunk)), None
+    if given is not None and given[1] is not None:
+        return given
+    crc, entry = block_sums(chunk)
+    if given is not None and crc != given[0]:
+        return given[0], None
+    return crc, entry
+
+
+def _raw_entry(chunk):
+    """The block checksums of a RawChunk (memcpyed: the header, then each blocksize
+    bytes of the data)."""
+    bs = struct.unpack_from("<i", chunk.header, 8)[0]
+    data = chunk.data
+    if bs <= 0 or not len(data):
+        return None
+    out = array.array("I", [crc32c(chunk.header)])
+    out.extend(crc32c(data[k:k + bs]) for k in range(0, len(data), bs))
+    return out.tobytes()
+
+
+def on_write(frame, i: int, chunk, op: str, sums=None):
+    """Record the checksums of `chunk` written at `i` by `op` ("append", "insert" or
+    "update"); nothing when the frame carries no record.  `sums`: ``(crc, entry)``
+    when the writer has them (see :func:`chunk_sums`), else None (hashed here)."""
+    rec = frame.crcs
+    if rec is None:
         return
-    if value is None or getattr(chunk, "header", None) is not None or len(chunk) <= 32:
-        value = chunk_crc(chunk)
-    if op == "update":
-        crcs[i] = value
-    else:
-        crcs.insert(i, value)
+    rec.put(i, chunk_sums(chunk, sums), insert=op != "update")
 
 
 def on_delete(frame, i: int):
-    """Forget the checksum of chunk `i`, deleted."""
+    """Forget the checksums of chunk `i`, deleted."""
     if frame.crcs is not None:
-        del frame.crcs[i]
+        frame.crcs.delete(i)
 
 
 def on_reorder(frame, order) -> None:
     """Move the checksums with their chunks: chunk ``order[k]`` became chunk `k`."""
-    crcs = frame.crcs
-    if crcs is not None:
-        moved = [crcs[k] for k in order]
-        for k, value in enumerate(moved):
-            crcs[k] = value
+    if frame.crcs is not None:
+        frame.crcs.reorder(order)
 
 
-def expected(frame, i: int, partial: bool = False):
-    """The recorded checksum of chunk `i` when this read of `frame` is checked, else
-    None (take it under the frame's lock, with the chunk's bytes).  `partial`: the
-    caller decodes only part of a chunk whose bytes it did not read (a memory map, a
-    buffer), which is checked only with ``verify="full"``: hashing the whole chunk
-    would touch every page of it."""
-    crcs = frame.crcs
-    if crcs is None or not frame.verify or frame.trusted or (partial and frame.verify != "full"):
+class _Blocks(NamedTuple):
+    """What a read of some blocks of a chunk checks (see :func:`expected`)."""
+
+    crc: int                 # the chunk's crc32c (small chunks without an entry)
+    entry: bytes | None      # its block checksums
+    numbers: object          # the blocks the read decodes
+
+
+def expected(frame, i: int, partial=False):
+    """What a read of chunk `i` of `frame` checks, taken under the frame's lock with
+    the chunk's bytes: None (nothing), the recorded crc32c (the chunk whole), or the
+    blocks a partial read decodes.  `partial`: the caller decodes only part of a chunk
+    whose bytes it did not read (a memory map, a buffer): True (which blocks unknown:
+    checked only with ``verify="full"``, as hashing the whole chunk would touch every
+    page of it) or the block numbers it decodes (their bytes are checked against the
+    chunk's block checksums, or, without them, the chunk whole when it is small:
+    :data:`WHOLE_CHECK_BYTES`)."""
+    rec = frame.crcs
+    if rec is None or not frame.verify or frame.trusted:
         return None
-    return crcs[i]
+    if partial is False or frame.verify == "full":
+        return rec[i]
+    if partial is True:
+        return None
+    return _Blocks(rec[i], rec.entry(i), partial)
 
 
-def checked(frame, i: int, data, want=-1):
-    """`data` (chunk `i` read whole) after checking it against `want` (default: the
-    record's value, :func:`expected`; None: no check); :class:`FormatError` naming the
-    chunk on a mismatch."""
-    if want == -1:
+def block_entry(frame, i: int):
+    """The block checksums a read of some blocks of chunk `i` of `frame` checks from
+    the file (:func:`ndpack.chunks.read_blocks_from_file`): the entry, None when
+    nothing is checked, or False when the chunk has a crc32c but no entry (then a
+    small chunk is better read whole, and checked)."""
+    rec = frame.crcs
+    if rec is None or not frame.verify or frame.trusted:
+        return None
+    entry = rec.entry(i)
+    return False if entry is None else entry
+
+
+_RECORDED = object()                 # checked's default: the record's value
+
+
+def checked(frame, i: int, data, want=_RECORDED):
+    """`data` (chunk `i`) after checking it against `want` (default: the record's
+    value for a whole read, :func:`expected`; None: no check; the blocks a partial read
+    decodes); :class:`FormatError` naming the chunk (and the block) on a mismatch."""
+    if want is _RECORDED:
         want = expected(frame, i)
     if want is None:
         return data
+    if type(want) is _Blocks:
+        if want.entry is not None and len(data) > 32:
+            try:
+                block_sums_check(data, want.numbers, want.entry)
+            except FormatError as exc:
+                raise block_mismatch(frame, i, exc) from None
+            return data
+        if len(data) > WHOLE_CHECK_BYTES:
+            return data                     # no block checksums: too big to check whole
+        want = want.crc
     got = chunk_crc(data)
     if got != want:
-        raise _mismatch(i, got, want, len(data))
+        raise _mismatch(frame, i, got, want, len(data))
     return data
 
 
@@ -191,30 +327,61 @@ def decode_checked(frame, i: int, data, want, dst, nthreads: int = 1) -> None:
         if got == want:
             raise                           # recorded as written: a decoding error
     if got != want:
-        raise _mismatch(i, got, want, len(data)) from None
+        raise _mismatch(frame, i, got, want, len(data)) from None
 
 
-def _mismatch(i: int, got: int, want: int, size: int) -> FormatError:
-    return FormatError(f"chunk {i}: checksum mismatch (crc32c {got:08x}, the frame's "
-                       f"record says {want:08x}): its {size} stored bytes changed "
+def _mismatch(frame, i: int, got: int, want: int, size: int) -> FormatError:
+    return FormatError(f"{_chunk_name(frame, i)}: checksum mismatch (crc32c {got:08x}, the "
+                       f"frame's record says {want:08x}): its {size} stored bytes changed "
                        "after they were written")
 
 
+def _chunk_name(frame, i: int) -> str:
+    path = getattr(frame, "path", None)
+    return f"{path}: chunk {i}" if path else f"chunk {i}"
+
+
+def block_mismatch(frame, i: int, exc: Exception) -> FormatError:
+    """The error of a read of some blocks of chunk `i` of `frame` whose bytes do not
+    match their block checksums (`exc`: the C core's, naming the block)."""
+    return FormatError(f"{_chunk_name(frame, i)}: {exc}; its stored bytes changed after "
+                       "they were written")
+
+
 def with_record(vlmeta: dict, crcs, cbytes: int, nbytes: int) -> dict:
-    """`vlmeta` (name -> chunk) plus the record for a frame of these ``cbytes`` and
-    ``nbytes`` (the trailer's vlmeta)."""
+    """`vlmeta` (name -> chunk) plus the record `crcs` (a :class:`Record`) for a frame
+    of these ``cbytes`` and ``nbytes`` (the trailer's vlmeta)."""
     if not crcs:                          # none, or no chunk yet: no record
         return vlmeta
-    if sys.byteorder != "little":
-        crcs = array.array("I", crcs)
-        crcs.byteswap()
-    value = {"alg": ALG, "version": VERSION, "crcs": crcs.tobytes(),
+    values = crcs.crcs if isinstance(crcs, Record) else array.array("I", crcs)
+    value = {"alg": ALG, "version": VERSION, "crcs": _le(values),
              "frame": [int(nbytes), int(cbytes)]}
+    if isinstance(crcs, Record) and crcs.with_blocks():
+        counts = array.array("I", [0 if e is None else len(e) // 4 for e in crcs.blocks])
+        value["bcounts"] = _le(counts)
+        value["blocks"] = _le_entries(b"".join(e for e in crcs.blocks if e is not None))
     if not _RECORD_CPARAMS:
         _RECORD_CPARAMS.append(make_cparams(codec=Codec.LZ4, clevel=0, typesize=1, nthreads=1))
     out = dict(vlmeta)
     out[RECORD] = compress2(packb(value), cparams=_RECORD_CPARAMS[0])   # memcpyed
     return out
+
+
+def _le(values: array.array) -> bytes:
+    """uint32 values as little-endian bytes."""
+    if sys.byteorder != "little":
+        values = array.array("I", values)
+        values.byteswap()
+    return values.tobytes()
+
+
+def _le_entries(raw: bytes) -> bytes:
+    """Block entries (native uint32, as the C core writes them) as little-endian."""
+    if sys.byteorder == "little":
+        return raw
+    values = array.array("I", raw)
+    values.byteswap()
+    return values.tobytes()
 
 
 def mark(trailer: bytes, vlmeta: dict, cbytes: int, nbytes: int) -> bytes:
@@ -233,20 +400,40 @@ def _mark_of(cbytes: int, nbytes: int) -> bytes:
     return b"ndpk" + struct.pack("<I", crc32c(struct.pack("<qq", nbytes, cbytes))) + bytes(8)
 
 
-def decode_record(chunk) -> tuple[array.array, list]:
-    """The checksums held by a record chunk and the frame sizes it was written for
-    (``[nbytes, cbytes]``); :class:`FormatError` if malformed."""
+def decode_record(chunk) -> tuple[Record, list]:
+    """The checksums held by a record chunk (a :class:`Record`) and the frame sizes it
+    was written for (``[nbytes, cbytes]``); :class:`FormatError` if malformed."""
     value = unpack_vlmeta_value(chunk, RECORD)
     if not isinstance(value, dict) or value.get("alg") != ALG or value.get("version") != VERSION \
             or not isinstance(value.get("crcs"), bytes) or len(value["crcs"]) % 4 \
             or not isinstance(value.get("frame"), list) or len(value["frame"]) != 2 \
             or not all(isinstance(v, int) for v in value["frame"]):
         raise FormatError(f"vlmeta {RECORD!r}: not a version {VERSION} {ALG} record")
-    crcs = array.array("I")
-    crcs.frombytes(value["crcs"])
+    crcs = _from_le(value["crcs"])
+    blocks = None
+    if "bcounts" in value or "blocks" in value:
+        counts, raw = value.get("bcounts"), value.get("blocks")
+        if not isinstance(counts, bytes) or not isinstance(raw, bytes) or len(counts) % 4 \
+                or len(counts) != len(value["crcs"]):
+            raise FormatError(f"vlmeta {RECORD!r}: malformed block checksums")
+        counts = _from_le(counts)
+        if sum(counts) * 4 != len(raw) or any(c == 1 for c in counts):
+            raise FormatError(f"vlmeta {RECORD!r}: block checksums of {len(raw)} bytes for "
+                              f"{sum(counts)} entries")
+        raw = _from_le(raw).tobytes()             # native order, as the C core reads them
+        blocks, at = [], 0
+        for c in counts:
+            blocks.append(raw[4 * at:4 * (at + c)] if c else None)
+            at += c
+    return Record(crcs, blocks), value["frame"]
+
+
+def _from_le(raw: bytes) -> array.array:
+    values = array.array("I")
+    values.frombytes(raw)
     if sys.byteorder != "little":
-        crcs.byteswap()
-    return crcs, value["frame"]
+        values.byteswap()
+    return values
 
 
 def take_record(frame, cbytes: int, fingerprint: bytes | None):
@@ -291,5 +478,6 @@ def configure(frame, verify) -> None:
 
 
 def new_record():
-    """The record of a new frame: an empty array when checksums are enabled, else None."""
-    return array.array("I") if enabled() else None
+    """The record of a new frame: an empty :class:`Record` when checksums are enabled,
+    else None."""
+    return Record() if enabled() else None

@@ -48,7 +48,7 @@ def _fetch(io, n, numbers):
     chunk = io.lazy_chunk(n, numbers) if io.lazy_ok() else None
     if chunk is not None:
         return chunk, None
-    chunk = io.stored(n, partial=True)
+    chunk = io.stored(n, partial=numbers)
     return chunk, io.layout.special_value(chunk)
 
 

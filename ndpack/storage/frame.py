@@ -277,14 +277,15 @@ class FrameBase:
         self.lock = threading.RLock()
 
     def stored(self, i: int):
-        """``(chunk, crc)``: chunk `i` as stored, not checked, and its recorded crc32c
-        (None when the frame keeps no record).  For copies of compressed chunks that
+        """``(chunk, sums)``: chunk `i` as stored, not checked, and its recorded
+        checksums (``(crc, entry)``, :meth:`ndpack.storage.checksums.Record.sums`; None
+        when the frame keeps no record).  For copies of compressed chunks that
         keep the record: a damaged chunk stays detectable where it is copied to, instead
         of being blessed by a fresh hash (and the copy hashes nothing)."""
         with self.lock:
             i = self._check_index(i)
             data, _ = self.fetch(i)
-            return data, (None if self.crcs is None else self.crcs[i])
+            return data, (None if self.crcs is None else self.crcs.sums(i))
 
     # --- sizes -------------------------------------------------------------------------
     @property
@@ -356,7 +357,7 @@ class FrameBase:
             self.nbytes += nb * rest
             crcs = getattr(self, "crcs", None)      # a checksum record (storage/checksums)
             if crcs is not None:
-                crcs.extend(array.array(crcs.typecode, [checksums.chunk_crc(chunk)]) * rest)
+                crcs.extend_same(checksums.chunk_sums(chunk), rest)
                 self.crc_chunk = None
             self._extend_same(chunk, rest)
             for i in range(self.nchunks - rest, self.nchunks) if self.watchers else ():
@@ -518,12 +519,12 @@ class MemoryFrame(FrameBase):
     def cbytes(self) -> int:
         return self._cbytes
 
-    def get(self, i: int, buf=None, partial: bool = False):
+    def get(self, i: int, buf=None, partial=False):
         if self.trusted or self.crcs is None:
             return self.chunks[self._check_index(i)]
         return checksums.checked(self, i, *self.fetch(i, buf, partial))
 
-    def fetch(self, i: int, buf=None, partial: bool = False):
+    def fetch(self, i: int, buf=None, partial=False):
         """``(chunk, crc)``: chunk `i` not checked yet and the value its check must find
         (None: no check; see the file frames' ``fetch``)."""
         if self.trusted or self.crcs is None:
@@ -532,14 +533,14 @@ class MemoryFrame(FrameBase):
             i = self._check_index(i)
             return self.chunks[i], checksums.expected(self, i, partial)
 
-    # `crc` (append, insert, update): the chunk's crc32c when the caller has it
-    # (``ChunkParts.crc``, joined from the blocks' crcs by the threads that encoded
-    # them), recorded as is instead of hashing the chunk again.
+    # `sums` (append, insert, update): the chunk's checksums when the caller has them
+    # (``ChunkParts.sums``, from the threads that encoded its blocks, or a copied
+    # chunk's ``stored``), recorded as they are instead of hashing the chunk again.
 
-    def append(self, chunk, crc: int | None = None):
-        self.insert(self.nchunks, chunk, op="append", crc=crc)
+    def append(self, chunk, sums=None):
+        self.insert(self.nchunks, chunk, op="append", sums=sums)
 
-    def insert(self, i: int, chunk, op: str = "insert", crc: int | None = None):
+    def insert(self, i: int, chunk, op: str = "insert", sums=None):
         if isinstance(chunk, RawChunk):
             chunk = chunk.joined()
         with self.lock:
@@ -549,18 +550,18 @@ class MemoryFrame(FrameBase):
             if i == self.nchunks:
                 op = "append"
             self._account(i, chunk_nbytes_of(chunk), op)
-            checksums.on_write(self, i, chunk, op, crc)
+            checksums.on_write(self, i, chunk, op, sums)
             self.chunks.insert(i, chunk)
             self._cbytes += len(chunk)
             self.changed(op, i)
 
-    def update(self, i: int, chunk, crc: int | None = None):
+    def update(self, i: int, chunk, sums=None):
         with self.lock:
             self._check_write()
             i = self._check_index(i)
             chunk_len(chunk)
             self._account(i, chunk_nbytes_of(chunk), "update")
-            checksums.on_write(self, i, chunk, "update", crc)
+            checksums.on_write(self, i, chunk, "update", sums)
             self._cbytes += len(chunk) - len(self.chunks[i])
             self.chunks[i] = chunk
             self.changed("update", i)

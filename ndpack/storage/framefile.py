@@ -254,15 +254,16 @@ class _FileFrame(FrameBase):
     def cbytes(self) -> int:
         return self._cbytes
 
-    def get(self, i: int, buf: bytearray | None = None, partial: bool = False):
+    def get(self, i: int, buf: bytearray | None = None, partial=False):
         """Chunk `i` (bytes, or a view of `buf` when given and big enough: contiguous
         file frames read into it instead of allocating), checked against the checksum
         record (:mod:`ndpack.storage.checksums`); `partial`: the caller decodes only
-        part of it (then chunks of memory-mapped frames are checked only with
-        ``verify="full"``)."""
+        part of it -- the block numbers it decodes (chunks of memory-mapped frames are
+        then checked by those blocks' checksums) or True (checked only with
+        ``verify="full"``); chunks read from a file are read and checked whole."""
         return checksums.checked(self, i, *self.fetch(i, buf, partial))
 
-    def fetch(self, i: int, buf: bytearray | None = None, partial: bool = False):
+    def fetch(self, i: int, buf: bytearray | None = None, partial=False):
         """``(chunk, crc)``: chunk `i` as :meth:`get` gives it, not checked yet, and
         the value its check must find (None: no check), for
         :func:`ndpack.storage.checksums.decode_checked`."""
@@ -271,7 +272,7 @@ class _FileFrame(FrameBase):
             i = self._check_index(i)
             v = self.offsets[i]
             mapped = getattr(getattr(self, "reader", None), "view", None) is not None
-            want = checksums.expected(self, i, partial and mapped)   # checked after the lock
+            want = checksums.expected(self, i, partial if mapped else False)   # checked later
             if v < 0:
                 data = self._synth(offset_code(v, self.header_len), i)
             else:
@@ -286,7 +287,7 @@ class _FileFrame(FrameBase):
                                       min(self.info.typesize, 255))
                 self.offsets[i] = self._store_new(chunk)
 
-    def _mutate(self, i: int, chunk, op: str, crc: int | None = None):
+    def _mutate(self, i: int, chunk, op: str, sums=None):
         if isinstance(chunk, RawChunk) and (op == "update" or not self._writes_raw):
             chunk = chunk.joined()
         with self.lock:
@@ -300,7 +301,7 @@ class _FileFrame(FrameBase):
             head = chunk.header if isinstance(chunk, RawChunk) else chunk
             became_var = self._account(i, chunk_nbytes_of(head), op)
             code = 0 if head is not chunk else index_special(chunk, self.info)
-            checksums.on_write(self, i, chunk, op, crc)
+            checksums.on_write(self, i, chunk, op, sums)
             if op == "update":
                 self._replace(i, chunk, code)
             else:
@@ -312,8 +313,8 @@ class _FileFrame(FrameBase):
             self.changed(op, i)
             self.maybe_commit()
 
-    def append(self, chunk, crc: int | None = None):
-        self._mutate(self.nchunks, chunk, "append", crc)
+    def append(self, chunk, sums=None):
+        self._mutate(self.nchunks, chunk, "append", sums)
 
     def _extend_same(self, chunk: bytes, count: int) -> None:
         """`count` more copies of `chunk` after the first two (see append_repeated):
@@ -331,8 +332,8 @@ class _FileFrame(FrameBase):
     def insert(self, i: int, chunk):
         self._mutate(i, chunk, "insert")
 
-    def update(self, i: int, chunk, crc: int | None = None):
-        self._mutate(i, chunk, "update", crc)
+    def update(self, i: int, chunk, sums=None):
+        self._mutate(i, chunk, "update", sums)
 
     def delete(self, i: int):
         with self.lock:

@@ -737,16 +737,17 @@ class NDArray(NDStored, NDViews):
         return self._schunk.get_chunk(nchunk)
 
     def stored_chunk(self, nchunk: int) -> tuple:
-        """``(chunk, crc)``: the compressed chunk `nchunk` as stored, not checked, and
-        the crc32c its frame recorded (None without a record), for copies into an array
-        of the same layout that keep the record (``write_encoded(n, chunk, crc)``).
+        """``(chunk, sums)``: the compressed chunk `nchunk` as stored, not checked, and
+        the checksums its frame recorded (``(crc, entry)``, see
+        :mod:`ndpack.storage.checksums`; None without a record), for copies into an
+        array of the same layout that keep the record (``write_encoded(n, chunk, sums)``).
 
         Examples
         --------
         >>> from ndpack.storage.constructors import arange
         >>> a = arange(6, chunks=(3,), blocks=(3,))
-        >>> chunk, crc = a.stored_chunk(1)
-        >>> chunk == a.get_chunk(1), isinstance(crc, int)
+        >>> chunk, sums = a.stored_chunk(1)
+        >>> chunk == a.get_chunk(1), isinstance(sums[0], int)
         (True, True)
         """
         return self._schunk.frame.stored(nchunk)

@@ -34,12 +34,13 @@ import numpy as np
 from ndpack.chunks import (compress2, decompress2, decompress_blocks, getitems, in_layout,
                            read_blocks_from_file, special_chunk)
 from ndpack.codecs import SpecialValue
-from ndpack.errors import NdpackError
+from ndpack.errors import FormatError, NdpackError
 from ndpack.storage.frame import chunk_nbytes_of
 from ndpack.storage import boxread, checksums
 from ndpack.storage.framefile import ContiguousFrame, SparseFrame
 from ndpack.storage.grid import compact_index, dim_parts, prod
 from ndpack.storage.validate import check_chunk
+from ndpack.storage.checksums import WHOLE_CHECK_BYTES
 from ndpack.resources import scratch
 from ndpack.storage.workspace import share
 
@@ -107,7 +108,7 @@ def _as_index(idx: tuple):
                     for i in idx])
 
 
-def stored_chunk(layout, frame, n: int, buf=None, partial: bool = False):
+def stored_chunk(layout, frame, n: int, buf=None, partial=False):
     """Chunk `n` of `frame` as stored (into `buf` when given, see the frames' ``get``),
     its header checked against `layout` (:func:`ndpack.storage.validate.check_chunk`)."""
     return check_chunk(n, frame.get(n, buf, partial=partial), layout.chunk_nbytes,
@@ -215,7 +216,7 @@ class ChunkIO:
                 if self._blocks_into(chunk, locs, bids, out[dst], nthreads):
                     return
             else:
-                chunk = self._whole_chunk(n, lazy, partial=True)
+                chunk = self._whole_chunk(n, lazy, partial=lay.block_numbers(bids))
         fill = lay.special_value(chunk)
         if fill is not None:
             out[dst] = fill
@@ -237,7 +238,7 @@ class ChunkIO:
         out[dst] = region[_as_index(idx)]
 
     # --- stored chunks -------------------------------------------------------------------
-    def _whole_chunk(self, n: int, lazy: bool, partial: bool = False, fetch: bool = False):
+    def _whole_chunk(self, n: int, lazy: bool, partial=False, fetch: bool = False):
         """Chunk `n` whole; from files (`lazy`) read into this thread's buffer, valid
         until its next read (fresh pages for every chunk would cost page faults).
         `partial`: only part of it will be decoded (see the frames' ``get``);
@@ -253,7 +254,7 @@ class ChunkIO:
             return data, want
         return self.stored(n, buf, partial)
 
-    def stored(self, n: int, buf=None, partial: bool = False):
+    def stored(self, n: int, buf=None, partial=False):
         """Chunk `n` as stored (into `buf` when given, see the frames' ``get``), its
         header checked against the layout (:func:`stored_chunk`)."""
         return stored_chunk(self.layout, self.frame, n, buf, partial)
@@ -281,14 +282,20 @@ class ChunkIO:
         # a file opened read-only is never compacted: positioned reads need no lock
         with (_NOLOCK if getattr(fr, "readonly", False) else fr.lock):
             v = fr.offsets[n]
-            if v < 0:
-                return None
+            entry = checksums.block_entry(fr, n)
+            if v < 0 or (entry is False and self.layout.chunk_nbytes <= WHOLE_CHECK_BYTES):
+                return None               # a chunk crc but no block ones: read it whole
+            entry = entry or None
             fd, pos = fr.reader.fd, fr.base + fr.header_len + int(v)
-            size, needed = read_blocks_from_file(fd, pos, nblocks, numbers, buf, _LAZY_MIN)
-            while needed:              # the block starts, then the spans, did not fit
-                buf = scratch(needed)
+            try:
                 size, needed = read_blocks_from_file(fd, pos, nblocks, numbers, buf,
-                                                     _LAZY_MIN)
+                                                     _LAZY_MIN, entry)
+                while needed:              # the block starts, then the spans, did not fit
+                    buf = scratch(needed)
+                    size, needed = read_blocks_from_file(fd, pos, nblocks, numbers, buf,
+                                                         _LAZY_MIN, entry)
+            except FormatError as exc:
+                raise checksums.block_mismatch(fr, n, exc) from None
         return buf[:size] if size else None
 
     # --- decoding ------------------------------------------------------------------------
@@ -560,7 +567,7 @@ class ChunkIO:
         out = np.empty((), dtype)
         fill = None
         if chunk is None:
-            chunk = self.stored(n, partial=True)
+            chunk = self.stored(n, partial=(flat_b,))
             fill = lay.special_value(chunk)
         if fill is not None:
             out[()] = fill

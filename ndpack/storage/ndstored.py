@@ -210,16 +210,16 @@ class NDStored:
         chunks are written in order, ``nchunk == schunk.nchunks`` appends one."""
         self.write_encoded(nchunk, self.encode_stored(values))
 
-    def write_encoded(self, nchunk: int, chunk: bytes, crc: int | None = None) -> None:
+    def write_encoded(self, nchunk: int, chunk: bytes, sums=None) -> None:
         """Store chunk `nchunk` from :meth:`encode_stored`'s result (chunks in order,
-        as :meth:`write_stored`); the caller encodes, e.g. on its own threads.  `crc`:
-        the chunk's crc32c when the encoder joined it from its blocks
-        (``ChunkParts.crc``; the frame's checksum record takes it instead of hashing
-        the chunk again), else None."""
+        as :meth:`write_stored`); the caller encodes, e.g. on its own threads.  `sums`:
+        the chunk's checksums when the caller has them (``ChunkParts.sums``, or a
+        copied chunk's :meth:`NDArray.stored_chunk`; the frame's checksum record takes
+        them instead of hashing the chunk again), else None."""
         self.schunk.check_writable()
         frame = self.schunk.frame                   # our own chunk: no validation copy
         if nchunk == frame.nchunks and nchunk < self.layout.nchunks:
-            frame.append(chunk, crc=crc)
+            frame.append(chunk, sums=sums)
         else:
-            frame.update(nchunk, chunk, crc=crc)
+            frame.update(nchunk, chunk, sums=sums)
 

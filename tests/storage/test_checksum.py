@@ -332,7 +332,7 @@ def test_changed_index_is_caught_by_the_chunks(tmp_path):
     assert bytes(t.decompress_chunk(2)) == np.arange(2_000, 3_000, dtype=np.int64).tobytes()
     u = ndpack.SChunk(chunksize=8_000, data=np.arange(3_000, dtype=np.int64),
                       urlpath=str(p), mode="w", cparams={"typesize": 8})
-    u._frame.crcs.append(7)                     # one checksum too many
+    u._frame.crcs.put(len(u._frame.crcs), (7, None), insert=True)   # one checksum too many
     u._frame._flush()
     u.close()
     with pytest.raises(FormatError, match="4 checksums for 3 chunks"):
@@ -447,7 +447,7 @@ def test_flipped_bit_in_the_record_is_reported(tmp_path):
     x = _data()
     p = tmp_path / "a.b2nd"
     a = _write(p, x)
-    raw = a.schunk._frame.crcs.tobytes()
+    raw = a.schunk._frame.crcs.crcs.tobytes()
     a.schunk.close()
     buf = bytearray(p.read_bytes())
     pos = bytes(buf).rindex(raw)                 # the crcs inside the trailer's record

@@ -25,12 +25,12 @@ __all__ = ["encode_all", "in_order", "permute_chunks"]
 
 
 def in_order(out):
-    """``put(chunk, crc=None)``: store encoded chunks of `out` one after another, in C
-    order (chunks copied from an array of the same layout, with the crc32c their
+    """``put(chunk, sums=None)``: store encoded chunks of `out` one after another, in C
+    order (chunks copied from an array of the same layout, with the checksums their
     source recorded -- :meth:`NDArray.stored_chunk` --, or encoded by
     :meth:`NDArray.encode_chunk`: no validation copy)."""
     numbers = itertools.count()
-    return lambda chunk, crc=None: out.write_encoded(next(numbers), chunk, crc)
+    return lambda chunk, sums=None: out.write_encoded(next(numbers), chunk, sums)
 
 
 def encode_all(out, one, items, nthreads: int) -> NDArray:

@@ -412,10 +412,10 @@ def _compute_encoding(node: Node, ops: list, out: NDArray, tick=None) -> NDArray
         for n, values in chunks:
             enc = encoders.pop(n, None)
             if values.ndim == 0 or enc is None:
-                chunk, crc = out.encode_stored(values), None
+                chunk, sums = out.encode_stored(values), None
             else:
-                chunk, crc = enc.finish(values), enc.crc
-            writes.append(stores.submit(out.write_encoded, n, chunk, crc))
+                chunk, sums = enc.finish(values), enc.sums
+            writes.append(stores.submit(out.write_encoded, n, chunk, sums))
             while len(writes) > 2 or (writes and writes[0].done()):
                 writes.pop(0).result()
                 tick()
