@@ -6,6 +6,7 @@
     ndpack eval EXPR NAME=PATH... -o OUT    evaluate an expression over files, with progress
     ndpack bench                            the quick benchmark suite
     ndpack verify PATH...                   check every chunk of files/stores (checksums)
+    ndpack verify --add-checksums PATH...   give files chunk and block checksums (atomically)
 
 ``compress`` reads ``.npy`` files (streamed through a memory map, chunk by chunk) or
 any other file as raw bytes; ``decompress`` writes ``.npy`` for arrays.  Errors go to
@@ -34,7 +35,7 @@ from ndpack.storage.constructors import asarray
 from ndpack.storage.atomic import replacing
 from ndpack.storage.ndarray import NDArray, holding
 from ndpack.storage.schunk import SChunk
-from ndpack.storage.verify import verify_path
+from ndpack.storage.verify import add_checksums, verify_path
 
 __all__ = ["main"]
 
@@ -165,7 +166,10 @@ def cmd_bench(args) -> int:
 
 
 def cmd_verify(args) -> int:
-
+    if args.add_checksums:
+        for path in args.paths:
+            print(add_checksums(path), flush=True)
+        return 0
     bad = 0
     for path in args.paths:
         for res in verify_path(path):
@@ -213,6 +217,9 @@ def _parser() -> argparse.ArgumentParser:
                             "they carry; exit status 1 if anything is wrong")
     q.add_argument("paths", nargs="+", metavar="PATH")
     q.add_argument("-q", "--quiet", action="store_true", help="print only problems")
+    q.add_argument("--add-checksums", action="store_true",
+                   help="give the files chunk and block checksums (python-blosc2's, older "
+                        "ndpack's), atomically, without rewriting their data")
     q.set_defaults(run=cmd_verify)
     q = sub.add_parser("bench", parents=[debug], help="run the quick benchmark suite")
     q.set_defaults(run=cmd_bench)

@@ -348,14 +348,18 @@ def block_mismatch(frame, i: int, exc: Exception) -> FormatError:
                        "they were written")
 
 
-def with_record(vlmeta: dict, crcs, cbytes: int, nbytes: int) -> dict:
+def with_record(vlmeta: dict, crcs, cbytes: int, nbytes: int, meta: dict | None = None,
+                typesize: int = 0) -> dict:
     """`vlmeta` (name -> chunk) plus the record `crcs` (a :class:`Record`) for a frame
-    of these ``cbytes`` and ``nbytes`` (the trailer's vlmeta)."""
+    of these ``cbytes`` and ``nbytes`` (the trailer's vlmeta), covering the frame's
+    metalayers `meta` (name -> content), `vlmeta` and `typesize` too (:func:`meta_sums`)."""
     if not crcs:                          # none, or no chunk yet: no record
         return vlmeta
     values = crcs.crcs if isinstance(crcs, Record) else array.array("I", crcs)
     value = {"alg": ALG, "version": VERSION, "crcs": _le(values),
              "frame": [int(nbytes), int(cbytes)]}
+    if meta is not None:
+        value["meta"] = meta_sums(meta, vlmeta, typesize)
     if isinstance(crcs, Record) and crcs.with_blocks():
         counts = array.array("I", [0 if e is None else len(e) // 4 for e in crcs.blocks])
         value["bcounts"] = _le(counts)
@@ -365,6 +369,38 @@ def with_record(vlmeta: dict, crcs, cbytes: int, nbytes: int) -> dict:
     out = dict(vlmeta)
     out[RECORD] = compress2(packb(value), cparams=_RECORD_CPARAMS[0])   # memcpyed
     return out
+
+
+def meta_sums(meta: dict, vlmeta: dict, typesize: int) -> dict:
+    """What the record keeps of a frame's metadata: the crc32c of each metalayer's
+    content (``"b2nd"`` holds the shape, chunks, blocks and dtype every read trusts),
+    of the vlmeta entries (names and values, in name order; saved expressions live
+    there) and of the typesize."""
+    out = {f"m:{name}": crc32c(bytes(content)) for name, content in meta.items()}
+    c = crc32c(struct.pack("<i", int(typesize)))
+    for name in sorted(vlmeta):
+        if name == RECORD:
+            continue
+        key, val = name.encode("utf-8", "surrogateescape"), bytes(vlmeta[name])
+        c = crc32c(val, crc32c(key, crc32c(struct.pack("<ii", len(key), len(val)), c)))
+    out["vlmeta"] = c
+    return out
+
+
+def _check_meta(frame, sums) -> str | None:
+    """Why the frame's metadata does not match the record's `sums`, or None.  A
+    metalayer other than ``b2nd`` may have been updated in place by C-Blosc2 (which
+    rewrites the header only, not the trailer): not held against the record."""
+    if not isinstance(sums, dict):
+        return f"vlmeta {RECORD!r}: malformed metadata checksums"
+    now = meta_sums(frame.meta, frame.vlmeta, frame.info.typesize)
+    for key in ("m:b2nd", "vlmeta"):
+        if sums.get(key) != now.get(key):
+            what = "the b2nd metalayer (shape, chunks, dtype)" if key == "m:b2nd" else \
+                "the variable-length metadata (or the typesize)"
+            return (f"{what} changed after the checksum record was written (crc32c "
+                    f"{now.get(key, 0):08x}, the record says {sums.get(key) or 0:08x})")
+    return None
 
 
 def _le(values: array.array) -> bytes:
@@ -400,9 +436,10 @@ def _mark_of(cbytes: int, nbytes: int) -> bytes:
     return b"ndpk" + struct.pack("<I", crc32c(struct.pack("<qq", nbytes, cbytes))) + bytes(8)
 
 
-def decode_record(chunk) -> tuple[Record, list]:
-    """The checksums held by a record chunk (a :class:`Record`) and the frame sizes it
-    was written for (``[nbytes, cbytes]``); :class:`FormatError` if malformed."""
+def decode_record(chunk) -> tuple:
+    """The checksums held by a record chunk (a :class:`Record`), the frame sizes it
+    was written for (``[nbytes, cbytes]``) and its metadata checksums (None in records
+    written before them, see :func:`meta_sums`); :class:`FormatError` if malformed."""
     value = unpack_vlmeta_value(chunk, RECORD)
     if not isinstance(value, dict) or value.get("alg") != ALG or value.get("version") != VERSION \
             or not isinstance(value.get("crcs"), bytes) or len(value["crcs"]) % 4 \
@@ -410,6 +447,7 @@ def decode_record(chunk) -> tuple[Record, list]:
             or not all(isinstance(v, int) for v in value["frame"]):
         raise FormatError(f"vlmeta {RECORD!r}: not a version {VERSION} {ALG} record")
     crcs = _from_le(value["crcs"])
+    crcs_meta = value.get("meta")
     blocks = None
     if "bcounts" in value or "blocks" in value:
         counts, raw = value.get("bcounts"), value.get("blocks")
@@ -425,7 +463,8 @@ def decode_record(chunk) -> tuple[Record, list]:
         for c in counts:
             blocks.append(raw[4 * at:4 * (at + c)] if c else None)
             at += c
-    return Record(crcs, blocks), value["frame"]
+    rec = Record(crcs, blocks)
+    return rec, value["frame"], crcs_meta
 
 
 def _from_le(raw: bytes) -> array.array:
@@ -454,7 +493,7 @@ def take_record(frame, cbytes: int, fingerprint: bytes | None):
         frame.crcs = new_record() if frame.nchunks == 0 else None
         return
     try:
-        crcs, (nbytes, cb) = decode_record(raw)
+        crcs, (nbytes, cb), msums = decode_record(raw)
     except FormatError as exc:
         frame.crc_problem = str(exc)
         return
@@ -463,6 +502,8 @@ def take_record(frame, cbytes: int, fingerprint: bytes | None):
     elif len(crcs) != frame.nchunks:
         frame.crc_problem = (f"vlmeta {RECORD!r}: {len(crcs)} checksums for "
                              f"{frame.nchunks} chunks")
+    elif msums is not None and (why := _check_meta(frame, msums)) is not None:
+        frame.crc_problem = why
     else:
         frame.crcs = crcs
 

@@ -496,7 +496,7 @@ def serialize(info: FrameInfo, meta: dict, vlmeta: dict, chunks, nbytes: int,
         parts.append(ch)                 # (joined once below: no copy per chunk)
         pos += len(ch)
     index = encode_index(offsets) if n else b""
-    vlmeta = checksums.with_record(vlmeta, crcs, pos, nbytes)
+    vlmeta = checksums.with_record(vlmeta, crcs, pos, nbytes, meta, info.typesize)
     trailer = checksums.mark(build_trailer(vlmeta), vlmeta, pos, nbytes)
     hlen = len(build_header(info, meta, 0, 0, 0, False))
     frame_len = hlen + pos + len(index) + len(trailer)

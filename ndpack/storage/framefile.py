@@ -359,7 +359,8 @@ class _FileFrame(FrameBase):
 
     def _tail(self) -> tuple[bytes, bytes, bytes]:
         index = encode_index(self.offsets) if self.offsets else b""
-        vlmeta = checksums.with_record(self.vlmeta, self.crcs, self._cbytes, self.nbytes)
+        vlmeta = checksums.with_record(self.vlmeta, self.crcs, self._cbytes, self.nbytes,
+                                        self.meta, self.info.typesize)
         trailer = checksums.mark(build_trailer(vlmeta), vlmeta, self._cbytes, self.nbytes)
         body = (0 if self.info.sparse else self._cbytes)
         frame_len = self.header_len + body + len(index) + len(trailer)

@@ -15,6 +15,14 @@ from ndpack.storage.grid import MAX_NCHUNKS, encode_b2nd
 blosc2 = pytest.importorskip("blosc2")
 
 
+@pytest.fixture(autouse=True)
+def _no_checksum_record(monkeypatch):
+    """The files made here carry no checksum record, as python-blosc2's: validation is
+    what protects those.  (In files with a record, a changed b2nd metalayer is caught
+    by the record first: tests/storage/test_block_checksums.py.)"""
+    monkeypatch.setenv("NDPACK_CHECKSUMS", "0")
+
+
 # --- what python-blosc2 writes still opens ---------------------------------------------
 
 def _resized(p, start, new, **kw):
