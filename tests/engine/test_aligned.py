@@ -434,7 +434,7 @@ def test_an_error_while_encoding_reaches_the_caller(monkeypatch):
 
 def test_encoded_chunks_carry_their_crc(monkeypatch):
     """The crc32c of each chunk encoded on the workers is joined from its blocks'
-    crcs (ChunkParts.crc): the frame records it without hashing the chunk again, and
+    crcs (ChunkParts.sums): the frame records it without hashing the chunk again, and
     it is the chunk's crc32c; chunks not made of those blocks (the memcpy fallback,
     zero collapse, small chunks encoded again whole) are hashed as before."""
     from ndpack.storage import checksums
@@ -459,6 +459,8 @@ def test_encoded_chunks_carry_their_crc(monkeypatch):
         assert hashed == [] and len(frame.crcs) == r.schunk.nchunks == 7
         assert [c == checksums.chunk_crc(frame.get(i)) for i, c in enumerate(frame.crcs)] \
             == [True] * 7
+        assert [frame.crcs.entry(i) == checksums.chunk_sums(frame.get(i))[1]
+                for i in range(7)] == [True] * 7          # the encoders' block sums
     noise = ndpack.asarray(rng.integers(-2**62, 2**62, (96, 64)), chunks=(32, 64),
                            blocks=(2, 64))
     zero = ndpack.zeros((96, 64), dtype=np.int64, chunks=(32, 64), blocks=(2, 64))
@@ -475,20 +477,22 @@ def test_encoded_chunks_carry_their_crc(monkeypatch):
 
 
 def test_chunk_parts_again_and_crc():
-    """``ChunkParts.again`` encodes another chunk with the same parameters; ``crc`` is
-    the crc32c of the chunk ``finish`` returned (blocks in any order)."""
-    from ndpack.chunks import chunk_parts, compress2, crc32c
+    """``ChunkParts.again`` encodes another chunk with the same parameters; ``sums``
+    are the crc32c and block checksums of the chunk ``finish`` returned (blocks in any
+    order)."""
+    from ndpack.chunks import block_sums, chunk_parts, compress2, crc32c
     cp = ndpack.CParams(codec=ndpack.Codec.LZ4, clevel=5, typesize=8, blocksize=8000,
                         nthreads=1)
     x = np.linspace(0, 1, 20_000) + np.random.default_rng(0).normal(0, 1e-3, 20_000)
     first = chunk_parts(x.nbytes, cp)
-    assert first.crc is None
+    assert first.sums is None
     for enc in (first, first.again()):
         order = [19, 0, 5, 1, 2, 3, 4] + list(range(6, 19)) if enc is first else range(20)
         for j in order:
             enc.add(x, j, 1)
         chunk = enc.finish(x)
-        assert enc.crc == crc32c(chunk)
+        assert enc.sums[0] == crc32c(chunk)
+        assert enc.sums == block_sums(chunk)
         np.testing.assert_array_equal(np.frombuffer(ndpack.decompress2(chunk), x.dtype), x)
     assert chunk == compress2(x, cparams=cp)                # in order: one-thread compress
 
