@@ -33,6 +33,14 @@ The "Blosc2 NDim" benchmark (issue 4).
    the steadiest on a loaded machine).  The crc32c kernel's speed on the compressed
    bytes is printed beside it.
 
+4. ``--part partial``: the cost of checking what partial reads decode (block
+   checksums, issue 41).  A 2-D float64 array (noisy and smooth data, LZ4 and ZSTD,
+   on disk: positioned reads of the wanted blocks, and memory-mapped) read by a slice
+   of two blocks, a point and a box across chunks, with ``verify=False``, ``True`` (the
+   default: the blocks' checksums) and ``"full"`` (whole chunks read and hashed); the
+   ratios are the times over ``verify=False`` (1.05 = 5% cost), one thread, best of
+   interleaved rounds.
+
 Timings are the best of several interleaved rounds (machine noise hits all peers
 alike).  Ratios are peer time / ndpack time: > 1 means ndpack is faster.
 
@@ -389,6 +397,54 @@ def run_verify(quick: bool, reps: int) -> list[dict]:
     return rows
 
 
+def run_partial(quick: bool, reps: int) -> list[dict]:
+    """Slice, point and box reads with verify False / True (block checksums) / "full"."""
+    rows_n = 2_000 if quick else 20_000
+    shape, chunks, blocks = (rows_n, 1_000), (200, 1_000), (10, 1_000)
+    rng = np.random.default_rng(0)
+    datas = {"noise": rng.normal(size=shape),
+             "smooth": np.cumsum(rng.normal(size=shape), axis=1)}
+    keys = {"slice 2 blocks": np.s_[1_210:1_230], "point": np.s_[1_257, 333],
+            "box 3 chunks": np.s_[190:610, 100:140], "column": np.s_[:, 7]}
+    modes = (False, True, "full")
+    tmp = tempfile.mkdtemp(prefix="bench_partial")
+    print(f"\npartial reads and their checks ({8 * shape[0] * shape[1] / 1e6:.0f} MB float64 "
+          f"on disk, chunks {chunks}, blocks {blocks}, one thread): time with verify=True "
+          f"(block checksums) and 'full' over verify=False")
+    hdr = (f"{'data':<7} {'cparams':<5} {'read':<5} {'key':<15} | {'False us':>9} "
+           f"{'True us':>9} {'full us':>9} | {'True':>6} {'full':>6}")
+    print(hdr)
+    print("-" * len(hdr))
+    rows = []
+    try:
+        for dname, x in datas.items():
+            for cpname, codec in (("lz4", ndpack.Codec.LZ4), ("zstd", ndpack.Codec.ZSTD)):
+                path = os.path.join(tmp, f"{dname}-{cpname}.b2nd")
+                ndpack.asarray(x, urlpath=path, mode="w", chunks=chunks, blocks=blocks,
+                               cparams={"codec": codec, "clevel": 5}).schunk.close()
+                for read in ("file", "mmap"):
+                    arrs = [ndpack.open(path, mode="r", mmap_mode="r" if read == "mmap" else None,
+                                        dparams={"verify": m, "nthreads": 1}) for m in modes]
+                    for kname, key in keys.items():
+                        fns = [lambda a=a: a[key] for a in arrs]
+                        for fn in fns:
+                            fn()
+                        t = best_times(fns, 10 * reps, budget=1.0)
+                        row = {"part": "partial", "data": dname, "cparams": cpname,
+                               "read": read, "key": kname, "t_false": t[0], "t_true": t[1],
+                               "t_full": t[2], "ratio_true": t[1] / t[0],
+                               "ratio_full": t[2] / t[0]}
+                        rows.append(row)
+                        print(f"{dname:<7} {cpname:<5} {read:<5} {kname:<15} | "
+                              f"{1e6 * t[0]:>9.1f} {1e6 * t[1]:>9.1f} {1e6 * t[2]:>9.1f} | "
+                              f"{t[1] / t[0]:>6.3f} {t[2] / t[0]:>6.3f}")
+                    for a in arrs:
+                        a.schunk.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return rows
+
+
 def summarize(rows: list[dict]) -> None:
     sl = [r for r in rows if r["part"] == "slice"]
     if sl:
@@ -399,6 +455,14 @@ def summarize(rows: list[dict]) -> None:
             worst = min(sl, key=lambda r: r["ratios"].get(key, np.inf))
             print(f"{key:<11} min {min(v):.2f} ({worst['layout']}/{worst['cparams']}/"
                   f"{worst['case']}) geomean {np.exp(np.mean(np.log(v))):.2f}")
+    part = [r for r in rows if r["part"] == "partial"]
+    if part:
+        v = [r["ratio_true"] for r in part]
+        worst = max(part, key=lambda r: r["ratio_true"])
+        print(f"partial reads, block checksums (verify=True) over verify=False: geomean "
+              f"{np.exp(np.mean(np.log(v))):.3f}, max {max(v):.3f} ({worst['data']}/"
+              f"{worst['cparams']}/{worst['read']}/{worst['key']}); verify='full' geomean "
+              f"{np.exp(np.mean(np.log([r['ratio_full'] for r in part]))):.3f}")
     for r in rows:
         if r["part"] == "verify":
             print(f"verify {r['data']} {r['cparams']}: read with/without checksum "
@@ -415,7 +479,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small inputs, for CI")
     ap.add_argument("--json", help="write the rows to this file")
-    ap.add_argument("--part", choices=["all", "slice", "full", "verify"], default="all")
+    ap.add_argument("--part", choices=["all", "slice", "full", "verify", "partial"],
+                    default="all")
     args = ap.parse_args(argv)
     reps = 2 if args.quick else 5
     print(f"ndpack {ndpack.__version__} (isa {ndpack._core.isa()}, nthreads "
@@ -429,6 +494,8 @@ def main(argv=None) -> int:
         rows += run_full(args.quick, reps)
     if args.part in ("all", "verify"):
         rows += run_verify(args.quick, reps)
+    if args.part in ("all", "partial"):
+        rows += run_partial(args.quick, reps)
     if args.part in ("all", "slice"):
         rows += run_slices(args.quick, reps)
     print()

@@ -61,7 +61,10 @@ import struct
 import sys
 from typing import NamedTuple
 
-from ndpack.chunks import block_sums, block_sums_check, compress2, crc32c, decompress2, decompress_crc
+import numpy as np
+
+from ndpack import _core
+from ndpack.chunks import block_sums, compress2, crc32c, decompress2, decompress_crc
 from ndpack.codecs import Codec, make_cparams
 from ndpack.errors import FormatError, NdpackError, ParameterError
 from ndpack.storage.meta import packb, unpack_vlmeta_value
@@ -269,6 +272,12 @@ def expected(frame, i: int, partial=False):
     return _Blocks(rec[i], rec.entry(i), partial)
 
 
+def _int32(numbers) -> np.ndarray:
+    if type(numbers) is np.ndarray and numbers.dtype == np.int32 and numbers.flags.c_contiguous:
+        return numbers
+    return np.asarray(numbers, np.int32).reshape(-1)
+
+
 def block_entry(frame, i: int):
     """The block checksums a read of some blocks of chunk `i` of `frame` checks from
     the file (:func:`ndpack.chunks.read_blocks_from_file`): the entry, None when
@@ -294,8 +303,8 @@ def checked(frame, i: int, data, want=_RECORDED):
         return data
     if type(want) is _Blocks:
         if want.entry is not None and len(data) > 32:
-            try:
-                block_sums_check(data, want.numbers, want.entry)
+            try:                                   # (the binding itself: reads of one
+                _core.block_sums_check(data, _int32(want.numbers), want.entry, True)   # block)
             except FormatError as exc:
                 raise block_mismatch(frame, i, exc) from None
             return data
