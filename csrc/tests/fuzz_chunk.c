@@ -108,6 +108,34 @@ static void run_one(const uint8_t *data, size_t size) {
     err.code = 0;
     ndp_getitems(data, (int32_t)size, starts, counts, 2, out, ci.nbytes, &err);
   }
+  /* block checksums of hostile chunks: the count, the entries (the chunk's crc joined
+   * from them equals its hash), the checks of them and of a lying entry, reading only
+   * inside the chunk (ASan) */
+  uint32_t *entry = NULL;
+  int32_t nentry = ndp_block_sums(data, (int32_t)size, NULL, 0, NULL, &err);
+  if (nentry > 0 && nentry < (1 << 20) && (entry = malloc(4 * (size_t)nentry)) != NULL) {
+    uint32_t joined = 0;
+    int32_t got = ndp_block_sums(data, (int32_t)size, entry, nentry, &joined, &err);
+    if (got >= 0 && joined != ndp_crc32c(0, data, size)) {
+      fprintf(stderr, "block_sums joined crc %08x, the chunk hashes to %08x\n", joined,
+              ndp_crc32c(0, data, size));
+      abort();
+    }
+    if (got == nentry) {
+      int32_t all[2] = {0, nentry - 2};
+      if (ndp_block_sums_check(data, (int32_t)size, all, 2, entry, nentry, 1, &err) != NDP_OK) {
+        fprintf(stderr, "block_sums_check refused the chunk's own entries: %s\n", err.msg);
+        abort();
+      }
+      entry[nentry - 1] ^= 1u;
+      int32_t last[1] = {nentry - 2};
+      if (ndp_block_sums_check(data, (int32_t)size, last, 1, entry, nentry, 1, &err) == NDP_OK) {
+        fprintf(stderr, "block_sums_check accepted a changed entry\n");
+        abort();
+      }
+      entry[nentry - 1] ^= 1u;
+    }
+  }
   /* some blocks read from a file: the packed chunk must decode cleanly or fail */
   static FILE *f = NULL;
   if (f == NULL) f = tmpfile();
@@ -119,6 +147,18 @@ static void run_one(const uint8_t *data, size_t size) {
       uint8_t *packed = malloc((size_t)cap);
       err.code = 0;
       int64_t got = ndp_fd_read_blocks(fd, 3, ci.nblocks, 0, want, 2, packed, cap, &need, &err);
+      if (entry != NULL && nentry == ci.nblocks + 1) {      /* the same, checked */
+        uint8_t *packed2 = malloc((size_t)cap);
+        int64_t need2 = 0;
+        err.code = 0;
+        int64_t got2 = ndp_fd_read_blocks_checked(fd, 3, ci.nblocks, 0, want, 2, packed2, cap,
+                                                  &need2, entry, nentry, &err);
+        if (got2 > 0 && (got2 != got || memcmp(packed, packed2, (size_t)got) != 0)) {
+          fprintf(stderr, "fd_read_blocks_checked packed another chunk\n");
+          abort();
+        }
+        free(packed2);
+      }
       if (got > cap) {
         fprintf(stderr, "fd_read_blocks wrote %lld bytes into %lld\n", (long long)got,
                 (long long)cap);
@@ -155,6 +195,7 @@ static void run_one(const uint8_t *data, size_t size) {
     }
   }
   free(out);
+  free(entry);
 }
 
 #ifdef NDP_LIBFUZZER
