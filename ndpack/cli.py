@@ -59,6 +59,8 @@ def _describe(obj, path) -> dict:
            "contiguous": bool(schunk.contiguous),
            "checksums": ("crc32c" if schunk.frame.crcs is not None else
                          "stale" if schunk.frame.crc_stale else "none"),
+           "block_checksums": (schunk.frame.crcs.with_blocks()
+                               if schunk.frame.crcs is not None else 0),
            "metalayers": sorted(schunk.meta), "vlmeta": _plain(dict(schunk.vlmeta))}
     # the codec and filters of the file in this build: built in, or why not
     status = codec_status()

@@ -366,6 +366,8 @@ def test_verify_reports_granularity_and_add_checksums(tmp_path, capsys):
     (res,) = verify_path(p)
     assert res.ok and res.checksums == "crc32c" and res.blocks == res.nchunks
     assert "per block" in res.line()
+    assert ndpack.cli.main(["info", "--json", str(p)]) == 0
+    assert '"block_checksums": 4' in capsys.readouterr().out
     _strip_blocks(p)
     (res,) = verify_path(p)
     assert res.ok and res.blocks == 0 and "per chunk only" in res.line()
