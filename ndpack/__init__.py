@@ -32,6 +32,7 @@ from ndpack.dtypes import (bool, can_cast, complex64, complex128, finfo, float32
                            uint16, uint32, uint64)
 from ndpack.inspection import __array_namespace_info__
 from ndpack.resources import memory_limit, set_memory_limit
+from ndpack.reporting import progress
 from ndpack.errors import (CallbackError, CodecError, FilterError, FormatError, LimitError,
                            NdpackError, OperationError, ParameterError)
 from ndpack.storage import (NDArray, SChunk, arange, array, asarray, compute_chunks_blocks,
@@ -88,7 +89,7 @@ __all__ = [
     "Codec", "Filter", "SplitMode", "SpecialValue", "Tuner", "CParams", "DParams",
     "compress", "decompress", "compress2", "decompress2", "get_cbuffer_sizes", "get_clib",
     "set_compressor", "get_compressor", "set_blocksize", "get_blocksize", "chunk_info", "compressor_list", "register_codec", "register_filter",
-    "nthreads", "set_nthreads", "show_config", "set_memory_limit", "memory_limit",
+    "nthreads", "set_nthreads", "show_config", "set_memory_limit", "memory_limit", "progress",
     "NdpackError", "FormatError", "CodecError", "FilterError", "ParameterError",
     "CallbackError",
     "OperationError", "LimitError",

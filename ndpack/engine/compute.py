@@ -46,9 +46,9 @@ from ndpack.engine.run.foreign import writing
 from ndpack.engine.run.output import new_output
 from ndpack.engine.run.plan import (layout_of, plan_regions, region_budget, regions,
                                     valid_chunks)
-from ndpack.engine.run.progress import progress_bar
 from ndpack.engine.run.regions import region_values
 from ndpack.errors import ParameterError
+from ndpack.reporting import task
 from ndpack.storage.constructors import fill_from
 from ndpack.storage.ndarray import NDArray
 
@@ -260,8 +260,7 @@ def compute(expr: LazyExpr, urlpath=None, mode="w", chunks=None, blocks=None,
 
     def write(out):
         nchunks = math.prod(-(-s // c) if c else 0 for s, c in zip(out.shape, out.chunks))
-        with progress_bar(progress, nchunks,
-                          out.stored_elements * out.dtype.itemsize) as tick:
+        with task(nchunks, out.stored_elements * out.dtype.itemsize, bar=progress) as tick:
             return run_into(node, expr, out, fresh=True, tick=tick)
     return new_output(expr.shape, expr.dtype, urlpath, mode, write, chunks=chunks,
                       blocks=blocks, cparams=cparams, dparams=dparams, **kwargs)
@@ -274,7 +273,7 @@ def evaluate_into(expr: LazyExpr, out):
     if isinstance(out, np.ndarray) and not out.flags.writeable:
         raise ValueError("out is a read-only NumPy array; pass a writable one")
     _check_out_cast(expr.dtype, out)
-    with writing(out):            # an operand that is `out` is not read directly
+    with writing(out), task(1):   # an operand that is `out` is not read directly
         return run_into(prepare(expr.node), expr, out)
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ndpack.reporting import task
 from ndpack.engine.compute import prepare
 from ndpack.engine.expr.accuracy import check_fp_accuracy
 from ndpack.engine.expr.lazyexpr import as_node
@@ -52,7 +53,8 @@ def _reduce(op, x, axis=None, keepdims=False, dtype=None, ddof=0, where=None,
     wnode = None if where is None else as_node(where)
     red = Reduce(op, as_node(x), axis=axis, keepdims=keepdims, dtype=dtype, ddof=ddof,
                  where=wnode, initial=initial)
-    res = np.asarray(prepare(red).array)
+    with task(1):                                  # one call (ndpack.progress)
+        res = np.asarray(prepare(red).array)
     if out is not None:
         out[...] = res
         return out

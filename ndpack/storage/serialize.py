@@ -26,6 +26,7 @@ import pickle
 
 import numpy as np
 
+from ndpack.reporting import task
 from ndpack.chunks import (compress2, compress_or_header, decompress, get_blocksize,
                            is_raw_header)
 from ndpack.codecs import Codec, CParams, Filter
@@ -225,7 +226,8 @@ def save_array(arr: np.ndarray, urlpath, chunksize: int | None = None, **kwargs)
     """
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"save_array needs a NumPy array, not {type(arr).__name__}")
-    return save_tensor(arr, urlpath, chunksize, **kwargs)
+    with task(1):                                  # one call (ndpack.progress)
+        return save_tensor(arr, urlpath, chunksize, **kwargs)
 
 
 def _mmap_for(urlpath):
@@ -243,7 +245,8 @@ def load_tensor(urlpath, dparams=None):
 
 def load_array(urlpath, dparams=None) -> np.ndarray:
     """Load a NumPy array saved by :func:`save_array` (or python-blosc2's)."""
-    with open_frame(urlpath, mode="r", dparams=dparams, mmap_mode=_mmap_for(urlpath)) as schunk:
+    with task(1), open_frame(urlpath, mode="r", dparams=dparams,
+                             mmap_mode=_mmap_for(urlpath)) as schunk:
         return _array_of(schunk)[1]
 
 

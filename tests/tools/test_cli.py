@@ -140,7 +140,7 @@ class _Terminal(io.StringIO):
 
 
 def test_plain_progress_line(monkeypatch):
-    from ndpack.engine.run import progress
+    from ndpack import reporting as progress
     monkeypatch.setattr(progress, "DELAY", 0.0)
     monkeypatch.setattr(progress, "INTERVAL", 0.0)
     term = _Terminal()

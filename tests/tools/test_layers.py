@@ -35,6 +35,7 @@ FLOORS = {
     "ndpack.chunks": 1,
     "ndpack.vmath": 1,
     "ndpack.resources": 2,
+    "ndpack.reporting": 2,
     "ndpack.storage": 3,
     "ndpack.inspection": 3,
     "ndpack.engine.expr": 4,

@@ -279,7 +279,7 @@ class LazyExpr:
         progress : bool
             Show progress (chunks done, throughput, time left) when the work takes more
             than a second: a tqdm bar if tqdm is installed, else one line on stderr when
-            it is a terminal (:mod:`ndpack.engine.run.progress`).
+            it is a terminal (:mod:`ndpack.reporting`).
         scheduler : str or distributed.Client, optional
             Run as dask graphs instead (``"dask"``, ``"threads"``, a Client, ...; see
             :mod:`ndpack.engine.backends.dask`).
