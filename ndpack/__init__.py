@@ -47,7 +47,7 @@ from ndpack.storage.ndfield import NDField
 from ndpack.engine import bind as _bind
 _bind.install()     # the engine behind LazyExpr's door, NDArray's surface (engine/bind.py)
 from ndpack.engine.expr.lazyexpr import LazyExpr
-from ndpack.engine.api import evaluate, lazyexpr
+from ndpack.engine.api import evaluate, explain, lazyexpr
 from ndpack.engine.statistical import (all, any, argmax, argmin, count_nonzero, max, mean,
                                        min, prod, std, sum, var)
 from ndpack.engine.ops.cumulative import cumulative_prod, cumulative_sum
@@ -102,7 +102,7 @@ __all__ = [
     "ones_like", "full_like", "ndarray_from_cframe", "eye", "fromiter", "from_dlpack", "save",
     "load",
     "DictStore", "TreeStore", "EmbedStore", "NDField",
-    "LazyExpr", "lazyexpr", "evaluate", "FPAccuracy",
+    "LazyExpr", "lazyexpr", "evaluate", "explain", "FPAccuracy",
     "to_dask", "from_dask", "to_hdf5", "from_hdf5",
     "sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin", "argmax",
     "count_nonzero", "cumulative_sum", "cumulative_prod",

@@ -28,7 +28,7 @@ from ndpack.engine.expr.lazyexpr import LazyExpr, as_node
 from ndpack.engine.expr.parse import parse
 from ndpack.errors import ParameterError
 
-__all__ = ["lazyexpr", "evaluate"]
+__all__ = ["lazyexpr", "evaluate", "explain"]
 
 
 def _caller_names(depth: int) -> dict:
@@ -108,3 +108,45 @@ def evaluate(expression, local_dict=None, global_dict=None, out=None, scheduler=
     if out is None:
         return expr[()]
     return evaluate_into(expr, out)
+
+
+def explain(expression, operands=None, out=None, local_dict=None, global_dict=None,
+            chunks=None, blocks=None, cparams=None, urlpath=None):
+    """How ndpack will compute `expression`, known before anything is read or computed.
+
+    Parameters
+    ----------
+    expression : str or LazyExpr
+        As :func:`lazyexpr` takes it (a string's names resolve as there).
+    out : array-like, optional
+        Plan ``evaluate(..., out=out)`` instead of ``compute()`` into a new array.
+    chunks, blocks, cparams, urlpath : optional
+        The new array's, as ``compute()`` takes them.
+
+    Returns
+    -------
+    Plan
+        A mapping (:class:`ndpack.engine.run.plan.Plan`): ``path`` and ``why``, the
+        output's layout, ``nregions`` pieces of ``region_shape``, ``threads``, the
+        ``operands``, ``bytes_read``/``bytes_decoded``/``bytes_written``,
+        ``projected_peak_bytes`` and what it is made of (``peak_terms``), and the
+        ``steps`` computed first (reductions, products); ``str(plan)`` says it in words.
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> a = ndpack.asarray(np.ones((1000, 1000)), chunks=(250, 1000), blocks=(25, 1000))
+    >>> b = ndpack.asarray(np.ones((1000, 1000)), chunks=(100, 1000))
+    >>> plan = ndpack.explain("a * b - mean(a)")
+    >>> plan["path"], len(plan["steps"]), plan["steps"][0]["path"]
+    ('regions', 1, 'reduction mean')
+    >>> plan["projected_peak_bytes"] < ndpack.memory_limit()
+    True
+    """
+    if isinstance(expression, str) and global_dict is None and local_dict is None and \
+            operands is None:
+        local_dict = _caller_names(1)
+    expr = lazyexpr(expression, operands=operands, local_dict=local_dict,
+                    global_dict=global_dict)
+    return expr.explain(out=out, chunks=chunks, blocks=blocks, cparams=cparams,
+                        urlpath=urlpath)

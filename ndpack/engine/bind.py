@@ -28,7 +28,7 @@ from __future__ import annotations
 from ndpack.engine import arrayobject, operators, statistical
 from ndpack.engine.backends import dask
 from ndpack.engine.backends.dask import compute_with_dask, evaluate_with_dask
-from ndpack.engine.compute import compute, compute_box, compute_masked, evaluate_into
+from ndpack.engine.compute import compute, compute_box, compute_masked, evaluate_into, explain
 from ndpack.engine.expr.door import Evaluator, register
 from ndpack.engine.expr.lazyexpr import LazyExpr
 from ndpack.engine.ops import index, indexhandle
@@ -49,6 +49,7 @@ class Engine(Evaluator):
     box = staticmethod(compute_box)
     masked = staticmethod(compute_masked)
     into = staticmethod(evaluate_into)
+    explain = staticmethod(explain)
     save = staticmethod(save_expr)
     array_function = staticmethod(array_function)
     scheduled_compute = staticmethod(compute_with_dask)

@@ -44,16 +44,20 @@ from ndpack.engine.run.aligned import aligned_operands, compute_aligned, read_al
 from ndpack.engine.run.chunkout import chunk_writer
 from ndpack.engine.run.foreign import writing
 from ndpack.engine.run.output import new_output
-from ndpack.engine.run.plan import (layout_of, plan_regions, region_budget, regions,
+from ndpack.engine.run import plan as _plan
+from ndpack.engine.run.fused import program as fused_program
+from ndpack.engine.run.plan import (Plan, layout_of, plan_regions, region_budget, regions,
                                     valid_chunks)
 from ndpack.engine.run.regions import region_values
 from ndpack.errors import ParameterError
 from ndpack.reporting import task
+from ndpack.resources import memory_limit
 from ndpack.storage.constructors import fill_from
+from ndpack.storage.grid import compute_chunks_blocks
 from ndpack.storage.ndarray import NDArray
 
 __all__ = ["prepare", "run_into", "compute", "compute_box", "compute_masked", "evaluate_into",
-           "FPAccuracy", "check_fp_accuracy"]
+           "explain", "FPAccuracy", "check_fp_accuracy"]
 
 
 # ---- step 1: prepare ---------------------------------------------------------------------
@@ -285,3 +289,198 @@ def _check_out_cast(dtype: np.dtype, out) -> None:
         raise TypeError(f"out= has dtype {np.dtype(want)}, the expression's result "
                         f"{dtype} cannot be cast to it with casting rule 'same_kind'")
 
+
+
+# ---- knowing before running -------------------------------------------------------------
+
+def explain(expr: LazyExpr, out=None, chunks=None, blocks=None, cparams=None,
+            urlpath=None) -> Plan:
+    """The plan of computing `expr` (``compute()`` into a new array, or into `out`
+    as ``evaluate(..., out=)``; at `urlpath` or in memory), found without reading or
+    computing anything: the path
+    and why, the pieces and threads, the operands, the bytes read, decoded and written,
+    and the projected peak of the buffers the path holds at once (``peak_terms``).
+    Reductions and products inside the tree are ``steps``, computed first.
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> a = ndpack.asarray(np.ones((1000, 1000)), chunks=(250, 1000), blocks=(25, 1000))
+    >>> p = explain(ndpack.lazyexpr("a * 2 + 1", operands={"a": a}))
+    >>> p["path"], p["nregions"], p["projected_peak_bytes"] > 0
+    ('aligned, fused C program', 4, True)
+    >>> print(str(p).splitlines()[0])
+    path: aligned, fused C program -- every operand has the output's chunks and blocks; float64 arithmetic runs in the C core block by block
+    """
+    shape, dtype = expr.shape, np.dtype(expr.dtype)
+    steps = [_explain_step(n) for n in _prepared_parts(expr.node)]
+    node = _stand_in(expr.node, {})
+    ops = [op for op in _operands(node)]
+    nthreads = max(1, _threads(ops))
+    if out is None:
+        if chunks is None and blocks is None:
+            chunks, blocks = layout_of(node, shape)
+        if chunks is None or blocks is None:
+            chunks, blocks = compute_chunks_blocks(shape, chunks, blocks, dtype=dtype)
+        out_kind, own = "new NDArray", (tuple(chunks), tuple(blocks))
+    else:
+        own = (tuple(getattr(out, "chunks", None) or ()) or None,
+               tuple(getattr(out, "blocks", None) or ()) or None)
+        out_kind = type(out).__name__
+    chunks, blocks = own
+    aligned = None
+    if chunks and blocks and (out is None or isinstance(out, (NDArray, np.ndarray))):
+        aligned = aligned_operands(node, shape, chunks, blocks)
+    if out is not None and isinstance(out, np.ndarray):
+        chunks, blocks = layout_of(node, shape)
+        aligned = None if chunks is None else aligned_operands(node, shape, chunks, blocks)
+    chunk_bytes = math.prod(_ext(chunks, blocks)) * dtype.itemsize if chunks else 0
+    stored = [op for op in ops if isinstance(op.array, NDArray) and op.shape == shape]
+    terms = {}
+    if aligned is not None:
+        fused = fused_program(node, aligned) if all(
+            isinstance(op.array, NDArray) for op in aligned) and dtype == node.dtype else None
+        path = "aligned" + (", fused C program" if fused is not None else "")
+        why = ("every operand has the output's chunks and blocks" +
+               ("; float64 arithmetic runs in the C core block by block" if fused is not None
+                else "; numexpr/NumPy on decoded groups of blocks"))
+        nregions = math.prod(-(-n // c) for n, c in zip(shape, chunks))
+        region_shape = tuple(chunks)
+        op_chunk = sum(op.array.layout.chunk_nbytes for op in stored)
+        terms["compressed operand chunks (2 sets)"] = 2 * op_chunk
+        terms["output chunk buffers (2)"] = 2 * chunk_bytes
+        group = _plan.GROUP_BYTES
+        terms["worker groups of blocks"] = nthreads * (len(ops) + 1) * group
+        if out is None or isinstance(out, NDArray):
+            terms["encoded chunks in flight (3)"] = 3 * chunk_bytes
+        bcast = [op for op in ops if op not in stored]
+        if bcast:
+            terms["broadcast operands laid out per chunk"] = len(bcast) * chunk_bytes
+    else:
+        path = "regions"
+        why = ("operands not all stored with the output's chunks and blocks: pieces of "
+               "the output are read from each operand, evaluated and written")
+        if out is None:
+            region_shape = tuple(chunks)
+        else:
+            region_shape = plan_regions(node, shape, dtype.itemsize,
+                                        chunks=getattr(out, "chunks", None))
+        nregions = math.prod(-(-n // c) for n, c in zip(shape, region_shape)) if shape else 1
+        region_items = math.prod(region_shape) if shape else 1
+        per_op = sum(region_items * op.dtype.itemsize for op in ops)
+        terms["operand regions (2 sets: one read ahead)"] = 2 * per_op
+        terms["output region"] = region_items * dtype.itemsize
+        dec = max((op.array.layout.chunk_nbytes for op in ops if isinstance(op.array, NDArray)),
+                  default=0)
+        terms["decode buffers per reading thread"] = 2 * nthreads * dec
+        if out is None or isinstance(out, NDArray):
+            terms["encoded output chunk"] = chunk_bytes
+    read = sum(_stored_bytes(op.array) for op in ops)
+    decoded = sum(int(op.array.nbytes) for op in ops if isinstance(op.array, NDArray))
+    written = math.prod(shape) * dtype.itemsize
+    if out is None and urlpath is None:
+        terms["the result, in memory (compressed: at most)"] = written
+    return Plan(path=path, why=why, into=out_kind, shape=shape, dtype=str(dtype),
+                chunks=chunks, blocks=blocks, region_shape=region_shape, nregions=nregions,
+                threads=nthreads, operands=[_describe(op) for op in ops], bytes_read=read,
+                bytes_decoded=decoded, bytes_written=written, peak_terms=terms,
+                memory_limit=memory_limit(), steps=steps)
+
+
+def _prepared_parts(node: Node, seen=None) -> list:
+    """The outermost reductions, products and cumulative nodes of the tree (what
+    :func:`prepare` computes before the elementwise pass)."""
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return []
+    seen.add(id(node))
+    if isinstance(node, (Reduce, Contract, Accumulate)):
+        return [node]
+    if isinstance(node, Apply):
+        return [p for a in node.args for p in _prepared_parts(a, seen)]
+    return []
+
+
+def _stand_in(node: Node, memo: dict) -> Node:
+    """`node` with its reductions and products replaced by operands of their shape and
+    dtype that hold no memory (what the path choice sees after :func:`prepare`)."""
+    if id(node) in memo:
+        return memo[id(node)]
+    if isinstance(node, (Reduce, Contract, Accumulate)):
+        out = Operand(np.broadcast_to(np.zeros((), node.dtype), node.shape), repr(node))
+    elif isinstance(node, Apply):
+        args = tuple(_stand_in(a, memo) for a in node.args)
+        out = node if all(a is b for a, b in zip(args, node.args)) else \
+            Apply(node.func.name, args, node.kwargs)
+    else:
+        out = node
+    memo[id(node)] = out
+    return out
+
+
+def _operands(node: Node) -> list:
+    from_tree = getattr(node, "args", None)
+    return list(dict.fromkeys(_ops_of(node))) if from_tree is not None or \
+        isinstance(node, Operand) else []
+
+
+def _ops_of(node: Node):
+    if isinstance(node, Operand):
+        yield node
+    for a in getattr(node, "args", ()):
+        yield from _ops_of(a)
+
+
+def _threads(ops: list) -> int:
+    for op in ops:
+        if isinstance(op.array, NDArray):
+            return op.array.schunk.dparams.nthreads
+    return 1
+
+
+def _ext(chunks, blocks) -> tuple:
+    """The extended chunk shape (chunks rounded up to whole blocks)."""
+    return tuple(-(-c // b) * b for c, b in zip(chunks, blocks))
+
+
+def _stored_bytes(a) -> int:
+    if isinstance(a, NDArray):
+        return int(a.schunk.cbytes)
+    return int(getattr(a, "nbytes", 0) or 0) if not isinstance(a, np.ndarray) or \
+        a.strides == () or 0 not in a.strides else 0
+
+
+def _describe(op: Operand) -> dict:
+    a = op.array
+    out = {"name": op.name, "kind": type(a).__name__, "shape": tuple(op.shape),
+           "dtype": str(op.dtype)}
+    if isinstance(a, NDArray):
+        out.update(chunks=a.chunks, blocks=a.blocks, codec=a.schunk.cparams.codec.name,
+                   cbytes=int(a.schunk.cbytes), urlpath=a.urlpath)
+    return out
+
+
+def _explain_step(node: Node) -> Plan:
+    """A reduction's, product's or cumulative function's plan: regions of its
+    operand read and reduced (the sizes of :mod:`ndpack.engine.run.plan`)."""
+    arg = node.args[0] if isinstance(node, Contract) else node.arg
+    inner = _stand_in(arg, {})
+    ops = _operands(inner)
+    budget = region_budget(max(1, len(ops)))
+    nthreads = max(1, _threads(ops))
+    dec = max((op.array.layout.chunk_nbytes for op in ops if isinstance(op.array, NDArray)),
+              default=0)
+    size = sum(min(budget, int(getattr(op.array, "nbytes", 0) or 0)) for op in ops)
+    terms = {"operand regions (2 sets: one read ahead)": 2 * size,
+             "decode buffers per reading thread": 2 * nthreads * dec,
+             "result": math.prod(node.shape) * np.dtype(node.dtype).itemsize}
+    kind = {Reduce: "reduction", Contract: "product", Accumulate: "cumulative"}[type(node)]
+    return Plan(path=f"{kind} {getattr(node, 'op', '')}".strip(), why=f"{node!r} is computed "
+                "first; its result enters the elementwise pass as an operand",
+                into="NumPy array", shape=tuple(node.shape), dtype=str(np.dtype(node.dtype)),
+                chunks=None, blocks=None, region_shape=None, nregions=0, threads=nthreads,
+                operands=[_describe(op) for op in ops],
+                bytes_read=sum(_stored_bytes(op.array) for op in ops),
+                bytes_decoded=sum(int(getattr(op.array, "nbytes", 0) or 0) for op in ops),
+                bytes_written=0, peak_terms=terms, memory_limit=memory_limit(),
+                steps=[_explain_step(n) for n in _prepared_parts(inner)])

@@ -42,6 +42,10 @@ class Evaluator(abc.ABC):
         """`expr` written into the existing array `out` (returned)."""
 
     @abc.abstractmethod
+    def explain(self, expr, out=None, **kwargs):
+        """The plan of computing `expr` (``ndpack.explain``), nothing read or computed."""
+
+    @abc.abstractmethod
     def save(self, expr, urlpath, **kwargs) -> None:
         """The expression (not its values) saved to a carrier at `urlpath`."""
 

@@ -261,6 +261,20 @@ class LazyExpr:
         res = np.asarray(self[()])            # a 0-d expression gives a 0-d array
         return res if dtype is None else res.astype(dtype)
 
+    def explain(self, out=None, chunks=None, blocks=None, cparams=None, urlpath=None):
+        """The plan of computing this expression, without reading or computing anything
+        (:func:`ndpack.explain`): a mapping whose ``str`` is the plan in words.
+
+        Examples
+        --------
+        >>> import numpy as np, ndpack
+        >>> a = ndpack.asarray(np.ones((100, 100)))
+        >>> (a + 1).explain()["path"]
+        'aligned, fused C program'
+        """
+        return evaluator().explain(self, out=out, chunks=chunks, blocks=blocks,
+                                   cparams=cparams, urlpath=urlpath)
+
     def compute(self, urlpath=None, mode="w", chunks=None, blocks=None, cparams=None,
                 dparams=None, progress=False, scheduler=None, fp_accuracy=None, **kwargs):
         """Compute into a new NDArray, one output chunk at a time.

@@ -28,6 +28,8 @@ Examples
 
 from __future__ import annotations
 
+import collections.abc
+import dataclasses
 import itertools
 import math
 
@@ -37,7 +39,7 @@ from ndpack.engine.expr.nodes import Node, operands_of
 from ndpack.resources import memory_limit
 from ndpack.storage.ndarray import NDArray
 
-__all__ = ["REGION_BYTES", "GROUP_BYTES", "ENCODE_GROUP_BYTES", "CHUNK_MIN_BYTES", "REDUCE_GROUP_BYTES",
+__all__ = ["Plan", "REGION_BYTES", "GROUP_BYTES", "ENCODE_GROUP_BYTES", "CHUNK_MIN_BYTES", "REDUCE_GROUP_BYTES",
            "REDUCE_GROUP_MULT", "region_budget", "plan_regions", "plan_regions_for_chunks",
            "default_region_shape", "grow", "regions", "layout_of", "valid_chunks"]
 
@@ -150,3 +152,70 @@ def layout_of(node: Node, shape: tuple):
         if isinstance(op.array, NDArray) and op.shape == shape:
             return op.array.chunks, op.array.blocks
     return None, None
+
+
+@dataclasses.dataclass
+class Plan(collections.abc.Mapping):
+    """How a computation will run, known before it runs (:func:`ndpack.explain`).
+
+    A mapping of its fields (``plan["projected_peak_bytes"]``) whose ``str`` is the
+    plan in words.  ``peak_terms`` names what the projected peak is made of (bytes of
+    each kind of buffer the path holds at once); ``steps`` are the parts computed
+    before the elementwise pass (reductions, products), each with its own plan.
+    """
+
+    path: str
+    why: str
+    into: str
+    shape: tuple
+    dtype: str
+    chunks: tuple | None
+    blocks: tuple | None
+    region_shape: tuple | None
+    nregions: int
+    threads: int
+    operands: list
+    bytes_read: int
+    bytes_decoded: int
+    bytes_written: int
+    peak_terms: dict
+    memory_limit: int
+    steps: list = dataclasses.field(default_factory=list)
+
+    @property
+    def projected_peak_bytes(self) -> int:
+        return int(sum(self.peak_terms.values()))
+
+    def _fields(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["projected_peak_bytes"] = self.projected_peak_bytes
+        return out
+
+    def __getitem__(self, key):
+        return self._fields()[key]
+
+    def __iter__(self):
+        return iter(self._fields())
+
+    def __len__(self) -> int:
+        return len(self._fields())
+
+    def __str__(self) -> str:
+        mib = 2 ** 20
+        lines = [f"path: {self.path} -- {self.why}",
+                 f"output: {self.into} {self.shape} {self.dtype}, chunks {self.chunks}, "
+                 f"blocks {self.blocks}",
+                 f"pieces: {self.nregions} of {self.region_shape}, {self.threads} thread(s)"]
+        for op in self.operands:
+            lines.append(f"operand {op['name']}: {op['kind']} {op['shape']} {op['dtype']}"
+                         + (f", chunks {op['chunks']}, {op['codec']}, "
+                            f"{op['cbytes'] / mib:.1f} MiB stored" if op.get("chunks") else ""))
+        lines.append(f"bytes: read {self.bytes_read / mib:.1f} MiB, decode "
+                     f"{self.bytes_decoded / mib:.1f} MiB, write at most "
+                     f"{self.bytes_written / mib:.1f} MiB")
+        terms = ", ".join(f"{k} {v / mib:.1f}" for k, v in self.peak_terms.items())
+        lines.append(f"projected peak: {self.projected_peak_bytes / mib:.1f} MiB of "
+                     f"{self.memory_limit / mib:.0f} MiB allowed ({terms})")
+        for step in self.steps:
+            lines.append("before: " + str(step).replace("\n", "\n  "))
+        return "\n".join(lines)
