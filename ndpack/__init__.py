@@ -34,7 +34,7 @@ from ndpack.inspection import __array_namespace_info__
 from ndpack.resources import memory_limit, set_memory_limit
 from ndpack.reporting import progress
 from ndpack.errors import (CallbackError, CodecError, FilterError, FormatError, LimitError,
-                           NdpackError, OperationError, ParameterError)
+                           MemoryLimitError, NdpackError, OperationError, ParameterError)
 from ndpack.storage import (NDArray, SChunk, arange, array, asarray, compute_chunks_blocks,
                             copy, empty, empty_like, eye, from_dlpack, frombuffer, fromiter,
                             full, full_like, linspace, load, load_array, load_tensor, nans, ndarray_from_cframe,
@@ -92,7 +92,7 @@ __all__ = [
     "nthreads", "set_nthreads", "show_config", "set_memory_limit", "memory_limit", "progress",
     "NdpackError", "FormatError", "CodecError", "FilterError", "ParameterError",
     "CallbackError",
-    "OperationError", "LimitError",
+    "OperationError", "LimitError", "MemoryLimitError",
     "SChunk", "open", "MissingOperandsError", "LazyUDF", "lazyudf", "matmul", "tensordot",
     "vecdot", "outer", "schunk_from_cframe", "remove_urlpath", "pack_array2", "unpack_array2",
     "save_array", "load_array", "pack_tensor", "unpack_tensor", "save_tensor", "load_tensor",

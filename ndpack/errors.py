@@ -26,6 +26,7 @@ __all__ = [
     "ThreadError",
     "OperationError",
     "LimitError",
+    "MemoryLimitError",
 ]
 
 
@@ -70,6 +71,12 @@ class OperationError(NdpackError, RuntimeError):
     """A request the store cannot carry out as given (a chunk beyond the format's size
     limit, an order that is not a permutation of the chunks); a RuntimeError, the type
     python-blosc2 raises when C-Blosc2 refuses the same request."""
+
+
+class MemoryLimitError(NdpackError, MemoryError):
+    """A computation whose projected peak of working memory exceeds the memory limit
+    (``ndpack.set_memory_limit``), refused before it reads or writes anything; the
+    message names the projection, the limit and what drives it (``ndpack.explain``)."""
 
 
 class LimitError(ParameterError, OperationError):

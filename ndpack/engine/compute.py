@@ -49,7 +49,7 @@ from ndpack.engine.run.fused import program as fused_program
 from ndpack.engine.run.plan import (Plan, layout_of, plan_regions, region_budget, regions,
                                     valid_chunks)
 from ndpack.engine.run.regions import region_values
-from ndpack.errors import ParameterError
+from ndpack.errors import MemoryLimitError, ParameterError
 from ndpack.reporting import task
 from ndpack.resources import memory_limit
 from ndpack.storage.constructors import fill_from
@@ -57,7 +57,7 @@ from ndpack.storage.grid import compute_chunks_blocks
 from ndpack.storage.ndarray import NDArray
 
 __all__ = ["prepare", "run_into", "compute", "compute_box", "compute_masked", "evaluate_into",
-           "explain", "FPAccuracy", "check_fp_accuracy"]
+           "explain", "check_memory", "FPAccuracy", "check_fp_accuracy"]
 
 
 # ---- step 1: prepare ---------------------------------------------------------------------
@@ -258,6 +258,7 @@ def compute(expr: LazyExpr, urlpath=None, mode="w", chunks=None, blocks=None,
         return evaluator().scheduled_compute(       # dask, through the door
             expr, scheduler=scheduler, urlpath=urlpath, mode=mode, chunks=chunks,
             blocks=blocks, cparams=cparams, dparams=dparams, **kwargs)
+    check_memory(expr, chunks=chunks, blocks=blocks, urlpath=urlpath)
     node = prepare(expr.node)
     if chunks is None and blocks is None:
         chunks, blocks = layout_of(node, expr.shape)
@@ -277,6 +278,7 @@ def evaluate_into(expr: LazyExpr, out):
     if isinstance(out, np.ndarray) and not out.flags.writeable:
         raise ValueError("out is a read-only NumPy array; pass a writable one")
     _check_out_cast(expr.dtype, out)
+    check_memory(expr, out=out)
     with writing(out), task(1):   # an operand that is `out` is not read directly
         return run_into(prepare(expr.node), expr, out)
 
@@ -484,3 +486,35 @@ def _explain_step(node: Node) -> Plan:
                 bytes_decoded=sum(int(getattr(op.array, "nbytes", 0) or 0) for op in ops),
                 bytes_written=0, peak_terms=terms, memory_limit=memory_limit(),
                 steps=[_explain_step(n) for n in _prepared_parts(inner)])
+
+
+_RESULT_TERM = "the result, in memory (compressed: at most)"
+
+
+def check_memory(expr: LazyExpr, **kwargs) -> None:
+    """Refuse, before anything is read or written, a computation whose working memory
+    (:func:`explain`'s projection, less the result itself, whose compressed size is
+    not known before) exceeds the memory limit: :class:`MemoryLimitError` naming the
+    projection, the limit and the biggest term.  Computations far below the limit are
+    not planned twice (a quick bound from the operands' chunk sizes)."""
+    limit = memory_limit()
+    ops = list(_ops_of(expr.node))
+    chunk = max([op.array.layout.chunk_nbytes for op in ops if isinstance(op.array, NDArray)]
+                + [0])
+    quick = (len(ops) + 4) * (chunk + _plan.GROUP_BYTES) * (_threads(ops) + 2)
+    if quick + 4 * region_budget(max(1, len(ops))) <= limit // 2:
+        return
+    plans = [explain(expr, **kwargs)]
+    for p in plans:
+        plans.extend(p.steps)
+    for p in plans:
+        terms = {k: v for k, v in p.peak_terms.items() if k != _RESULT_TERM}
+        need = sum(terms.values())
+        if need > limit:
+            big = max(terms, key=terms.get)
+            raise MemoryLimitError(
+                f"{p.path}: a projected peak of {need / 2**20:.0f} MiB of working memory "
+                f"exceeds the memory limit of {limit / 2**20:.0f} MiB; most of it is "
+                f"{big} ({terms[big] / 2**20:.0f} MiB). Raise the limit "
+                "(ndpack.set_memory_limit), or store the operands with smaller chunks; "
+                "ndpack.explain(expr) shows the plan")

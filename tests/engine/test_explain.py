@@ -93,3 +93,30 @@ def test_projection_bounds_what_python_and_numpy_allocate(text):
     want = plan["projected_peak_bytes"] + sum(s["projected_peak_bytes"] for s in plan["steps"])
     assert peak <= want, (peak, plan["peak_terms"])
     assert want < 64 * peak + (64 << 20)          # and not absurdly above it
+
+
+def test_a_plan_over_the_limit_is_refused_before_any_read(tmp_path, monkeypatch):
+    """Chunks of 8 MB under a 16 MiB limit: the aligned path cannot shrink them, so
+    compute() refuses at plan time, naming the figures, and reads nothing; under a
+    limit it fits, the same computation runs."""
+    x = np.random.default_rng(0).normal(size=(4096, 2048))
+    a = ndpack.asarray(x, chunks=(512, 2048), blocks=(16, 2048),
+                       urlpath=str(tmp_path / "a.b2nd"), mode="w")
+    a = ndpack.open(str(tmp_path / "a.b2nd"))
+    old = ndpack.set_memory_limit("16M")
+    try:
+        plan = (a * 2).explain(urlpath=str(tmp_path / "o.b2nd"))
+        assert plan["projected_peak_bytes"] > ndpack.memory_limit()
+        reads = []
+        real = ContiguousFrame.fetch
+        monkeypatch.setattr(ContiguousFrame, "fetch",
+                            lambda self, *a, **k: reads.append(1) or real(self, *a, **k))
+        with pytest.raises(ndpack.MemoryLimitError, match=r"exceeds the memory limit of 16 MiB"):
+            (a * 2).compute(urlpath=str(tmp_path / "o.b2nd"))
+        assert reads == [] and not (tmp_path / "o.b2nd").exists()
+        with pytest.raises(MemoryError):
+            ndpack.evaluate("a * 2", local_dict={"a": a}, out=np.empty(a.shape))
+    finally:
+        ndpack.set_memory_limit(old)
+    out = (a * 2).compute(urlpath=str(tmp_path / "o.b2nd"))
+    np.testing.assert_array_equal(out[:5], x[:5] * 2)
