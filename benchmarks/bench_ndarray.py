@@ -407,15 +407,15 @@ def run_partial(quick: bool, reps: int) -> list[dict]:
     keys = {"slice 2 blocks": np.s_[1_210:1_230], "point": np.s_[1_257, 333],
             "box 3 chunks": np.s_[190:610, 100:140], "column": np.s_[:, 7]}
     modes = (False, True, "full")
-    tmp = tempfile.mkdtemp(prefix="bench_partial")
     print(f"\npartial reads and their checks ({8 * shape[0] * shape[1] / 1e6:.0f} MB float64 "
           f"on disk, chunks {chunks}, blocks {blocks}, one thread): time with verify=True "
           f"(block checksums) and 'full' over verify=False")
-    hdr = (f"{'data':<7} {'cparams':<5} {'read':<5} {'key':<15} | {'False us':>9} "
-           f"{'True us':>9} {'full us':>9} | {'True':>6} {'full':>6}")
-    print(hdr)
-    print("-" * len(hdr))
-    rows = []
+    columns = [("data", "<7"), ("cparams", "<5"), ("read", "<5"), ("key", "<15"),
+               ("|", ""), ("False us", ">9"), ("True us", ">9"), ("full us", ">9"), ("|", ""),
+               ("True", ">6"), ("full", ">6")]
+    hdr = " ".join(f"{name:{fmt}}" for name, fmt in columns)
+    print(hdr + "\n" + "-" * len(hdr))
+    tmp, rows = tempfile.mkdtemp(prefix="bench_partial"), []
     try:
         for dname, x in datas.items():
             for cpname, codec in (("lz4", ndpack.Codec.LZ4), ("zstd", ndpack.Codec.ZSTD)):
