@@ -53,6 +53,7 @@ _RANGE = re.compile(r"(\d*)-(\d*)")
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True          # headers and body: no 40 ms delayed ACK
 
     def log_message(self, *args):          # quiet
         pass

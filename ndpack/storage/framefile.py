@@ -15,6 +15,7 @@ import contextlib
 import mmap
 import os
 import struct
+import threading
 
 import numpy as np
 
@@ -250,10 +251,47 @@ class _FileFrame(FrameBase):
                 data = self._synth(offset_code(v, self.header_len), i)
             else:
                 try:
+                    if not partial and isinstance(self.reader, RemoteSource):
+                        self._read_ahead(i)
                     data = self._raw_chunk(i, v, buf)
                 except SourceError as exc:      # a remote read: say which chunk
                     raise exc.at(f"chunk {i}") from exc.__cause__
         return data, want
+
+    def _chunk_span(self, v: int) -> tuple[int, int]:
+        """``(pos, n)``: where the chunk at section offset `v` lies, `n` bytes up to the
+        next stored chunk."""
+        if self._sorted is None:
+            self._sorted = sorted({o for o in self.offsets if o >= 0})
+        k = bisect.bisect_right(self._sorted, v)
+        end = self._sorted[k] if k < len(self._sorted) else self._cbytes
+        return self.base + self.header_len + v, end - v
+
+    def _read_ahead(self, i: int) -> None:
+        """Chunks read whole in order (reductions, the aligned path, regions): the next
+        ones are fetched in the background while this one decodes -- 2 ahead, doubling
+        with every chunk in order up to 16 and an eighth of the memory limit (the
+        source forgets the oldest fetched ahead beyond that)."""
+        rd = self.reader
+        seq = self.__dict__.setdefault("_reads_in_order", {})   # per thread: the threads
+        me = threading.get_ident()                             # of a reduction each
+        last, streak = seq.get(me, (-2, 0))                    # take their own run
+        streak = streak + 1 if 0 < i - last <= 4 else 0
+        seq[me] = (i, streak)
+        if not streak:
+            return
+        depth = min(16, 2 ** streak)
+        cap, ranges, total = memory_limit() // 8, [], 0
+        for j in range(i + 1, min(self.nchunks, i + 1 + depth)):
+            v = self.offsets[j]
+            if v < 0:
+                continue
+            pos, n = self._chunk_span(v)
+            total += n
+            if total > cap:
+                break
+            ranges.append((pos, pos + n))
+        rd.fetch_ahead(ranges)
 
     def prefetch(self, parts, layout) -> None:
         """The chunks a read of `parts` (``ChunkPart``s of `layout`) is about to take,
@@ -264,22 +302,18 @@ class _FileFrame(FrameBase):
         rd = getattr(self, "reader", None)
         if not isinstance(rd, RemoteSource):
             return
-        if self._sorted is None:
-            self._sorted = sorted({o for o in self.offsets if o >= 0})
         hend, cap, total, ranges = 32 + 4 * layout.nblocks, memory_limit() // 8, 0, []
         for p in parts:
             v = self.offsets[p.nchunk]
             if v < 0:
                 continue
-            k = bisect.bisect_right(self._sorted, v)
-            n = (self._sorted[k] if k < len(self._sorted) else self._cbytes) - v
+            pos, n = self._chunk_span(v)
             full = all(loc.start == 0 and loc.step == 1 and len(loc) == e
                        for loc, e in zip(p.local, layout.ext_chunks))
             if not full and n >= _LAZY_MIN:
                 n = min(n, hend)
             if total + n > cap:
                 break
-            pos = self.base + self.header_len + v
             ranges.append((pos, pos + n))
             total += n
         rd.prefetch(ranges)

@@ -46,9 +46,9 @@ import numpy as np
 from ndpack.chunks import block_sums_check, chunk_info, crc32c
 from ndpack.codecs import Filter
 from ndpack.errors import FormatError, NdpackError
-from ndpack.resources import pool
-from ndpack.storage.source import (SourceError, Source, fetch_batch, join_pieces,
-                                   plan_requests)
+from ndpack.resources import memory_limit, pool
+from ndpack.storage.source import (IN_FLIGHT, SourceError, Source, fetch_batch,
+                                   join_pieces, plan_requests)
 
 __all__ = ["RemoteSource", "RemoteUnavailable", "is_url", "filesystem",
            "verify_fetched_blocks", "DEFAULTS"]
@@ -273,6 +273,8 @@ class RemoteSource(Source):
         self._size = None
         self.windows: list = []          # (start, bytes) kept: the head, the tail
         self.ahead: dict = {}            # (start, end) -> bytes prefetched, read once
+        self.pending: dict = {}          # (start, end) -> Future of a read-ahead
+        self.pending_bytes = 0
         self.requests = 0                # counted by fetch (tests, benchmarks)
         self.fetched = 0
 
@@ -352,6 +354,13 @@ class RemoteSource(Source):
             self._size = int(self.fs.size(self.path))
         self.windows.append((0, bytes(head)))
 
+    def _held(self, start: int, end: int) -> bool:
+        """Whether ``[start, end)`` is in a kept window, fetched ahead or on its way."""
+        if any(w <= start and end <= w + len(d) for w, d in self.windows):
+            return True
+        with self.lock:
+            return (start, end) in self.ahead or (start, end) in self.pending
+
     def _window(self, pos: int, n: int):
         """`n` bytes at `pos` from a kept window or a prefetched piece, else None."""
         for start, data in self.windows:
@@ -359,7 +368,49 @@ class RemoteSource(Source):
                 return memoryview(data)[pos - start:pos - start + n]
         with self.lock:
             data = self.ahead.pop((pos, pos + n), None)
+            fut = self.pending.pop((pos, pos + n), None) if data is None else None
+            if fut is not None:
+                self.pending_bytes -= n
+        if fut is not None:
+            data = fut.result(self._wait())
         return data
+
+    def _wait(self) -> float:
+        """The longest a request may take, its retries included (seconds)."""
+        o = self.options
+        return o["timeout"] * (o["retries"] + 2) + o["backoff"] * 2 ** (o["retries"] + 1)
+
+    def fetch_ahead(self, ranges) -> None:
+        """Start fetching `ranges` in the background (read-ahead); a read of one of them
+        waits for it.  Ranges kept or running already are not fetched again."""
+        p = pool("remote", self.options["concurrency"])
+        cap = memory_limit() // 8
+        for s, e in ranges:
+            key = (int(s), int(e))
+            with self.lock:
+                if key in self.ahead or key in self.pending:
+                    continue
+                self.pending[key] = p.submit(self._charged, *key)
+                self.pending_bytes += key[1] - key[0]
+                while self.pending_bytes > cap and len(self.pending) > 1:
+                    old = next(iter(self.pending))          # the oldest, never read
+                    self.pending.pop(old).cancel()
+                    self.pending_bytes -= old[1] - old[0]
+
+    def _charged(self, start: int, end: int):
+        held = IN_FLIGHT.take(end - start, self._wait())
+        try:
+            return self._fetch(start, end)
+        finally:
+            IN_FLIGHT.give(held)
+
+    def drop_ahead(self) -> None:
+        """Forget what was fetched ahead (the reads went elsewhere)."""
+        with self.lock:
+            pending, self.pending, self.ahead = self.pending, {}, {}
+            self.pending_bytes = 0
+        for f in pending.values():
+            f.cancel()
 
     def read(self, pos: int, n: int):
         if self._size is None:
@@ -383,19 +434,17 @@ class RemoteSource(Source):
         ranges = [(max(0, int(s)), min(int(e), size)) for s, e in ranges]
         o = self.options
         reqs = plan_requests(ranges, o["gap"], o["max_request"])
-        wait = o["timeout"] * (o["retries"] + 2) + o["backoff"] * 2 ** (o["retries"] + 1)
-        pieces = fetch_batch(reqs, self._fetch, pool("remote", o["concurrency"]), wait)
+        pieces = fetch_batch(reqs, self._fetch, pool("remote", o["concurrency"]), self._wait())
         return join_pieces(ranges, reqs, pieces)
 
     def hint(self, start: int, end: int) -> None:
         """Keep ``[start, end)`` (the frame's index and trailer) from one request."""
-        if self._window(start, end - start) is None and end > start:
+        if end > start and not self._held(start, end):
             self.windows.append((start, bytes(self.read_ranges([(start, end)])[0])))
 
     def prefetch(self, ranges) -> None:
         """Fetch `ranges` in one batch now; each is then read once from memory."""
-        ranges = [(int(s), int(e)) for s, e in ranges
-                  if e > s and self._window(s, e - s) is None]
+        ranges = [(int(s), int(e)) for s, e in ranges if e > s and not self._held(s, e)]
         if len(ranges) < 2:
             return
         for r, data in zip(ranges, self.read_ranges(ranges)):
@@ -453,7 +502,8 @@ class RemoteSource(Source):
         return total, 0
 
     def close(self) -> None:
-        self.windows, self.ahead = [], {}
+        self.drop_ahead()
+        self.windows = []
 
 
 def verify_fetched_blocks(prefix: bytes, packed, numbers, entry) -> None:
