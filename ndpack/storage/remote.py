@@ -177,7 +177,7 @@ def _http_get(fs, path: str, start: int, end: int, etag: str | None):
         session = await fs.set_session()
         kw = dict(fs.kwargs)
         headers = dict(kw.pop("headers", None) or {})
-        headers["Range"] = f"bytes={start}-{end - 1}"
+        headers["Range"] = f"bytes={start}" if start < 0 else f"bytes={start}-{end - 1}"
         if etag:
             headers["If-Match"] = etag
         async with session.get(fs.encode_url(path), headers=headers, **kw) as r:
@@ -188,7 +188,7 @@ def _http_get(fs, path: str, start: int, end: int, etag: str | None):
     if status == 206:
         return body, tag, _total(crange)
     if status == 200:                        # the whole object: fine only if asked for
-        if start == 0 and len(body) <= end:
+        if (start == 0 and len(body) <= end) or (start < 0 and len(body) <= -start):
             return body, tag, len(body)
         raise SourceError(f"asked bytes {start}-{end}, the server sent {len(body)} bytes "
                           "with status 200 (it ignored the Range request)")
@@ -209,7 +209,7 @@ def _s3_get(fs, path: str, start: int, end: int, etag: str | None):
     bucket, key, version = fs.split_path(path)
 
     async def go():
-        kw = {"Range": f"bytes={start}-{end - 1}"}
+        kw = {"Range": f"bytes={start}" if start < 0 else f"bytes={start}-{end - 1}"}
         if etag:
             kw["IfMatch"] = etag
         if version:
@@ -275,7 +275,9 @@ class RemoteSource(Source):
         self.ahead: dict = {}            # (start, end) -> bytes prefetched, read once
         self.pending: dict = {}          # (start, end) -> Future of a read-ahead
         self.pending_bytes = 0
+        self.recent: dict = {}           # ranges read lately (ordered, bounded)
         self.requests = 0                # counted by fetch (tests, benchmarks)
+        self.ahead_hits = 0              # reads served by the read-ahead
         self.fetched = 0
 
     # --- one request ---------------------------------------------------------------------
@@ -293,9 +295,11 @@ class RemoteSource(Source):
                     self.fetched += len(data)
                     if self.etag is None and tag:
                         self.etag = tag          # the identity: later requests If-Match it
+                    elif tag and self.etag and tag != self.etag:
+                        raise _Changed()
                     if self._size is None and size is not None:
                         self._size = size
-                return self._checked(start, end, data)
+                return data if start < 0 else self._checked(start, end, data)
             except _Changed:
                 raise SourceError(f"{self.url}: the object changed since it was opened "
                                   f"(its ETag is no longer {self.etag})") from None
@@ -340,10 +344,20 @@ class RemoteSource(Source):
         return self._size
 
     def _load_head(self) -> None:
-        """The first request: the object's head.  Its size is the frame's length when
-        the head is a frame's (no request for the size), else asked of the store."""
+        """The first requests: the object's head, and for HTTP and S3 its tail at the
+        same time (a frame's index and trailer are there: open costs one round trip).
+        The size comes from Content-Range, else it is the frame's length when the head
+        is a frame's, else it is asked of the store."""
         n = self.options["head"]
+        suffix = None                       # HTTP, S3: the tail at once (suffix range)
+        if self.get is not _generic_get:
+            suffix = pool("remote", self.options["concurrency"]).submit(
+                self._fetch, -n, None)
         head = self._fetch(0, n)
+        if suffix is not None:
+            tail = suffix.result(self._wait())
+            if self._size is not None and len(tail) <= self._size:
+                self.windows.append((self._size - len(tail), bytes(tail)))
         if self._size is not None:          # Content-Range said it
             pass
         elif len(head) < n:
@@ -371,8 +385,10 @@ class RemoteSource(Source):
             fut = self.pending.pop((pos, pos + n), None) if data is None else None
             if fut is not None:
                 self.pending_bytes -= n
+            self._remember((pos, pos + n))
         if fut is not None:
             data = fut.result(self._wait())
+            self.ahead_hits += 1
         return data
 
     def _wait(self) -> float:
@@ -388,7 +404,7 @@ class RemoteSource(Source):
         for s, e in ranges:
             key = (int(s), int(e))
             with self.lock:
-                if key in self.ahead or key in self.pending:
+                if key in self.ahead or key in self.pending or key in self.recent:
                     continue
                 self.pending[key] = p.submit(self._charged, *key)
                 self.pending_bytes += key[1] - key[0]
@@ -420,6 +436,12 @@ class RemoteSource(Source):
         if got is not None:
             return got
         return self.read_ranges([(pos, pos + n)])[0]
+
+    def _remember(self, key) -> None:
+        """`key` was read (or is being read): read-ahead leaves it alone (lock held)."""
+        self.recent[key] = None
+        if len(self.recent) > 32:         # about one read-ahead depth: a later pass
+            del self.recent[next(iter(self.recent))]
 
     def read_into(self, pos: int, n: int, buf):
         data = self.read(pos, n)

@@ -167,6 +167,20 @@ def test_expressions_and_reductions_over_http(srv):
     np.testing.assert_allclose(ndpack.cumulative_sum(ra, axis=0)[:], np.cumsum(x, axis=0))
 
 
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_reductions_read_ahead_without_refetching(srv, nthreads):
+    """A full sum reads every chunk once, most of them fetched ahead."""
+    x, a = _array((3200, 1000), chunks=(100, 1000), blocks=(10, 1000), seed=6)
+    url = srv.put(f"ahead{nthreads}.b2nd", a.to_cframe())
+    b = ndpack.open(url, storage_options=FAST)
+    b.schunk.dparams.nthreads = nthreads if hasattr(b.schunk.dparams, "nthreads") else 1
+    srv.stats.reset()
+    assert float(ndpack.sum(b)) == x.sum()
+    src = b.schunk.frame.reader
+    assert srv.stats.requests <= b.schunk.nchunks + 2
+    assert src.ahead_hits >= b.schunk.nchunks // 2
+
+
 def test_load_and_schunk_over_http(srv, tmp_path):
     x, a = _array((50, 30), chunks=(10, 30), blocks=(5, 30))
     url = srv.put("small.b2nd", a.to_cframe())
@@ -193,18 +207,18 @@ def test_moto_s3(tmp_path):
         opts = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": endpoint}}
         fs = s3fs.S3FileSystem(**opts)
         fs.mkdir("bucket")
-        x, a = _array((300, 200), chunks=(50, 200), blocks=(10, 50))
+        x, a = _array((3000, 200), chunks=(250, 200), blocks=(50, 50))
         with fs.open("bucket/a.b2nd", "wb") as f:
             f.write(a.to_cframe())
         b = ndpack.open("s3://bucket/a.b2nd", storage_options=opts)
         np.testing.assert_array_equal(b[:], x)
-        np.testing.assert_array_equal(b[17:230:3, 7], x[17:230:3, 7])
+        np.testing.assert_array_equal(b[17:2300:3, 7], x[17:2300:3, 7])
         assert float(ndpack.sum(b)) == x.sum()
-        x2, a2 = _array((300, 200), chunks=(50, 200), blocks=(10, 50), seed=8)
+        x2, a2 = _array((3000, 200), chunks=(250, 200), blocks=(50, 50), seed=8)
         with fs.open("bucket/a.b2nd", "wb") as f:       # replaced under the reader
             f.write(a2.to_cframe())
         with pytest.raises(SourceError, match="changed"):
-            b[260:270]          # a chunk past the head window
+            b[1260:1270]        # a chunk past the head and tail windows
         with pytest.raises(FileNotFoundError, match="s3://bucket/missing.b2nd"):
             ndpack.open("s3://bucket/missing.b2nd", storage_options=opts)
     finally:
@@ -356,8 +370,9 @@ def test_source_counts_requests(srv):
     x, a = _array((400, 1000), chunks=(100, 1000), blocks=(10, 100))
     url = srv.put("count.b2nd", a.to_cframe())
     src = RemoteSource(url, FAST)
-    assert src.size() == len(a.to_cframe()) and src.requests == 1
-    got = src.read_ranges([(100, 200), (150, 300), (5000, 5010)])
+    assert src.size() == len(a.to_cframe()) and src.requests == 2     # head and tail
+    got = src.read_ranges([(100_000, 100_200), (100_150, 100_300), (105_000, 105_010)])
     assert [bytes(g) for g in got] == [a.to_cframe()[s:e] for s, e in
-                                        [(100, 200), (150, 300), (5000, 5010)]]
-    assert src.requests == 2                          # merged into one request
+                                        [(100_000, 100_200), (100_150, 100_300),
+                                         (105_000, 105_010)]]
+    assert src.requests == 3                          # merged into one request
