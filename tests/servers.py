@@ -173,6 +173,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 f.truncate_count -= 1
         if truncate:
             body = body[:len(body) // 2]
+        with owner.lock:                  # counted before the client can see the end
+            owner.stats.bytes += len(body)
         if f.bandwidth:
             step = max(1, int(f.bandwidth / 100))
             for k in range(0, len(body), step):
@@ -180,16 +182,24 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 time.sleep(len(body[k:k + step]) / f.bandwidth)
         else:
             self.wfile.write(body)
-        with owner.lock:
-            owner.stats.bytes += len(body)
         if truncate:
             self.wfile.flush()
             self.close_connection = True
 
     def do_PUT(self):
         name = self.path.split("?")[0].lstrip("/")
-        n = int(self.headers.get("Content-Length", 0))
-        body = self.rfile.read(n)
+        if "chunked" in self.headers.get("Transfer-Encoding", ""):
+            parts = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    break
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+            body = b"".join(parts)
+        else:
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         with self.server.owner.lock:
             self.server.owner.objects[name] = body
         self.send_response(201)

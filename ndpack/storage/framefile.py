@@ -14,6 +14,7 @@ import bisect
 import contextlib
 import mmap
 import os
+import re
 import struct
 import threading
 
@@ -38,6 +39,20 @@ __all__ = ["ContiguousFrame", "SparseFrame", "parse_cframe", "open_frame"]
 
 _Reader = local_source        # the positioned reader's former name (tests build it)
 _LAZY_MIN = 2**17             # chunks read block by block from this size (ndread's)
+
+
+_URL_PART = re.compile(r"(?:^|/)([A-Za-z][A-Za-z0-9+.\-]*):/")
+
+
+def _refuse_url_path(path: str) -> None:
+    """A new frame whose path came from a URL (``s3://b/x`` made ``<cwd>/s3:/b/x``):
+    an object store is not written in place; say so instead of creating local
+    folders named after the scheme."""
+    m = _URL_PART.search(path)
+    if m and not os.path.isdir(path[:m.end(1) + 1]):
+        raise OperationError(f"{path!r} looks like a URL ({m.group(1)}://): frames are "
+                             "written to object stores whole, with ndpack.save(array, url) "
+                             "(compute into a local file or in memory first)")
 
 
 def _read_exact(reader: Source, pos: int, n: int, what: str):
@@ -432,6 +447,7 @@ class ContiguousFrame(_FileFrame):
             FrameBase.__init__(self, info, meta)
             self.fresh = True
             info.sparse = False
+            _refuse_url_path(self.path)
             self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o666)
             self.reader = local_source(fd=self.fd, name=self.path)
             self.header_len = len(build_header(info, self.meta, 0, 0, 0, False))
@@ -564,6 +580,7 @@ class SparseFrame(_FileFrame):
             FrameBase.__init__(self, info, meta)
             self.fresh = True
             info.sparse = True
+            _refuse_url_path(self.path)
             os.makedirs(self.path, exist_ok=True)
             self.header_len = len(build_header(info, self.meta, 0, 0, 0, False))
             self.offsets, self.nbytes, self._cbytes = array.array("q"), 0, 0

@@ -50,7 +50,7 @@ from ndpack.resources import memory_limit, pool
 from ndpack.storage.source import (IN_FLIGHT, SourceError, Source, fetch_batch,
                                    join_pieces, plan_requests)
 
-__all__ = ["RemoteSource", "RemoteUnavailable", "is_url", "filesystem",
+__all__ = ["RemoteSource", "RemoteUnavailable", "is_url", "filesystem", "upload",
            "verify_fetched_blocks", "DEFAULTS"]
 
 #: Defaults of every remote source (``storage_options`` of ``ndpack.open`` go to
@@ -618,3 +618,23 @@ def remote_path_error(url: str) -> str:
     """The message for operations an object store cannot do in place."""
     return (f"{url}: objects in remote stores are read-only here (resizing, appending "
             "and updating need a local copy: ndpack.load(url), then save it)")
+
+
+def upload(local: str, url: str, storage_options: dict | None = None) -> None:
+    """Put the finished local file `local` at `url` whole (s3fs uploads big files in
+    parts, and the object appears only when the upload completes); on failure no object
+    is left under the name where the store allows removing it."""
+    opts = {k: v for k, v in (storage_options or {}).items() if k not in DEFAULTS}
+    fs, path = filesystem(url, opts)
+    kw = {"method": "put"} if type(fs).__name__ == "HTTPFileSystem" else {}
+    try:
+        fs.put_file(local, path, **kw)
+    except Exception as exc:  # noqa: BLE001  (reported with the URL)
+        try:
+            if fs.exists(path):
+                fs.rm_file(path)
+        except Exception:  # noqa: BLE001  (the first error is the one to report)
+            pass
+        if isinstance(exc, (PermissionError, FileNotFoundError)):
+            raise type(exc)(f"{url}: {exc}") from None
+        raise SourceError(f"{url}: upload failed: {type(exc).__name__}: {exc}") from exc

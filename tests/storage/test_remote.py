@@ -219,6 +219,9 @@ def test_moto_s3(tmp_path):
             f.write(a2.to_cframe())
         with pytest.raises(SourceError, match="changed"):
             b[1260:1270]        # a chunk past the head and tail windows
+        ndpack.save(ndpack.asarray(x2), "s3://bucket/up.b2nd", storage_options=opts)
+        np.testing.assert_array_equal(
+            ndpack.open("s3://bucket/up.b2nd", storage_options=opts)[:], x2)
         with pytest.raises(FileNotFoundError, match="s3://bucket/missing.b2nd"):
             ndpack.open("s3://bucket/missing.b2nd", storage_options=opts)
     finally:
@@ -376,3 +379,38 @@ def test_source_counts_requests(srv):
                                         [(100_000, 100_200), (100_150, 100_300),
                                          (105_000, 105_010)]]
     assert src.requests == 3                          # merged into one request
+
+
+def test_save_to_url_then_read(srv):
+    x, a = _array((300, 100), chunks=(50, 100), blocks=(10, 100))
+    ndpack.save(a, srv.url("put.b2nd"))
+    assert srv.objects["put.b2nd"][:10] == b"\x9e\xa8b2frame\x00"
+    np.testing.assert_array_equal(ndpack.open(srv.url("put.b2nd"))[:], x)
+    url = f"memory://remote-tests/{uuid.uuid4().hex}/m.b2nd"
+    ndpack.save(a, url)
+    np.testing.assert_array_equal(ndpack.open(url)[7:9], x[7:9])
+
+
+def test_writes_in_place_to_urls_are_clear_errors(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    a = ndpack.asarray(np.arange(10.0))
+    with pytest.raises(ndpack.NdpackError, match="URL"):
+        (a * 2).compute(urlpath="memory://x/y.b2nd")
+    with pytest.raises(ndpack.NdpackError, match="URL"):
+        ndpack.asarray(np.arange(10.0), urlpath="s3://b/y.b2nd", contiguous=False)
+    assert not list(tmp_path.iterdir())               # no local folder named s3:
+
+
+def test_cli_info_of_a_url(srv):
+    import json
+    import subprocess
+    x, a = _array((300, 100), chunks=(50, 100), blocks=(10, 100))
+    url = srv.put("cli.b2nd", a.to_cframe())
+    out = subprocess.run([sys.executable, "-m", "ndpack", "info", "--json", url],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    info = json.loads(out.stdout)
+    assert info["shape"] == [300, 100] and info["remote"]["requests"] <= 2
+    out = subprocess.run([sys.executable, "-m", "ndpack", "info", srv.url("none.b2nd")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "none.b2nd" in out.stderr and "404" in out.stderr
