@@ -3,7 +3,7 @@ that honours ``Range`` (one range, several ranges as multipart/byteranges), coun
 requests and bytes, and misbehaves on demand; and moto's S3 server.
 
 >>> with ObjectServer() as srv:
-...     srv.put("a.bin", bytes(range(10)))
+...     _ = srv.put("a.bin", bytes(range(10)))
 ...     import urllib.request
 ...     req = urllib.request.Request(srv.url("a.bin"), headers={"Range": "bytes=2-4"})
 ...     urllib.request.urlopen(req).read(), srv.stats.requests

@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import os
 
-from ndpack.errors import ParameterError
+from ndpack.errors import OperationError, ParameterError
 from ndpack.storage.embedstore import EmbedStore
 from ndpack.storage.framefile import open_remote_frame
-from ndpack.storage.remote import is_url
+from ndpack.storage.remote import is_url, remote_path_error
+from ndpack.storage.remotestore import RemoteStore
 from ndpack.storage.ndarray import array_or_schunk
 from ndpack.storage.schunk import SChunk, open_schunk
 from ndpack.storage.stores import DictStore
@@ -85,6 +86,8 @@ def open(urlpath, mode: str = "r", offset: int = 0,  # noqa: A001  (python-blosc
         If it is not a valid frame.
     """
     if is_url(urlpath):
+        if urlpath.endswith(".b2z"):
+            return open_store(urlpath, mode, **kwargs)
         return array_or_schunk(_open_url(urlpath, mode, offset, kwargs))
     return array_or_schunk(open_schunk(urlpath, mode, offset, mmap_mode, **kwargs))
 
@@ -114,6 +117,10 @@ def open_store(localpath, mode: str = "r", **kwargs):
     'TreeStore'
     """
     path = os.fspath(localpath)
+    if is_url(path):                  # a .b2z at a URL: read in place, read-only
+        if mode != "r":
+            raise OperationError(remote_path_error(path) + f" (mode {mode!r})")
+        return RemoteStore(path, kwargs.pop("storage_options", None))
     if path.endswith(".b2e") and os.path.isfile(path):
         return EmbedStore(path, mode=mode, **kwargs)
     store = DictStore(localpath, mode="r")

@@ -414,3 +414,29 @@ def test_cli_info_of_a_url(srv):
     out = subprocess.run([sys.executable, "-m", "ndpack", "info", srv.url("none.b2nd")],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 1 and "none.b2nd" in out.stderr and "404" in out.stderr
+
+
+def test_b2z_store_members_by_their_windows(srv, tmp_path):
+    x, _ = _array((2000, 1000), chunks=(100, 1000), blocks=(10, 1000), seed=11)
+    path = tmp_path / "t.b2z"
+    with ndpack.TreeStore(str(path), mode="w") as ts:
+        ts["/big/a"] = ndpack.asarray(x, chunks=(100, 1000), blocks=(10, 1000))
+        ts["/big/b"] = x[:10] * 2
+        ts["/tiny"] = np.arange(4)
+    data = path.read_bytes()
+    url = srv.put("t.b2z", data)
+    srv.stats.reset()
+    st = ndpack.open(url, storage_options=FAST)
+    assert srv.stats.requests <= 3                    # head + tail (+ local headers)
+    assert st.keys() == ["/big/a", "/big/b", "/tiny"]
+    assert st["/tiny"][:].tolist() == [0, 1, 2, 3]
+    srv.stats.reset()
+    a = st["/big/a"]
+    np.testing.assert_array_equal(a[1234:1240, 5:9], x[1234:1240, 5:9])
+    assert srv.stats.bytes < len(data) // 10           # its windows and one block span
+    np.testing.assert_array_equal(st["/big/b"][:], x[:10] * 2)
+    np.testing.assert_array_equal(a[:], x)
+    with pytest.raises(ndpack.NdpackError, match="read-only"):
+        st["/new"] = np.arange(3)
+    with pytest.raises(KeyError):
+        st["/missing"]
