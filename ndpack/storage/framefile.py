@@ -17,6 +17,7 @@ import os
 import re
 import struct
 import threading
+import weakref
 
 import numpy as np
 
@@ -435,12 +436,20 @@ class ContiguousFrame(_FileFrame):
         self.readonly = mode == "r"
         if source is not None:              # a remote object (read only): no descriptor
             self.fd, self.reader = None, source
-            source.describe = self._chunk_at
             try:
                 self._open_from(self.reader)
             except BaseException:
                 self.close()
                 raise
+            # errors of the source name this frame's chunks (frames of a .b2z share it)
+            me, prev = weakref.ref(self), source.describe
+            lo, hi = self.base, self.base + self.frame_len
+
+            def describe(pos: int) -> str:
+                frame = me()
+                return frame._chunk_at(pos) if frame is not None and lo <= pos < hi \
+                    else prev(pos)
+            source.describe = describe
             return
         if create is not None:
             info, meta = create

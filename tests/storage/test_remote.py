@@ -440,3 +440,37 @@ def test_b2z_store_members_by_their_windows(srv, tmp_path):
         st["/new"] = np.arange(3)
     with pytest.raises(KeyError):
         st["/missing"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_peak_rss_of_a_remote_sum_stays_under_the_limit(srv):
+    """A full sum over a remote array 8x the memory limit (32 MiB) keeps the reading
+    process's peak RSS growth under the limit (the server is this process)."""
+    import subprocess
+    import textwrap
+    rows, cols = 4096, 8192                             # 256 MiB of float64
+    a = ndpack.arange(0, rows * cols, dtype="f8", shape=(rows, cols), chunks=(64, cols),
+                      blocks=(8, cols), cparams={"codec": ndpack.Codec.LZ4, "clevel": 1})
+    url = srv.put("rss.b2nd", a.to_cframe())
+    del a
+    script = textwrap.dedent(f"""
+        import ndpack
+        ndpack.set_memory_limit("32M")
+
+        def hwm():
+            for line in open("/proc/self/status"):
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+        a = ndpack.open("{url}")
+        assert a.nbytes == 8 * ndpack.resources.memory_limit()
+        before = hwm()
+        n = a.size
+        assert float(ndpack.sum(a)) == n * (n - 1) / 2
+        print(before, hwm())
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr
+    before, peak = map(int, out.stdout.split())
+    print(f"peak RSS growth {(peak - before) >> 20} MiB")
+    assert peak - before < 32 * 2**20, f"peak RSS grew {(peak - before) >> 20} MiB"
