@@ -267,7 +267,8 @@ class _FileFrame(FrameBase):
                 data = self._synth(offset_code(v, self.header_len), i)
             else:
                 try:
-                    if not partial and isinstance(self.reader, RemoteSource):
+                    if not partial and isinstance(getattr(self, "reader", None),
+                                                  RemoteSource):
                         self._read_ahead(i)
                     data = self._raw_chunk(i, v, buf)
                 except SourceError as exc:      # a remote read: say which chunk

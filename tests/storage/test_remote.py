@@ -474,3 +474,47 @@ def test_peak_rss_of_a_remote_sum_stays_under_the_limit(srv):
     before, peak = map(int, out.stdout.split())
     print(f"peak RSS growth {(peak - before) >> 20} MiB")
     assert peak - before < 32 * 2**20, f"peak RSS grew {(peak - before) >> 20} MiB"
+
+
+_BIG = {}
+
+
+def _big_remote():
+    """A 3-D array whose chunks are read block by block (compressed chunks above the
+    block-read size), on memory://: built once."""
+    if not _BIG:
+        x = np.random.default_rng(12).integers(0, 2**31, (40, 60, 500)).astype(np.int64)
+        a = ndpack.asarray(x, chunks=(20, 30, 500), blocks=(4, 10, 100))
+        _BIG["x"], _BIG["b"] = x, ndpack.open(_memory(a))
+    return _BIG["x"], _BIG["b"]
+
+
+def _key_part(size):
+    return st.one_of(
+        st.integers(-size, size - 1),
+        st.builds(slice, st.integers(-size, size) | st.none(),
+                  st.integers(-size, size) | st.none(),
+                  st.sampled_from([None, 1, 2, 3, -1, -4])),
+        st.lists(st.integers(0, size - 1), min_size=1, max_size=4).map(np.array))
+
+
+@given(st.tuples(_key_part(40), _key_part(60), _key_part(500)))
+@settings(max_examples=60, deadline=None)
+def test_hypothesis_block_reads_equal_numpy(key):
+    """Slices, points, steps, negative steps and integer arrays of chunks read block by
+    block from a remote source (the packed smaller chunks of RemoteSource.read_blocks)."""
+    x, b = _big_remote()
+    try:
+        want = x[key]
+    except IndexError:
+        return
+    np.testing.assert_array_equal(np.asarray(b[key]), want)
+
+
+def test_block_reads_are_partial_on_memory_urls():
+    x, b = _big_remote()
+    src = b.schunk.frame.reader
+    before = src.fetched
+    assert b[25, 35, 250] == x[25, 35, 250]
+    chunk_bytes = b.schunk.cbytes // b.schunk.nchunks
+    assert src.fetched - before < chunk_bytes // 4
