@@ -518,3 +518,22 @@ def test_block_reads_are_partial_on_memory_urls():
     assert b[25, 35, 250] == x[25, 35, 250]
     chunk_bytes = b.schunk.cbytes // b.schunk.nchunks
     assert src.fetched - before < chunk_bytes // 4
+
+
+def test_block_checksums_checked_on_remote_partial_reads(srv):
+    """A byte changed inside one block (before the object was opened): a partial read
+    of that block fails naming the chunk and block; other blocks read fine."""
+    x, a = _array((200, 100_000), chunks=(20, 100_000), blocks=(2, 10_000), seed=13)
+    data = bytearray(a.to_cframe())
+    b0 = ndpack.open(srv.put("bsum-ok.b2nd", bytes(data)))
+    fr = b0.schunk.frame
+    if fr.crcs is None or getattr(fr.crcs, "entry", lambda i: None)(7) is None:
+        pytest.skip("this build writes no block checksums")
+    start = fr.header_len + int(fr.offsets[7])
+    chunk = bytes(data[start:start + 32 + 4 * 100])
+    bstarts = np.frombuffer(chunk, "<i4", 100, 32)
+    data[start + int(bstarts[55]) + 40] ^= 0x10                 # inside block 55
+    b = ndpack.open(srv.put("bsum-bad.b2nd", bytes(data)), storage_options=FAST)
+    assert b[140, 0] == x[140, 0]                                # block 0 of chunk 7
+    with pytest.raises(ndpack.FormatError, match="chunk 7.*block 55"):
+        b[151, 55_005]                                           # block 55
