@@ -15,8 +15,8 @@ timeouts, 5xx and throttling are retried with exponential backoff, then reported
 
 Block reads (:meth:`RemoteSource.read_blocks`): the chunk's header and block starts in
 one request, then the wanted blocks' spans in one batch, packed as the valid smaller
-chunk ``csrc/format/fdread.c`` builds for local files.  The fetched block bytes go
-through :func:`verify_fetched_blocks` before they are packed.
+chunk ``csrc/format/fdread.c`` builds for local files; the fetched bytes are checked
+by :func:`verify_fetched_blocks` against the chunk's block checksums.
 
 fsspec (and aiohttp/s3fs for HTTP/S3) is optional: without it, a URL is a one-line
 error naming the extra ``ndpack[remote]``.
