@@ -537,3 +537,17 @@ def test_block_checksums_checked_on_remote_partial_reads(srv):
     assert b[140, 0] == x[140, 0]                                # block 0 of chunk 7
     with pytest.raises(ndpack.FormatError, match="chunk 7.*block 55"):
         b[151, 55_005]                                           # block 55
+
+
+def test_import_ndpack_without_fsspec():
+    import subprocess
+    script = ("import sys\n"
+              "for m in ('fsspec', 'aiohttp', 's3fs'): sys.modules[m] = None\n"
+              "import ndpack, numpy as np\n"
+              "a = ndpack.asarray(np.arange(4.0)); assert float(ndpack.sum(a)) == 6.0\n"
+              "try:\n    ndpack.open('https://example.invalid/x.b2nd')\n"
+              "except ImportError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "ndpack[remote]" in out.stdout and out.stdout.count("\n") == 1
