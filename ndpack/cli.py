@@ -1,6 +1,6 @@
 """The ``ndpack`` command: inspect, convert and compute on Blosc2 files.
 
-    ndpack info PATH [--json]               what a file holds (array, frame, saved expression)
+    ndpack info PATH|URL [--json]           what a file holds (array, frame, saved expression)
     ndpack compress IN OUT [--codec --clevel --filter --chunksize]
     ndpack decompress IN OUT                .b2nd/.b2frame -> .npy (or raw bytes)
     ndpack eval EXPR NAME=PATH... -o OUT    evaluate an expression over files, with progress
@@ -34,6 +34,7 @@ from ndpack.errors import NdpackError, ParameterError
 from ndpack.storage.constructors import asarray
 from ndpack.storage.atomic import replacing
 from ndpack.storage.ndarray import NDArray, holding
+from ndpack.storage.remote import RemoteSource
 from ndpack.storage.schunk import SChunk
 from ndpack.storage.verify import add_checksums, verify_path
 
@@ -87,6 +88,10 @@ def _plain(v):
 def cmd_info(args) -> int:
     obj = nd_open(args.path, mode="r")
     info = _describe(obj, args.path)
+    reader = getattr(getattr(getattr(obj, "schunk", None), "frame", None), "reader", None)
+    if isinstance(reader, RemoteSource):        # a URL: what reading the metadata cost
+        info["remote"] = {"requests": reader.requests, "bytes": reader.fetched,
+                          "etag": reader.etag}
     if args.json:
         print(json.dumps(info, indent=1))
     else:

@@ -27,6 +27,8 @@ from __future__ import annotations
 import builtins
 import itertools
 import math
+import os
+import tempfile
 
 import numpy as np
 
@@ -35,6 +37,7 @@ from ndpack.errors import ParameterError
 from ndpack.storage.grid import prod
 from ndpack.storage.atomic import replacing
 from ndpack.storage.ndarray import NDArray, array_or_schunk, create, fill_from, holding
+from ndpack.storage.remote import is_url, upload
 from ndpack.storage.schunk import SChunk, open_schunk, schunk_from_cframe
 
 __all__ = [
@@ -414,7 +417,9 @@ def _fill_iter(out: NDArray, iterable) -> NDArray:
 def save(array, urlpath, contiguous=True, **kwargs) -> None:
     """Write an NDArray (or SChunk) to `urlpath`, overwriting it.
 
-    Compressed chunks are copied as they are; memory stays at one chunk.
+    Compressed chunks are copied as they are; memory stays at one chunk.  A URL
+    (``s3://...``, any fsspec knows; ``storage_options=`` go to fsspec) gets the
+    whole frame as one object once it is complete (:func:`ndpack.storage.remote.upload`).
 
     Examples
     --------
@@ -424,6 +429,15 @@ def save(array, urlpath, contiguous=True, **kwargs) -> None:
     >>> load(path)[-2:].tolist()
     [8, 9]
     """
+    if is_url(urlpath):         # written whole locally, then put as one object
+        if not contiguous:
+            raise ParameterError(f"{urlpath}: objects at URLs are contiguous frames")
+        options = kwargs.pop("storage_options", None)
+        with tempfile.TemporaryDirectory(prefix="ndpack-upload-") as folder:
+            local = os.path.join(folder, os.path.basename(urlpath.rstrip("/")) or "a.b2nd")
+            save(array, local, **kwargs)
+            upload(local, urlpath, options)
+        return
     if isinstance(array, SChunk):
         if not contiguous:
             raise ParameterError("an SChunk is saved as a contiguous frame (contiguous=True)")

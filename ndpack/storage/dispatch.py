@@ -28,9 +28,13 @@ from __future__ import annotations
 
 import os
 
+from ndpack.errors import OperationError, ParameterError
 from ndpack.storage.embedstore import EmbedStore
+from ndpack.storage.framefile import open_remote_frame
+from ndpack.storage.remote import is_url, remote_path_error
+from ndpack.storage.remotestore import RemoteStore
 from ndpack.storage.ndarray import array_or_schunk
-from ndpack.storage.schunk import open_schunk
+from ndpack.storage.schunk import SChunk, open_schunk
 from ndpack.storage.stores import DictStore
 from ndpack.storage.treestore import TreeStore
 
@@ -56,7 +60,12 @@ def open(urlpath, mode: str = "r", offset: int = 0,  # noqa: A001  (python-blosc
     mmap_mode : {'r'}, optional
         Read chunks as slices of a memory map (implies mode 'r').
     **kwargs
-        ``dparams=`` (DParams or dict) only.
+        ``dparams=`` (DParams or dict); for URLs also ``storage_options=`` (fsspec's
+        options and ndpack's, :data:`ndpack.storage.remote.DEFAULTS`).
+
+    A URL (``s3://``, ``https://``, any fsspec knows; :mod:`ndpack.storage.remote`)
+    opens read-only and lazily: two requests, then only the chunks and blocks that
+    reads touch.
 
     Examples
     --------
@@ -76,7 +85,21 @@ def open(urlpath, mode: str = "r", offset: int = 0,  # noqa: A001  (python-blosc
     FormatError
         If it is not a valid frame.
     """
+    if is_url(urlpath):
+        if urlpath.endswith(".b2z"):
+            return open_store(urlpath, mode, **kwargs)
+        return array_or_schunk(_open_url(urlpath, mode, offset, kwargs))
     return array_or_schunk(open_schunk(urlpath, mode, offset, mmap_mode, **kwargs))
+
+
+def _open_url(url: str, mode: str, offset: int, kwargs: dict) -> SChunk:
+    """The SChunk of the frame at `url` (read only; `storage_options=` go to fsspec)."""
+    options = kwargs.pop("storage_options", None)
+    dparams = kwargs.pop("dparams", None)
+    if kwargs:
+        raise ParameterError(f"unknown open() argument(s) {sorted(kwargs)}")
+    frame = open_remote_frame(url, mode, offset, options)
+    return SChunk.from_frame(frame, urlpath=url, mode="r", dparams=dparams)
 
 
 def open_store(localpath, mode: str = "r", **kwargs):
@@ -94,6 +117,10 @@ def open_store(localpath, mode: str = "r", **kwargs):
     'TreeStore'
     """
     path = os.fspath(localpath)
+    if is_url(path):                  # a .b2z at a URL: read in place, read-only
+        if mode != "r":
+            raise OperationError(remote_path_error(path) + f" (mode {mode!r})")
+        return RemoteStore(path, kwargs.pop("storage_options", None))
     if path.endswith(".b2e") and os.path.isfile(path):
         return EmbedStore(path, mode=mode, **kwargs)
     store = DictStore(localpath, mode="r")

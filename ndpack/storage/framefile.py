@@ -14,13 +14,17 @@ import bisect
 import contextlib
 import mmap
 import os
+import re
 import struct
+import threading
+import weakref
 
 import numpy as np
 
 from ndpack.chunks import special_chunk
 from ndpack.codecs import SpecialValue
-from ndpack.errors import FormatError, NdpackError, ParameterError
+from ndpack.errors import FormatError, NdpackError, OperationError, ParameterError
+from ndpack.resources import memory_limit
 from ndpack.storage.frame import (FrameBase, HEADER_FIXED, MAGIC, MemoryFrame, RawChunk,
                                   SPARSE_INDEX,
                                   SPECIAL_OFFSET_CODES, chunk_len, offset_code, build_header, chunk_cbytes_of,
@@ -29,58 +33,37 @@ from ndpack.storage.frame import (FrameBase, HEADER_FIXED, MAGIC, MemoryFrame, R
 from ndpack.storage import checksums
 from ndpack.storage.atomic import start_writeback
 from ndpack.storage.meta import build_trailer, locate_trailer, parse_trailer
+from ndpack.storage.remote import RemoteSource, is_url, remote_path_error
+from ndpack.storage.source import Source, SourceError, local_source
 
 __all__ = ["ContiguousFrame", "SparseFrame", "parse_cframe", "open_frame"]
 
-
-class _Reader:
-    """Positioned reads of a byte source: a buffer, an mmap, or a file descriptor."""
-
-    def __init__(self, buf=None, fd=None, mm=None):
-        self.buf, self.fd, self.mm = buf, fd, mm
-        self.view = memoryview(mm) if mm is not None else (
-            memoryview(buf) if buf is not None else None)
-
-    def size(self) -> int:
-        if self.view is not None:
-            return len(self.view)
-        return os.fstat(self.fd).st_size
-
-    def read(self, pos: int, n: int):
-        if self.view is not None:
-            return self.view[pos:pos + n]
-        if n > (1 << 24):              # a length read from the file: never allocate more
-            n = max(0, min(n, self.size() - pos))   # than the file holds (short: caller)
-        return os.pread(self.fd, n, pos)
-
-    def read_into(self, pos: int, n: int, buf: bytearray):
-        """`n` bytes at `pos`: a view of the source when it is in memory, else read
-        into `buf` (at least `n` bytes) and returned as a view of it."""
-        if self.view is not None:
-            return self.view[pos:pos + n]
-        mv = memoryview(buf)[:n]
-        return mv[:os.preadv(self.fd, [mv], pos)]
-
-    def close(self):
-        if self.view is not None:
-            self.view.release()
-            self.view = None
-        if self.mm is not None:
-            try:
-                self.mm.close()
-            except BufferError:        # chunk views still alive; the GC closes it later
-                pass
-            self.mm = None
+_Reader = local_source        # the positioned reader's former name (tests build it)
+_LAZY_MIN = 2**17             # chunks read block by block from this size (ndread's)
 
 
-def _read_exact(reader: _Reader, pos: int, n: int, what: str):
+_URL_PART = re.compile(r"(?:^|/)([A-Za-z][A-Za-z0-9+.\-]*):/")
+
+
+def _refuse_url_path(path: str) -> None:
+    """A new frame whose path came from a URL (``s3://b/x`` made ``<cwd>/s3:/b/x``):
+    an object store is not written in place; say so instead of creating local
+    folders named after the scheme."""
+    m = _URL_PART.search(path)
+    if m and not os.path.isdir(path[:m.end(1) + 1]):
+        raise OperationError(f"{path!r} looks like a URL ({m.group(1)}://): frames are "
+                             "written to object stores whole, with ndpack.save(array, url) "
+                             "(compute into a local file or in memory first)")
+
+
+def _read_exact(reader: Source, pos: int, n: int, what: str):
     data = reader.read(pos, n)
     if len(data) != n:
         raise FormatError(f"frame byte {pos}: {what} truncated ({len(data)} of {n} bytes)")
     return data
 
 
-def _read_chunk(reader: _Reader, pos: int, limit: int, what: str):
+def _read_chunk(reader: Source, pos: int, limit: int, what: str):
     if pos < 0 or pos + 16 > limit:
         raise FormatError(f"frame byte {pos}: {what} starts outside the frame (end {limit})")
     head = _read_exact(reader, pos, 16, what)
@@ -90,7 +73,7 @@ def _read_chunk(reader: _Reader, pos: int, limit: int, what: str):
     return _read_exact(reader, pos, cb, what)
 
 
-def _parse_frame(reader: _Reader, base: int, sparse_expected: bool | None):
+def _parse_frame(reader: Source, base: int, sparse_expected: bool | None):
     """Parse header, trailer and index of the frame at `base`; returns a dict of state."""
     size = reader.size()
     if size - base < HEADER_FIXED:
@@ -111,6 +94,9 @@ def _parse_frame(reader: _Reader, base: int, sparse_expected: bool | None):
     if sparse_expected is not None and info.sparse != sparse_expected:
         raise FormatError(f"frame byte {base + 26}: frame_type {fields['frame_type']}, "
                           f"expected {'sparse' if sparse_expected else 'contiguous'}")
+    index_at = hlen if info.sparse else hlen + fields["cbytes"]
+    if hlen <= index_at < flen:        # index and trailer: one request for remote sources
+        reader.hint(base + index_at, base + flen)
     tail = bytes(_read_exact(reader, base + flen - 23, 23, "trailer"))
     tlen = locate_trailer(tail, flen, base)
     tstart = flen - tlen
@@ -239,6 +225,10 @@ class _FileFrame(FrameBase):
             if n > max(self._cbytes, 0) // 16:      # every chunk has a 16-byte header at least
                 raise FormatError(f"frame byte {base + 39}: {n} index entries in a "
                                   f"variable-size frame of {self._cbytes} chunk bytes")
+            rd = getattr(self, "reader", None)
+            if isinstance(rd, RemoteSource):        # every chunk's head: one batch
+                at = self.base + self.header_len
+                rd.prefetch([(at + v, at + v + 16) for v in self.offsets if v >= 0])
             for i, v in enumerate(self.offsets):
                 if v < 0:
                     raise FormatError(f"frame byte {base + st['idx_pos']}: special offset "
@@ -276,8 +266,74 @@ class _FileFrame(FrameBase):
             if v < 0:
                 data = self._synth(offset_code(v, self.header_len), i)
             else:
-                data = self._raw_chunk(i, v, buf)
+                try:
+                    if not partial and isinstance(getattr(self, "reader", None),
+                                                  RemoteSource):
+                        self._read_ahead(i)
+                    data = self._raw_chunk(i, v, buf)
+                except SourceError as exc:      # a remote read: say which chunk
+                    raise exc.at(f"chunk {i}") from exc.__cause__
         return data, want
+
+    def _chunk_span(self, v: int) -> tuple[int, int]:
+        """``(pos, n)``: where the chunk at section offset `v` lies, `n` bytes up to the
+        next stored chunk."""
+        if self._sorted is None:
+            self._sorted = sorted({o for o in self.offsets if o >= 0})
+        k = bisect.bisect_right(self._sorted, v)
+        end = self._sorted[k] if k < len(self._sorted) else self._cbytes
+        return self.base + self.header_len + v, end - v
+
+    def _read_ahead(self, i: int) -> None:
+        """Chunks read whole in order (reductions, the aligned path, regions): the next
+        ones are fetched in the background while this one decodes -- 2 ahead, doubling
+        with every chunk in order up to 16 and an eighth of the memory limit (the
+        source forgets the oldest fetched ahead beyond that)."""
+        rd = self.reader
+        seq = self.__dict__.setdefault("_reads_in_order", {})   # per thread: the threads
+        me = threading.get_ident()                             # of a reduction each
+        last, streak = seq.get(me, (-2, 0))                    # take their own run
+        streak = streak + 1 if 0 < i - last <= 4 else 0
+        seq[me] = (i, streak)
+        if not streak:
+            return
+        depth = min(16, 2 ** streak)
+        cap, ranges, total = memory_limit() // 8, [], 0
+        for j in range(i + 1, min(self.nchunks, i + 1 + depth)):
+            v = self.offsets[j]
+            if v < 0:
+                continue
+            pos, n = self._chunk_span(v)
+            total += n
+            if total > cap:
+                break
+            ranges.append((pos, pos + n))
+        rd.fetch_ahead(ranges)
+
+    def prefetch(self, parts, layout) -> None:
+        """The chunks a read of `parts` (``ChunkPart``s of `layout`) is about to take,
+        fetched in one batch when the frame is remote: whole chunks for the parts that
+        cover them (and small chunks), the header and block starts for the others
+        (their blocks follow, see ``RemoteSource.read_blocks``).  At most an eighth of
+        the memory limit is fetched ahead; the rest is read when asked for."""
+        rd = getattr(self, "reader", None)
+        if not isinstance(rd, RemoteSource):
+            return
+        hend, cap, total, ranges = 32 + 4 * layout.nblocks, memory_limit() // 8, 0, []
+        for p in parts:
+            v = self.offsets[p.nchunk]
+            if v < 0:
+                continue
+            pos, n = self._chunk_span(v)
+            full = all(loc.start == 0 and loc.step == 1 and len(loc) == e
+                       for loc, e in zip(p.local, layout.ext_chunks))
+            if not full and n >= _LAZY_MIN:
+                n = min(n, hend)
+            if total + n > cap:
+                break
+            ranges.append((pos, pos + n))
+            total += n
+        rd.prefetch(ranges)
 
     def _materialize_specials(self):
         """Store special-offset chunks physically (needed once chunk sizes vary)."""
@@ -375,17 +431,35 @@ class ContiguousFrame(_FileFrame):
     """A contiguous frame in a file, possibly at `offset` inside a larger file."""
 
     def __init__(self, path, mode: str = "a", offset: int = 0, mmap_mode: str | None = None,
-                 create: tuple | None = None):
+                 create: tuple | None = None, source: Source | None = None):
         self.path = os.fspath(path)
         self.base = int(offset)
         self.readonly = mode == "r"
+        if source is not None:              # a remote object (read only): no descriptor
+            self.fd, self.reader = None, source
+            try:
+                self._open_from(self.reader)
+            except BaseException:
+                self.close()
+                raise
+            # errors of the source name this frame's chunks (frames of a .b2z share it)
+            me, prev = weakref.ref(self), source.describe
+            lo, hi = self.base, self.base + self.frame_len
+
+            def describe(pos: int) -> str:
+                frame = me()
+                return frame._chunk_at(pos) if frame is not None and lo <= pos < hi \
+                    else prev(pos)
+            source.describe = describe
+            return
         if create is not None:
             info, meta = create
             FrameBase.__init__(self, info, meta)
             self.fresh = True
             info.sparse = False
+            _refuse_url_path(self.path)
             self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o666)
-            self.reader = _Reader(fd=self.fd)
+            self.reader = local_source(fd=self.fd, name=self.path)
             self.header_len = len(build_header(info, self.meta, 0, 0, 0, False))
             self.offsets, self.nbytes, self._cbytes = array.array("q"), 0, 0
             self._flush()
@@ -396,17 +470,26 @@ class ContiguousFrame(_FileFrame):
             if mmap_mode == "r":
                 mm = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ) if os.fstat(
                     self.fd).st_size else None
-                self.reader = _Reader(mm=mm) if mm is not None else _Reader(fd=self.fd)
+                self.reader = local_source(mm=mm) if mm is not None else local_source(fd=self.fd, name=self.path)
             else:
-                self.reader = _Reader(fd=self.fd)
-            st = _parse_frame(self.reader, self.base, False)
-            FrameBase.__init__(self, st["info"], st["meta"])
-            self.meta_pos = st["fields"]["meta_pos"]
-            self.frame_len = st["fields"]["frame_len"]
-            self._load(st, self.base)
+                self.reader = local_source(fd=self.fd, name=self.path)
+            self._open_from(self.reader)
         except BaseException:
             self.close()
             raise
+
+    def _chunk_at(self, pos: int) -> str:
+        """``chunk i`` for the chunk stored at file byte `pos` (errors of remote reads)."""
+        v = pos - self.base - self.header_len
+        hit = np.nonzero(np.frombuffer(self.offsets, np.int64) == v)[0]
+        return f"chunk {int(hit[0])}" if hit.size else f"frame byte {pos}"
+
+    def _open_from(self, reader: Source) -> None:
+        st = _parse_frame(reader, self.base, False)
+        FrameBase.__init__(self, st["info"], st["meta"])
+        self.meta_pos = st["fields"]["meta_pos"]
+        self.frame_len = st["fields"]["frame_len"]
+        self._load(st, self.base)
 
     _writes_raw = True           # RawChunk data goes to the file without a copy
 
@@ -469,6 +552,8 @@ class ContiguousFrame(_FileFrame):
         os.ftruncate(self.fd, end + len(index) + len(trailer))
 
     def _check_write(self):
+        if self.fd is None and isinstance(self.reader, RemoteSource):
+            raise OperationError(remote_path_error(self.path))
         super()._check_write()
         if self.base:
             size = os.fstat(self.fd).st_size
@@ -505,6 +590,7 @@ class SparseFrame(_FileFrame):
             FrameBase.__init__(self, info, meta)
             self.fresh = True
             info.sparse = True
+            _refuse_url_path(self.path)
             os.makedirs(self.path, exist_ok=True)
             self.header_len = len(build_header(info, self.meta, 0, 0, 0, False))
             self.offsets, self.nbytes, self._cbytes = array.array("q"), 0, 0
@@ -515,7 +601,7 @@ class SparseFrame(_FileFrame):
                               "not a sparse frame")
         with open(index_path, "rb") as fh:
             buf = fh.read()
-        st = _parse_frame(_Reader(buf=buf), 0, True)
+        st = _parse_frame(local_source(buf=buf), 0, True)
         FrameBase.__init__(self, st["info"], st["meta"])
         self._load(st, 0)
 
@@ -598,7 +684,7 @@ class _BufferFrame(_FileFrame):
 
     readonly = True
 
-    def __init__(self, reader: _Reader, st: dict):
+    def __init__(self, reader: Source, st: dict):
         FrameBase.__init__(self, st["info"], st["meta"])
         self.reader = reader
         self._load(st, 0)
@@ -611,7 +697,7 @@ def parse_cframe(buf, copy: bool = False) -> MemoryFrame:
     With ``copy=False`` the chunks are memoryview slices of `buf` (no copy).
     """
     view = buf if isinstance(buf, bytes) else memoryview(buf).cast("B")
-    reader = _Reader(buf=view)
+    reader = local_source(buf=view)
     st = _parse_frame(reader, 0, False)
     src = _BufferFrame(reader, st)
     out = MemoryFrame(src.info, src.meta)
@@ -628,9 +714,13 @@ def parse_cframe(buf, copy: bool = False) -> MemoryFrame:
     return out
 
 
-def open_frame(urlpath, mode: str = "a", offset: int = 0, mmap_mode: str | None = None):
-    """Open an existing contiguous or sparse frame on disk."""
+def open_frame(urlpath, mode: str = "a", offset: int = 0, mmap_mode: str | None = None,
+               storage_options: dict | None = None):
+    """Open an existing contiguous or sparse frame on disk, or a contiguous frame at a
+    URL (:func:`open_remote_frame`; `mmap_mode` does not apply there)."""
     path = os.fspath(urlpath)
+    if is_url(path):
+        return open_remote_frame(path, mode, offset, storage_options)
     if not os.path.exists(path):
         raise FileNotFoundError(f"No such file or directory: {path}")
     if os.path.isdir(path):
@@ -640,3 +730,19 @@ def open_frame(urlpath, mode: str = "a", offset: int = 0, mmap_mode: str | None 
             raise ParameterError("mmap_mode applies to contiguous frames only")
         return SparseFrame(path, mode)
     return ContiguousFrame(path, mode, offset, mmap_mode)
+
+
+def open_remote_frame(url: str, mode: str = "r", offset: int = 0,
+                      storage_options: dict | None = None) -> ContiguousFrame:
+    """The contiguous frame of the object at `url` (any URL fsspec knows), read through
+    a :class:`~ndpack.storage.remote.RemoteSource`: two requests (the head, then the
+    index and trailer), chunks fetched when read.  Mode 'r' only."""
+    if mode != "r":
+        raise OperationError(remote_path_error(url) + f" (mode {mode!r}; open with 'r')")
+    src = RemoteSource(url, storage_options)
+    try:
+        return ContiguousFrame(url, "r", offset, source=src)
+    except SourceError:
+        raise
+    except FormatError as exc:
+        raise FormatError(f"{url}: {exc}") from None

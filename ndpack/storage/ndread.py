@@ -32,7 +32,7 @@ import itertools
 import numpy as np
 
 from ndpack.chunks import (compress2, decompress2, decompress_blocks, getitems, in_layout,
-                           read_blocks_from_file, special_chunk)
+                           special_chunk)
 from ndpack.codecs import SpecialValue
 from ndpack.errors import FormatError, NdpackError
 from ndpack.storage.frame import chunk_nbytes_of
@@ -170,6 +170,8 @@ class ChunkIO:
             if boxread.read_box(self, units, out):
                 return
         parts = list(self.layout.parts(ranges))
+        if lazy and len(parts) > 1:       # remote sources fetch the chunks' bytes at once
+            self.frame.prefetch(parts, self.layout)
         if nthreads > 1 and len(parts) > 1:
             # chunks in parallel (reads, decoding and copies release the GIL), each
             # decoded by one thread; the output regions of the chunks are disjoint
@@ -272,8 +274,7 @@ class ChunkIO:
         fr = self.frame
         if type(fr) is not ContiguousFrame:
             return False
-        rd = fr.reader
-        return rd.view is None and rd.fd is not None
+        return fr.reader.block_reads        # files and remote objects (storage/source.py)
 
     def lazy_chunk(self, n: int, numbers):
         """Chunk `n` of a contiguous file frame reduced to the blocks `numbers` (and
@@ -294,14 +295,13 @@ class ChunkIO:
             if v < 0 or (entry is False and self.layout.chunk_nbytes <= WHOLE_CHECK_BYTES):
                 return None               # a chunk crc but no block ones: read it whole
             entry = entry or None
-            fd, pos = fr.reader.fd, fr.base + fr.header_len + int(v)
-            try:
-                size, needed = read_blocks_from_file(fd, pos, nblocks, numbers, buf,
-                                                     _LAZY_MIN, entry)
+            rd, pos = fr.reader, fr.base + fr.header_len + int(v)
+            try:                          # files and remote objects (storage/source.py)
+                size, needed = rd.read_blocks(pos, nblocks, numbers, buf, _LAZY_MIN, entry)
                 while needed:              # the block starts, then the spans, did not fit
                     buf = scratch(needed)
-                    size, needed = read_blocks_from_file(fd, pos, nblocks, numbers, buf,
-                                                         _LAZY_MIN, entry)
+                    size, needed = rd.read_blocks(pos, nblocks, numbers, buf, _LAZY_MIN,
+                                                  entry)
             except FormatError as exc:
                 raise checksums.block_mismatch(fr, n, exc) from None
         return buf[:size] if size else None
