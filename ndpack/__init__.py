@@ -65,6 +65,8 @@ from ndpack.engine.persist import MissingOperandsError, open
 from ndpack.engine.backends.dask import from_dask, to_dask
 from ndpack.engine.udf import LazyUDF, lazyudf
 from ndpack.engine.hdf5 import from_hdf5, to_hdf5
+from ndpack.engine.backends import xarray_writer as _xarray_writer
+from ndpack.engine.backends.xarray_writer import save_dataset
 from . import fft, linalg  # noqa: E402 -- the standard's extensions (ndpack.linalg, ndpack.fft)
 from . import exceptions  # noqa: E402 -- python-blosc2's blosc2.exceptions names
 from ndpack.compat import *  # noqa: F403 -- python-blosc2's constants and aliases
@@ -103,7 +105,7 @@ __all__ = [
     "load",
     "DictStore", "TreeStore", "EmbedStore", "NDField",
     "LazyExpr", "lazyexpr", "evaluate", "explain", "FPAccuracy",
-    "to_dask", "from_dask", "to_hdf5", "from_hdf5",
+    "to_dask", "from_dask", "to_hdf5", "from_hdf5", "save_dataset",
     "sum", "prod", "mean", "std", "var", "min", "max", "any", "all", "argmin", "argmax",
     "count_nonzero", "cumulative_sum", "cumulative_prod",
     "__array_api_version__", "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis", "linalg", "fft",
@@ -174,3 +176,6 @@ def show_config(file=None) -> dict:
     print(f"  vmath      : {vm['isa']} kernels for {', '.join(ours) or '-'}; NumPy for "
           f"{', '.join(theirs) or '-'} (float64; NDPACK_VMATH=ours|numpy|auto)", file=out)
     return cfg
+
+
+_xarray_writer.register_if_loaded()   # ds.ndpack.save(...) when xarray is imported first

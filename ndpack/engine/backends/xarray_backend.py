@@ -1,0 +1,348 @@
+"""xarray's ``engine="ndpack"``: ``.b2nd`` arrays and ``.b2z``/``.b2d`` stores as
+Datasets and DataTrees (the ``xarray.backends`` entry point ``ndpack``).
+
+Opening reads metadata only (each variable's vlmeta, the store's listing).  Each
+variable's data is a :class:`NdpackBackendArray`: indexing it decodes only the blocks
+the key touches, and its duck array (what ``Variable.data`` gives with ``chunks=None``,
+xarray's default) is the NDArray itself, so ``(ds.a * 2 + ds.b).mean("time")`` is a
+lazy ndpack expression computed chunk by chunk by the engine.  Masking and
+scale/offset (``_FillValue``, ``missing_value``, ``scale_factor``, ``add_offset``) of
+plain numeric variables are decoded by a lazy ndpack expression too, with xarray's
+dtypes and bits; other CF decoding (times, ``_Unsigned``, characters) is xarray's.
+``chunks={}`` gives dask arrays whose chunks are the stored ones (the
+``preferred_chunks`` of each variable's encoding).
+
+The label convention (dimension names, attributes) is :mod:`xarray_labels`'s; the
+writer, :func:`~ndpack.engine.backends.xarray_writer.save_dataset`.  This module is
+xarray's plugin: it imports xarray, nothing in ndpack imports it.
+
+Examples
+--------
+>>> import numpy as np, xarray as xr, ndpack, os, tempfile
+>>> path = os.path.join(tempfile.mkdtemp(), "d.b2z")
+>>> ds = xr.Dataset({"t": (("time", "x"), np.arange(12.0).reshape(4, 3))},
+...                 coords={"x": [10, 20, 30]}, attrs={"title": "demo"})
+>>> ndpack.save_dataset(ds, path)
+>>> back = xr.open_dataset(path, engine="ndpack")
+>>> type(back.t.data).__name__, back.attrs["title"]
+('NDArray', 'demo')
+>>> back.t.mean("time").values.tolist()
+[4.5, 5.5, 6.5]
+>>> xr.testing.assert_identical(back, ds)
+>>> back.close()
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ndpack.engine.backends.xarray_labels import (DTYPES_KEY, GROUP_META, restore_attrs,
+                                                  split_vlmeta)
+from ndpack.engine.backends.xarray_writer import register_accessors
+from ndpack.engine.elementwise import astype, where
+from ndpack.engine.expr.lazyexpr import LazyExpr
+from ndpack.errors import FormatError, ParameterError
+from ndpack.storage.dispatch import open as open_frame
+from ndpack.storage.ndarray import NDArray
+from ndpack.storage.stores import DictStore
+from ndpack.storage.treestore import TreeStore
+
+try:        # this module is xarray's plugin: without xarray nothing loads it
+    import xarray as xr
+    from xarray import conventions
+    from xarray.backends import BackendArray, BackendEntrypoint
+    from xarray.backends.common import AbstractDataStore
+    from xarray.backends.store import StoreBackendEntrypoint
+    from xarray.core import indexing
+except ImportError:                                 # pragma: no cover
+    xr = None
+    BackendArray = BackendEntrypoint = AbstractDataStore = object
+else:
+    register_accessors()            # ds.ndpack.save(...) once xarray knows the engine
+
+__all__ = ["NdpackBackendArray", "NdpackBackendEntrypoint", "NdpackDataStore",
+           "SUFFIXES"]
+
+SUFFIXES = (".b2nd", ".b2z", ".b2d")
+_MASK_KEYS = ("_FillValue", "missing_value")
+_SCALE_KEYS = ("scale_factor", "add_offset")
+
+
+class NdpackBackendArray(BackendArray):
+    """A stored variable for xarray: keys decode only the blocks they touch (outer keys
+    with one integer array natively, the rest through xarray's decomposition); the
+    whole-array key and :meth:`get_duck_array` give the ndpack array itself (an NDArray,
+    or a LazyExpr for a masked/scaled variable) so xarray computes with it lazily."""
+
+    def __init__(self, array, name: str):
+        self.array, self.name = array, name
+        self.shape, self.dtype = tuple(array.shape), np.dtype(array.dtype)
+
+    def get_duck_array(self):
+        return self.array
+
+    def __getitem__(self, key):
+        if isinstance(key, indexing.BasicIndexer) and self._whole(key.tuple):
+            return self.array                      # the whole variable: stay lazy
+        support = indexing.IndexingSupport.OUTER_1VECTOR if isinstance(self.array, NDArray) \
+            else indexing.IndexingSupport.BASIC
+        return indexing.explicit_indexing_adapter(key, self.shape, support, self._raw)
+
+    def _whole(self, key: tuple) -> bool:
+        return len(key) == len(self.shape) and all(
+            isinstance(k, slice) and k.indices(n) == (0, n, 1)
+            for k, n in zip(key, self.shape))
+
+    def _raw(self, key: tuple):
+        try:
+            return np.asarray(self.array[key])
+        except Exception as err:                   # name the variable that failed
+            raise type(err)(f"variable {self.name!r}, key {key!r}: {err}") from err
+
+
+def _cf_decodable(arr, attrs: dict) -> bool:
+    """Whether ndpack decodes this variable's mask/scale itself: numeric, scalar
+    mask/scale attributes, nothing else of CF's that acts on the values."""
+    if np.dtype(arr.dtype).kind not in "iuf" or "_Unsigned" in attrs:
+        return False
+    units = attrs.get("units")
+    if isinstance(units, str) and " since " in units:
+        return False                               # a time: xarray's
+    keys = [k for k in _MASK_KEYS + _SCALE_KEYS if k in attrs]
+    return bool(keys) and all(np.ndim(attrs[k]) == 0 for k in keys)
+
+
+def _decoded_like(name, dims, dtype, attrs, keys):
+    """xarray's decoding of a one-element variable with these attributes (only `keys`
+    of the mask/scale ones): its dtype, attributes and encoding."""
+    keep = {k: v for k, v in attrs.items() if k not in _MASK_KEYS + _SCALE_KEYS or k in keys}
+    sample = xr.Variable(dims, np.zeros((1,) * len(dims), dtype), keep)
+    return conventions.decode_cf_variable(name, sample, mask_and_scale=True,
+                                          decode_times=False, decode_timedelta=False)
+
+
+def lazy_mask_and_scale(arr, name: str, dims, attrs: dict):
+    """``(data, attrs, encoding)``: `arr` masked and scaled as xarray's CF decoder does
+    (same dtypes and bits), as a lazy ndpack expression; attrs/encoding as xarray's."""
+    whole = _decoded_like(name, dims, arr.dtype, attrs, _MASK_KEYS + _SCALE_KEYS)
+    masked = _decoded_like(name, dims, arr.dtype, attrs, _MASK_KEYS)
+    data, raw = arr, np.dtype(arr.dtype)
+    fills = [v for k in _MASK_KEYS if k in attrs for v in [attrs[k]]
+             if not (np.dtype(type(v)).kind == "f" and np.isnan(v))]
+    if masked.dtype != raw:
+        data = astype(data, masked.dtype)
+    if fills:
+        cond = None
+        for fv in fills:
+            hit = data == masked.dtype.type(fv)
+            cond = hit if cond is None else cond | hit
+        data = where(cond, masked.dtype.type(np.nan), data)
+    out = whole.dtype
+    for key in _SCALE_KEYS:                 # ``data *= scale; data += offset`` in place
+        if key in attrs:
+            value = attrs[key]
+            step = astype(data, out) if data is arr or data.dtype != out else data
+            step = step * value if key == "scale_factor" else step + value
+            data = astype(step, out) if step.dtype != out else step
+    if data.dtype != out:
+        data = astype(data, out)
+    return data, dict(whole.attrs), dict(whole.encoding)
+
+
+def stored_variable(arr, name: str, mask_and_scale: bool = True):
+    """The xarray Variable of a stored NDArray: dims and attrs from its vlmeta, the
+    stored chunks as preferred chunks, mask/scale decoded lazily when plain."""
+    if not isinstance(arr, NDArray):
+        raise FormatError(f"variable {name!r} is a {type(arr).__name__}, not an NDArray")
+    meta = arr.vlmeta.getall()
+    dims, attrs = split_vlmeta(meta, arr.ndim, name)
+    attrs = restore_attrs(attrs, meta.get(DTYPES_KEY))
+    encoding = {"chunks": tuple(arr.chunks), "preferred_chunks": dict(zip(dims, arr.chunks)),
+                "dtype": np.dtype(arr.dtype)}
+    data = arr
+    if mask_and_scale and _cf_decodable(arr, attrs):
+        data, attrs, more = lazy_mask_and_scale(arr, name, dims, attrs)
+        encoding.update(more)
+    return xr.Variable(dims, NdpackBackendArray(data, name), attrs, encoding)
+
+
+def _is_store(path: str) -> bool:
+    return path.endswith((".b2z", ".b2d")) or os.path.isdir(path)
+
+
+def _norm_group(group) -> str:
+    if group in (None, "", "/"):
+        return "/"
+    if not isinstance(group, str):
+        raise ParameterError(f"group must be a str path, not {type(group).__name__}")
+    return "/" + group.strip("/")
+
+
+def _has_group(store: TreeStore, group: str) -> bool:
+    try:
+        store.get_subtree(group)
+    except KeyError:
+        return False
+    return True
+
+
+def open_store(path: str, mmap_mode=None) -> TreeStore:
+    """A ``.b2z``/``.b2d`` store (TreeStore or DictStore files) read as a tree."""
+    try:
+        return TreeStore(path, mode="r", mmap_mode=mmap_mode)
+    except FileNotFoundError:
+        raise
+    except Exception as err:
+        raise FormatError(f"{path!r} is not a readable ndpack store: {err}") from err
+
+
+class NdpackDataStore(AbstractDataStore):
+    """One group of a store (or one ``.b2nd`` array) as xarray's data store: its
+    variables (members holding NDArrays) and attributes (the group's vlmeta)."""
+
+    def __init__(self, source, group: str = "/", name: str | None = None,
+                 mask_and_scale: bool = True, close=None):
+        self.source, self.group, self.name = source, group, name
+        self.mask_and_scale, self._close = mask_and_scale, close
+
+    def _members(self) -> dict:
+        if isinstance(self.source, NDArray):
+            return {self.name: self.source}
+        store = self.source
+        base = "" if self.group == "/" else self.group
+        _, _, leaves = next(store.walk(self.group))
+        out = {}
+        for leaf in leaves:
+            try:
+                value = store[base + "/" + leaf]
+            except Exception as err:
+                raise FormatError(f"variable {leaf!r} ({base + '/' + leaf!r} of "
+                                  f"{store.localpath!r}) cannot be read: {err}") from err
+            if isinstance(value, NDArray):      # SChunks and other values: not variables
+                out[leaf] = value
+        return out
+
+    def get_variables(self) -> dict:
+        return {name: stored_variable(arr, name, self.mask_and_scale)
+                for name, arr in self._members().items()}
+
+    def get_attrs(self) -> dict:
+        if isinstance(self.source, NDArray):
+            return {}
+        meta = self.source.get_subtree(self.group).vlmeta if self.group != "/" \
+            else self.source.vlmeta
+        attrs = dict(meta.getall())
+        return restore_attrs({k: v for k, v in attrs.items() if k != DTYPES_KEY},
+                             attrs.get(DTYPES_KEY))
+
+    def get_dimensions(self):                         # pragma: no cover - unused by load
+        return {}
+
+    def load(self):
+        return self.get_variables(), self.get_attrs()
+
+    def close(self):
+        if self._close is not None:
+            self._close()
+            self._close = None
+
+
+class NdpackBackendEntrypoint(BackendEntrypoint):
+    """``engine="ndpack"``: Blosc2 arrays (``.b2nd``) and stores (``.b2z``, ``.b2d``)
+    written by ndpack or python-blosc2.
+
+    Examples
+    --------
+    >>> NdpackBackendEntrypoint().guess_can_open("data.b2z")
+    True
+    >>> NdpackBackendEntrypoint().guess_can_open("data.nc")
+    False
+    """
+
+    description = "Blosc2 arrays and stores (.b2nd, .b2z, .b2d), computed by ndpack"
+    url = "https://github.com/ndpack/ndpack/blob/main/docs/xarray.md"
+    open_dataset_parameters = ("filename_or_obj", "drop_variables", "mask_and_scale",
+                               "decode_times", "concat_characters", "decode_coords",
+                               "use_cftime", "decode_timedelta", "group", "mmap_mode")
+    supports_groups = True
+
+    def guess_can_open(self, filename_or_obj) -> bool:
+        if isinstance(filename_or_obj, (NDArray, DictStore)):
+            return True
+        try:
+            path = os.fspath(filename_or_obj)
+        except TypeError:
+            return False
+        path = os.fsdecode(path) if isinstance(path, bytes) else path
+        return path.rstrip("/").endswith(SUFFIXES)
+
+    def _source(self, filename_or_obj, group, mmap_mode):
+        """``(source, name, close)``: an NDArray or a TreeStore, the single variable's
+        name, and what closes it."""
+        if isinstance(filename_or_obj, NDArray):
+            return filename_or_obj, "data", None
+        if isinstance(filename_or_obj, DictStore):
+            return (filename_or_obj if isinstance(filename_or_obj, TreeStore)
+                    else open_store(filename_or_obj.localpath)), None, None
+        path = os.fspath(filename_or_obj)
+        path = os.fsdecode(path) if isinstance(path, bytes) else path
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"no ndpack array or store at {path!r}")
+        if _is_store(path):
+            store = open_store(path, mmap_mode)
+            return store, None, store.close
+        if group not in (None, "", "/"):
+            raise ParameterError(f"{path!r} is a single array: it has no group {group!r}")
+        arr = open_frame(path, mmap_mode=mmap_mode)
+        if not isinstance(arr, NDArray):
+            raise FormatError(f"{path!r} holds a {type(arr).__name__}, not an NDArray")
+        stem = os.path.basename(path.rstrip("/"))
+        return arr, stem[:-5] if stem.endswith(".b2nd") else stem, None
+
+    def open_dataset(self, filename_or_obj, *, drop_variables=None, mask_and_scale=True,
+                     decode_times=True, concat_characters=True, decode_coords=True,
+                     use_cftime=None, decode_timedelta=None, group=None, mmap_mode=None):
+        source, name, close = self._source(filename_or_obj, group, mmap_mode)
+        group = _norm_group(group)
+        if isinstance(source, TreeStore) and not _has_group(source, group):
+            if close:
+                close()
+            raise ParameterError(f"{group!r} is not a group of {source.localpath!r}")
+        store = NdpackDataStore(source, group, name, mask_and_scale, close)
+        return StoreBackendEntrypoint().open_dataset(
+            store, mask_and_scale=mask_and_scale, decode_times=decode_times,
+            concat_characters=concat_characters, decode_coords=decode_coords,
+            drop_variables=drop_variables, use_cftime=use_cftime,
+            decode_timedelta=decode_timedelta)
+
+    def open_groups_as_dict(self, filename_or_obj, *, drop_variables=None,
+                            mask_and_scale=True, decode_times=True, concat_characters=True,
+                            decode_coords=True, use_cftime=None, decode_timedelta=None,
+                            group=None, mmap_mode=None) -> dict:
+        source, _, close = self._source(filename_or_obj, None, mmap_mode)
+        top = _norm_group(group)
+        if not isinstance(source, TreeStore):
+            groups = ["/"]
+        else:
+            if not _has_group(source, top):
+                raise ParameterError(f"{top!r} is not a group of {source.localpath!r}")
+            groups = [path for path, _, _ in source.walk(top)]
+        out = {}
+        for path in groups:
+            store = NdpackDataStore(source, path, "data", mask_and_scale)
+            ds = StoreBackendEntrypoint().open_dataset(
+                store, mask_and_scale=mask_and_scale, decode_times=decode_times,
+                concat_characters=concat_characters, decode_coords=decode_coords,
+                drop_variables=drop_variables, use_cftime=use_cftime,
+                decode_timedelta=decode_timedelta)
+            rel = path if top == "/" else "/" + path[len(top):].lstrip("/")
+            out[rel] = ds
+        if close is not None:
+            out["/"].set_close(close)
+        return out
+
+    def open_datatree(self, filename_or_obj, **kwargs):
+        groups = self.open_groups_as_dict(filename_or_obj, **kwargs)
+        return xr.DataTree.from_dict(groups)
