@@ -38,12 +38,14 @@ import os
 
 import numpy as np
 
-from ndpack.engine.backends.xarray_labels import (DTYPES_KEY, GROUP_META, restore_attrs,
+from ndpack.engine.backends.xarray_labels import (DIMS_KEY, DTYPES_KEY, OBJECT_KEY, restore_attrs,
                                                   split_vlmeta)
 from ndpack.engine.backends.xarray_writer import register_accessors
 from ndpack.engine.elementwise import astype, where
 from ndpack.engine.expr.lazyexpr import LazyExpr
+from ndpack.engine.ops.shape import permute_dims
 from ndpack.errors import FormatError, ParameterError
+from ndpack.storage.constructors import asarray
 from ndpack.storage.dispatch import open as open_frame
 from ndpack.storage.ndarray import NDArray
 from ndpack.storage.stores import DictStore
@@ -56,50 +58,142 @@ try:        # this module is xarray's plugin: without xarray nothing loads it
     from xarray.backends.common import AbstractDataStore
     from xarray.backends.store import StoreBackendEntrypoint
     from xarray.core import indexing
+    from xarray.core.indexing import ExplicitlyIndexed
 except ImportError:                                 # pragma: no cover
     xr = None
-    BackendArray = BackendEntrypoint = AbstractDataStore = object
+    BackendArray = BackendEntrypoint = AbstractDataStore = ExplicitlyIndexed = object
 else:
     register_accessors()            # ds.ndpack.save(...) once xarray knows the engine
 
 __all__ = ["NdpackBackendArray", "NdpackBackendEntrypoint", "NdpackDataStore",
-           "SUFFIXES"]
+           "SUFFIXES", "XarrayLazyExpr", "XarrayNDArray", "xarray_face"]
 
 SUFFIXES = (".b2nd", ".b2z", ".b2d")
 _MASK_KEYS = ("_FillValue", "missing_value")
 _SCALE_KEYS = ("scale_factor", "add_offset")
 
 
+def _support(array):
+    return indexing.IndexingSupport.OUTER_1VECTOR if isinstance(array, NDArray) \
+        else indexing.IndexingSupport.BASIC
+
+
+def _is_whole(key: tuple, shape: tuple) -> bool:
+    return len(key) == len(shape) and all(
+        isinstance(k, slice) and k.indices(n) == (0, n, 1) for k, n in zip(key, shape))
+
+
+class _XarrayFace:
+    """What xarray asks of a variable's cached duck array, so that it stays ours.
+
+    xarray caches the duck array of an opened variable (``cache=True``) as
+    ``as_indexable(array)``; for an array-API array that is an adapter whose duck array
+    is a *whole read* into NumPy and which refuses vectorized keys.  An array that is
+    also ``ExplicitlyIndexed`` is cached as itself: it gives itself as its duck array
+    (so ``.data`` stays lazy on every access) and answers xarray's explicit keys (basic,
+    outer, vectorized) by reading only what they select."""
+
+    def get_duck_array(self):
+        return self
+
+    async def async_get_duck_array(self):
+        return self
+
+    def _plain_getitem(self, key):
+        raise NotImplementedError
+
+    def _raw(self, key: tuple):
+        return np.asarray(self._plain_getitem(key))
+
+    def _explicit(self, key):
+        return indexing.explicit_indexing_adapter(key, tuple(self.shape), _support(self),
+                                                  self._raw)
+
+    def __getitem__(self, key):
+        if isinstance(key, indexing.ExplicitIndexer):
+            return self._explicit(key)
+        return self._plain_getitem(key)
+
+    @property
+    def oindex(self):
+        return indexing.IndexCallable(self._explicit, None)
+
+    @property
+    def vindex(self):
+        return indexing.IndexCallable(self._explicit, None)
+
+    def transpose(self, order):
+        return permute_dims(self, tuple(order))
+
+
+class XarrayNDArray(_XarrayFace, NDArray, ExplicitlyIndexed):
+    """An NDArray as xarray's cached duck array (same super-chunk, no copy)."""
+
+    def _plain_getitem(self, key):
+        return NDArray.__getitem__(self, key)
+
+    def __deepcopy__(self, memo):           # ``ds.copy(deep=True)``: a compressed copy
+        return XarrayNDArray(asarray(self, copy=True).schunk)
+
+
+class XarrayLazyExpr(_XarrayFace, LazyExpr, ExplicitlyIndexed):
+    """A LazyExpr (a decoded variable) as xarray's cached duck array."""
+
+    def _plain_getitem(self, key):
+        return LazyExpr.__getitem__(self, key)
+
+    def __deepcopy__(self, memo):           # the tree is immutable: a new handle
+        return XarrayLazyExpr(self.node)
+
+
+def xarray_face(array):
+    """`array` (an NDArray or a LazyExpr) as the duck array xarray keeps."""
+    if isinstance(array, _XarrayFace):
+        return array
+    if isinstance(array, NDArray):
+        return XarrayNDArray(array.schunk) if array.base is None else array
+    return XarrayLazyExpr(array.node)
+
+
 class NdpackBackendArray(BackendArray):
     """A stored variable for xarray: keys decode only the blocks they touch (outer keys
     with one integer array natively, the rest through xarray's decomposition); the
     whole-array key and :meth:`get_duck_array` give the ndpack array itself (an NDArray,
-    or a LazyExpr for a masked/scaled variable) so xarray computes with it lazily."""
+    or a LazyExpr for a decoded variable, see :func:`xarray_face`) so xarray computes
+    with it lazily."""
 
     def __init__(self, array, name: str):
-        self.array, self.name = array, name
+        self.array, self.name = xarray_face(array), name
         self.shape, self.dtype = tuple(array.shape), np.dtype(array.dtype)
 
     def get_duck_array(self):
         return self.array
 
     def __getitem__(self, key):
-        if isinstance(key, indexing.BasicIndexer) and self._whole(key.tuple):
+        if isinstance(key, indexing.BasicIndexer) and _is_whole(key.tuple, self.shape):
             return self.array                      # the whole variable: stay lazy
-        support = indexing.IndexingSupport.OUTER_1VECTOR if isinstance(self.array, NDArray) \
-            else indexing.IndexingSupport.BASIC
-        return indexing.explicit_indexing_adapter(key, self.shape, support, self._raw)
-
-    def _whole(self, key: tuple) -> bool:
-        return len(key) == len(self.shape) and all(
-            isinstance(k, slice) and k.indices(n) == (0, n, 1)
-            for k, n in zip(key, self.shape))
+        return indexing.explicit_indexing_adapter(key, self.shape, _support(self.array),
+                                                  self._raw)
 
     def _raw(self, key: tuple):
         try:
-            return np.asarray(self.array[key])
+            return np.asarray(self.array._plain_getitem(key))
         except Exception as err:                   # name the variable that failed
             raise type(err)(f"variable {self.name!r}, key {key!r}: {err}") from err
+
+
+class TextBackendArray(BackendArray):
+    """Fixed-width text stored from an object array of str: read back (lazily, only
+    what a key selects) as an object array, as the Dataset held it."""
+
+    def __init__(self, array, name: str):
+        self.array, self.name = array, name
+        self.shape, self.dtype = tuple(array.shape), np.dtype(object)
+
+    def __getitem__(self, key):
+        return indexing.explicit_indexing_adapter(
+            key, self.shape, indexing.IndexingSupport.OUTER_1VECTOR,
+            lambda k: np.asarray(self.array[k]).astype(object))
 
 
 def _cf_decodable(arr, attrs: dict) -> bool:
@@ -151,18 +245,27 @@ def lazy_mask_and_scale(arr, name: str, dims, attrs: dict):
     return data, dict(whole.attrs), dict(whole.encoding)
 
 
-def stored_variable(arr, name: str, mask_and_scale: bool = True):
+def stored_variable(arr, name: str, mask_and_scale: bool = True, own_dims: str = ""):
     """The xarray Variable of a stored NDArray: dims and attrs from its vlmeta, the
-    stored chunks as preferred chunks, mask/scale decoded lazily when plain."""
+    stored chunks as preferred chunks, mask/scale decoded lazily when plain.  Without
+    the convention the dimensions are ``dim_0...``, or ``<own_dims>_dim_0...``."""
     if not isinstance(arr, NDArray):
         raise FormatError(f"variable {name!r} is a {type(arr).__name__}, not an NDArray")
     meta = arr.vlmeta.getall()
     dims, attrs = split_vlmeta(meta, arr.ndim, name)
+    if own_dims and DIMS_KEY not in meta:
+        dims = tuple(f"{own_dims}_{d}" for d in dims)
     attrs = restore_attrs(attrs, meta.get(DTYPES_KEY))
     encoding = {"chunks": tuple(arr.chunks), "preferred_chunks": dict(zip(dims, arr.chunks)),
                 "dtype": np.dtype(arr.dtype)}
     data = arr
-    if mask_and_scale and _cf_decodable(arr, attrs):
+    if meta.get(OBJECT_KEY) and np.dtype(arr.dtype).kind in "US":
+        return xr.Variable(dims, TextBackendArray(arr, name), attrs, encoding)
+    if attrs.get("dtype") == "bool" and np.dtype(arr.dtype).kind in "iu":
+        data = astype(arr, bool)                   # CF's booleans, decoded lazily
+        attrs = {k: v for k, v in attrs.items() if k != "dtype"}
+        encoding["dtype"] = "bool"
+    elif mask_and_scale and _cf_decodable(arr, attrs):
         data, attrs, more = lazy_mask_and_scale(arr, name, dims, attrs)
         encoding.update(more)
     return xr.Variable(dims, NdpackBackendArray(data, name), attrs, encoding)
@@ -203,9 +306,9 @@ class NdpackDataStore(AbstractDataStore):
     variables (members holding NDArrays) and attributes (the group's vlmeta)."""
 
     def __init__(self, source, group: str = "/", name: str | None = None,
-                 mask_and_scale: bool = True, close=None):
+                 mask_and_scale: bool = True, close=None, tree: bool = False):
         self.source, self.group, self.name = source, group, name
-        self.mask_and_scale, self._close = mask_and_scale, close
+        self.mask_and_scale, self._close, self.tree = mask_and_scale, close, tree
 
     def _members(self) -> dict:
         if isinstance(self.source, NDArray):
@@ -225,8 +328,22 @@ class NdpackDataStore(AbstractDataStore):
         return out
 
     def get_variables(self) -> dict:
-        return {name: stored_variable(arr, name, self.mask_and_scale)
-                for name, arr in self._members().items()}
+        """The group's variables.  Members without the label convention share the
+        dimensions ``dim_0...`` when their sizes agree; otherwise each gets its own,
+        ``<name>_dim_0...`` (never a silent misalignment).  In a tree (DataTree), where
+        a group's dimensions must agree with its ancestors', they are always their own,
+        named by the path: ``<group>_<name>_dim_0...``."""
+        members = self._members()
+        sizes, clash = {}, False
+        for arr in members.values():
+            if DIMS_KEY not in arr.vlmeta:
+                for i, n in enumerate(arr.shape):
+                    clash |= sizes.setdefault(i, n) != n
+        base = self.group.strip("/").replace("/", "_")
+        own = {name: (f"{base}_{name}" if base else name) if self.tree else
+               (name if clash else "") for name in members}
+        return {name: stored_variable(arr, name, self.mask_and_scale, own[name])
+                for name, arr in members.items()}
 
     def get_attrs(self) -> dict:
         if isinstance(self.source, NDArray):
@@ -331,7 +448,7 @@ class NdpackBackendEntrypoint(BackendEntrypoint):
             groups = [path for path, _, _ in source.walk(top)]
         out = {}
         for path in groups:
-            store = NdpackDataStore(source, path, "data", mask_and_scale)
+            store = NdpackDataStore(source, path, "data", mask_and_scale, tree=True)
             ds = StoreBackendEntrypoint().open_dataset(
                 store, mask_and_scale=mask_and_scale, decode_times=decode_times,
                 concat_characters=concat_characters, decode_coords=decode_coords,

@@ -36,13 +36,14 @@ import numpy as np
 
 from ndpack.errors import FormatError, ParameterError
 
-__all__ = ["DIMS_KEY", "DTYPES_KEY", "GROUP_META", "STORAGE_PREFIX", "attr_dtypes",
+__all__ = ["DIMS_KEY", "DTYPES_KEY", "GROUP_META", "OBJECT_KEY", "STORAGE_PREFIX", "attr_dtypes",
            "attr_value", "check_name", "default_dims", "restore_attrs", "same_value",
            "split_vlmeta", "vlmeta_of"]
 
 DIMS_KEY = "_ARRAY_DIMENSIONS"
 STORAGE_PREFIX = "ndpack."          # the storage layer's own vlmeta keys
 DTYPES_KEY = "_NDPACK_ATTR_DTYPES"  # NumPy types of attributes (restored at open)
+OBJECT_KEY = "_NDPACK_OBJECT"      # fixed-width text that was an object array of str
 GROUP_META = "__vlmeta__"           # TreeStore's hidden group metadata member
 
 
@@ -76,6 +77,9 @@ def attr_value(value, where: str = "?"):
         return [attr_value(v, where) for v in value]
     if isinstance(value, dict):
         return {str(k): attr_value(v, where) for k, v in value.items()}
+    if isinstance(value, int) and not isinstance(value, bool) and \
+            not -2**63 <= value < 2**64:
+        raise ParameterError(f"{where}: attribute value {value} does not fit in 64 bits")
     if value is None or isinstance(value, (str, bytes, bool, int, float)):
         return value
     raise ParameterError(f"{where}: attribute value {value!r} ({type(value).__name__}) "
@@ -88,7 +92,7 @@ def vlmeta_of(dims, attrs: dict, where: str = "?") -> dict:
     attributes (each checked with :func:`attr_value`)."""
     out = {DIMS_KEY: [check_name(d, "dimension") for d in dims]}
     for key, value in attrs.items():
-        if not isinstance(key, str) or key in (DIMS_KEY, DTYPES_KEY) or \
+        if not isinstance(key, str) or key in (DIMS_KEY, DTYPES_KEY, OBJECT_KEY) or \
                 key.startswith(STORAGE_PREFIX):
             raise ParameterError(f"{where}: attribute name {key!r} is reserved or not a "
                                  f"str ({DIMS_KEY!r} and {STORAGE_PREFIX!r}... are the "
@@ -103,7 +107,8 @@ def split_vlmeta(meta: dict, ndim: int, name: str) -> tuple:
     whose count disagrees with the array's dimensions are a FormatError naming the
     variable (never a silent misalignment)."""
     attrs = {k: v for k, v in meta.items()
-             if k not in (DIMS_KEY, DTYPES_KEY) and not k.startswith(STORAGE_PREFIX)}
+             if k not in (DIMS_KEY, DTYPES_KEY, OBJECT_KEY) and
+             not k.startswith(STORAGE_PREFIX)}
     if DIMS_KEY not in meta:
         return default_dims(ndim), attrs
     dims = meta[DIMS_KEY]

@@ -39,9 +39,9 @@ import uuid
 import numpy as np
 
 from ndpack.engine.backends.dask import from_dask
-from ndpack.engine.backends.xarray_labels import (DIMS_KEY, DTYPES_KEY, GROUP_META,
+from ndpack.engine.backends.xarray_labels import (DIMS_KEY, DTYPES_KEY, GROUP_META, OBJECT_KEY,
                                                   attr_dtypes, attr_value, check_name,
-                                                  split_vlmeta, vlmeta_of)
+                                                  restore_attrs, split_vlmeta, vlmeta_of)
 from ndpack.engine.expr.lazyexpr import LazyExpr
 from ndpack.engine.ops.shape import concat
 from ndpack.errors import ParameterError
@@ -147,6 +147,9 @@ class _Writer:
             values = _text_array(values, name)
         return asarray(values, copy=True, **kw)
 
+    def is_object(self, data) -> bool:
+        return np.dtype(getattr(data, "dtype", None) or np.asarray(data).dtype) == object
+
     def put(self, key: str, arr: NDArray, meta: dict):
         for k, v in meta.items():
             arr.vlmeta[k] = v
@@ -209,7 +212,15 @@ def _write_group(xr, conventions, writer: _Writer, ds, gkey: str, encoding: dict
     if append_dim is not None and append_dim not in ds.dims:
         raise ParameterError(f"append_dim {append_dim!r} is not a dimension of the Dataset "
                              f"({list(ds.dims)})")
+    if append_dim is not None:              # appended values encoded as the stored ones
+        encoding = {**{n: _stored_encoding(store, f"{gkey}/{n}", n) for n in existing
+                       if n in ds.variables and append_dim in ds.variables[n].dims},
+                    **encoding}
     variables, attrs = _encode(xr, conventions, ds, encoding)
+    if append_dim is not None:              # every check before the first write
+        for name, var in variables.items():
+            if name in existing and append_dim in var.dims:
+                _check_append(store[f"{gkey}/{name}"], name, var)
     for name, var in variables.items():
         key = f"{gkey}/{name}"
         kw = _storage_of(ds.variables[name], name, encoding.get(name, {}))
@@ -222,6 +233,8 @@ def _write_group(xr, conventions, writer: _Writer, ds, gkey: str, encoding: dict
             continue
         if append_dim is not None and name in existing:
             continue                       # without the dimension: kept as it is
+        if writer.is_object(var.data):
+            meta[OBJECT_KEY] = True         # str values read back as object arrays
         arr = writer.materialize(var.data, name, kw)
         writer.put(key, arr, meta)
     if mode == "a" and append_dim is not None:
@@ -240,22 +253,36 @@ def _write_group(xr, conventions, writer: _Writer, ds, gkey: str, encoding: dict
             gmeta[DTYPES_KEY] = {}          # an empty group exists through its metadata
 
 
+def _stored_encoding(store, key: str, name: str) -> dict:
+    """The CF encoding of a stored variable (units, calendar, fill, scale, dtype)."""
+    old = store[key]
+    meta = old.vlmeta.getall()
+    _, attrs = split_vlmeta(meta, old.ndim, name)
+    attrs = restore_attrs(attrs, meta.get(DTYPES_KEY))
+    enc = {k: attrs[k] for k in _CF_KEYS if k in attrs and k != "dtype"}
+    if "dtype" not in attrs and old.dtype.kind in "biufc":
+        enc["dtype"] = old.dtype
+    return enc
+
+
+def _check_append(old: NDArray, name: str, var) -> tuple:
+    """The stored dimensions of `name`, checked against the appended (encoded) `var`."""
+    old_dims, _ = split_vlmeta(old.vlmeta.getall(), old.ndim, name)
+    if tuple(old_dims) != tuple(var.dims):
+        raise ParameterError(f"variable {name!r}: stored dimensions {list(old_dims)} "
+                             f"differ from the appended {list(var.dims)}")
+    if np.dtype(var.dtype) != old.dtype:
+        raise ParameterError(f"variable {name!r}: appending {var.dtype} data to a stored "
+                             f"{old.dtype} variable (encode it as {old.dtype})")
+    return old_dims
+
+
 def _append(writer: _Writer, key: str, name: str, var, append_dim: str, kw: dict,
             meta: dict):
     """Variable `name` extended along `append_dim` with `var`'s (encoded) data."""
     old = writer.store[key]
-    old_dims, old_attrs = split_vlmeta(old.vlmeta.getall(), old.ndim, name)
-    if tuple(old_dims) != tuple(var.dims):
-        raise ParameterError(f"variable {name!r}: stored dimensions {list(old_dims)} "
-                             f"differ from the appended {list(var.dims)}")
+    old_dims = _check_append(old, name, var)
     axis = var.dims.index(append_dim)
-    if np.dtype(var.dtype) != old.dtype:
-        raise ParameterError(f"variable {name!r}: appending {var.dtype} data to a stored "
-                             f"{old.dtype} variable (encode it as {old.dtype})")
-    units = old_attrs.get("units")
-    if units is not None and var.attrs.get("units") not in (None, units):
-        raise ParameterError(f"variable {name!r}: appended units {var.attrs.get('units')!r} "
-                             f"differ from the stored {units!r}")
     new = writer.materialize(var.data, name, {"chunks": tuple(old.chunks),
                                               "blocks": tuple(old.blocks)})
     joined = concat([old, new], axis=axis, urlpath=writer.temp_path(),
