@@ -340,7 +340,8 @@ def test_times_strings_and_cftime_like_calendars(tmp_path):
     times = xr.date_range("2000-01-01", periods=4, freq="D", calendar="noleap", use_cftime=True)
     nl = xr.Dataset({"v": ("time", np.arange(4.0))}, coords={"time": times})
     ndpack.save_dataset(nl, str(tmp_path / "nl.b2z"))
-    back = xr.open_dataset(str(tmp_path / "nl.b2z"), engine="ndpack", use_cftime=True)
+    coder = xr.coders.CFDatetimeCoder(use_cftime=True)
+    back = xr.open_dataset(str(tmp_path / "nl.b2z"), engine="ndpack", decode_times=coder)
     assert isinstance(back.time.values[0], cftime.datetime)
     xr.testing.assert_identical(back, nl)
 
@@ -465,6 +466,50 @@ def test_bad_input_when_saving(tmp_path):
         ndpack.save_dataset(ds.transpose("lat", ...).isel(time=[0]), path,
                             mode="a", append_dim="time")
     xr.testing.assert_identical(xr.open_dataset(path, engine="ndpack"), ds)  # unchanged
+
+
+def test_peak_rss_of_a_reduction_over_8x_the_memory_limit(tmp_path):
+    """``(ds.a * 2 + ds.b).mean("time")`` over two 256 MB variables with a 32 MiB
+    memory limit: the duck-array path streams chunks, the peak grows by far less than
+    one variable."""
+    import subprocess
+    import sys
+    import textwrap
+    shape, n = (256, 256, 512), 256 * 256 * 512           # 256 MiB of float64 each
+    path = str(tmp_path / "big.b2d")
+    with ndpack.TreeStore(path, mode="w") as ts:          # written here: the child only reads
+        for name, lo in (("a", 0.0), ("b", 1.0)):
+            arr = ndpack.linspace(lo, lo + 1, n, shape=shape, chunks=(16, 256, 512),
+                                  urlpath=str(tmp_path / f"{name}.b2nd"), mode="w",
+                                  cparams={"codec": ndpack.Codec.LZ4, "clevel": 1})
+            arr.vlmeta["_ARRAY_DIMENSIONS"] = ["time", "lat", "lon"]
+            ts["/" + name] = arr
+    script = textwrap.dedent(f"""
+        import numpy as np, ndpack, xarray as xr
+
+        def hwm_mb():          # VmHWM: ru_maxrss would carry the parent's peak across exec
+            for line in open("/proc/self/status"):
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) // 1024
+        shape, n = (256, 256, 512), 256 * 256 * 512
+        path = r"{path}"
+        ds = xr.open_dataset(path, engine="ndpack")
+        float(ds.a[0, 0, 0])                     # imports and pools warmed
+        before = hwm_mb()
+        m = (ds.a * 2 + ds.b).mean("time").values
+        peak = hwm_mb()
+        i = np.arange(256)[:, None] * 256 * 512 + np.arange(256 * 512)[None, :]
+        x = i / (n - 1)
+        want = (x * 2 + 1 + x).mean(axis=0).reshape(256, 512)
+        assert np.allclose(m, want, rtol=1e-9), np.abs(m - want).max()
+        print(before, peak)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=600, env={**os.environ, "NDPACK_MEMORY": "32M"})
+    assert out.returncode == 0, out.stderr
+    before_mb, peak_mb = map(int, out.stdout.split())
+    assert peak_mb - before_mb < 128, f"peak RSS grew {peak_mb - before_mb} MB (from " \
+                                      f"{before_mb}) over 512 MB of variables"
 
 
 def test_import_ndpack_does_not_import_xarray():
