@@ -24,8 +24,8 @@ Examples
 ...                 coords={"x": [10, 20, 30]}, attrs={"title": "demo"})
 >>> ndpack.save_dataset(ds, path)
 >>> back = xr.open_dataset(path, engine="ndpack")
->>> type(back.t.data).__name__, back.attrs["title"]
-('NDArray', 'demo')
+>>> isinstance(back.t.data, ndpack.NDArray), back.attrs["title"]
+(True, 'demo')
 >>> back.t.mean("time").values.tolist()
 [4.5, 5.5, 6.5]
 >>> xr.testing.assert_identical(back, ds)
