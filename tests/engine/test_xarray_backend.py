@@ -177,6 +177,29 @@ def test_open_reads_metadata_only_and_a_slice_its_selection(saved, monkeypatch):
     back.close()
 
 
+def test_decoded_variables_open_without_computing(tmp_path, monkeypatch):
+    """Booleans, fill values and scale/offset are decoded by lazy expressions: opening
+    (and taking ``.data``) computes nothing."""
+    ds = sample()
+    path = str(tmp_path / "enc.b2z")
+    ndpack.save_dataset(ds, path, encoding={
+        "temp": {"_FillValue": np.float32(-999)},
+        "prec": {"dtype": "int16", "scale_factor": 1e-4, "add_offset": 0.5, "_FillValue": -1}})
+
+    def boom(*args, **kwargs):
+        raise AssertionError("computed at open")
+    monkeypatch.setattr(ndpack.LazyExpr, "compute", boom)
+    monkeypatch.setattr(ndpack.LazyExpr, "__getitem__", boom)
+    back = xr.open_dataset(path, engine="ndpack")
+    for name in ("temp", "prec", "mask"):
+        assert isinstance(back[name].data, ndpack.LazyExpr), name
+        assert back[name].dtype == ds[name].dtype, name
+    monkeypatch.undo()
+    np.testing.assert_allclose(back.prec.values, ds.prec.values, atol=1e-4)
+    xr.testing.assert_identical(back.mask, ds.mask)
+    xr.testing.assert_identical(back.temp, ds.temp)
+
+
 def test_chunks_follow_the_stored_chunks(saved):
     da = pytest.importorskip("dask.array")
     ds, path = saved

@@ -41,8 +41,8 @@ import numpy as np
 from ndpack.engine.backends.xarray_labels import (DIMS_KEY, DTYPES_KEY, OBJECT_KEY, restore_attrs,
                                                   split_vlmeta)
 from ndpack.engine.backends.xarray_writer import register_accessors
-from ndpack.engine.elementwise import astype, where
-from ndpack.engine.expr.lazyexpr import LazyExpr
+from ndpack.engine.elementwise import where
+from ndpack.engine.expr.lazyexpr import LazyExpr, as_node
 from ndpack.engine.ops.shape import permute_dims
 from ndpack.errors import FormatError, ParameterError
 from ndpack.storage.constructors import asarray
@@ -143,7 +143,7 @@ class XarrayLazyExpr(_XarrayFace, LazyExpr, ExplicitlyIndexed):
         return LazyExpr.__getitem__(self, key)
 
     def __deepcopy__(self, memo):           # the tree is immutable: a new handle
-        return XarrayLazyExpr(self.node)
+        return XarrayLazyExpr(as_node(self))
 
 
 def xarray_face(array):
@@ -152,7 +152,7 @@ def xarray_face(array):
         return array
     if isinstance(array, NDArray):
         return XarrayNDArray(array.schunk) if array.base is None else array
-    return XarrayLazyExpr(array.node)
+    return XarrayLazyExpr(as_node(array))
 
 
 class NdpackBackendArray(BackendArray):
@@ -194,6 +194,11 @@ class TextBackendArray(BackendArray):
         return indexing.explicit_indexing_adapter(
             key, self.shape, indexing.IndexingSupport.OUTER_1VECTOR,
             lambda k: np.asarray(self.array[k]).astype(object))
+
+
+def astype(x, dtype):
+    """`x` cast to `dtype`, lazily (``ndpack.astype`` computes casts of NDArrays)."""
+    return LazyExpr(as_node(x)).astype(dtype)
 
 
 def _cf_decodable(arr, attrs: dict) -> bool:
