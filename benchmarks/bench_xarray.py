@@ -8,7 +8,8 @@ the same; h5netcdf: gzip 1 + shuffle, the codec netCDF4 files have).  Rows:
 
 * **open**: ``xr.open_dataset`` + close (metadata only);
 * **point series**: open, then one grid point's whole time series ``.values``;
-* **mean(time)**: ``ds.mean("time")`` into NumPy;
+* **mean(time)**: ``ds.mean("time")`` into NumPy (xarray skips NaNs: ``np.nanmean``);
+* **mean, skipna=F**: the same without NaN skipping (ndpack's fused sums);
 * **anomaly to disk**: ``ds - ds.mean("time")`` written in the peer's own format
   (``ndpack.save_dataset`` / ``to_zarr`` / ``to_netcdf``).
 
@@ -139,6 +140,7 @@ def rows_for(shape, chunks, reps: int) -> list:
             "open": lambda o, w: o().close(),
             "point series": lambda o, w: o().temp[:, iy, ix].values,
             "mean(time)": lambda o, w: o().mean("time").compute(),
+            "mean, skipna=F": lambda o, w: o().mean("time", skipna=False).compute(),
             "anomaly to disk": lambda o, w: w((lambda d: d - d.mean("time"))(o()),
                                               os.path.join(tmp, "anom")),
         }
