@@ -234,6 +234,29 @@ def test_duck_arrays_compute_in_ndpacks_engine(saved, monkeypatch):
     assert spy.whole == 0                   # never converted whole: the engine streamed
 
 
+@pytest.mark.parametrize("nan", [False, True])
+def test_nan_skipping_means_take_the_fused_mean_only_without_nans(tmp_path, monkeypatch, nan):
+    x = np.random.default_rng(3).random((6, 4, 5)).astype("f4")
+    if nan:
+        x[2, 1, 3] = np.nan
+    ds = xr.Dataset({"v": (("t", "a", "b"), x)})
+    ndpack.save_dataset(ds, str(tmp_path / "nm.b2z"))
+    back = xr.open_dataset(str(tmp_path / "nm.b2z"), engine="ndpack")
+    fast = []
+    real = xarray_backend.nan_mean_fast
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        fast.append(out is not None)
+        return out
+    monkeypatch.setattr(xarray_backend, "nan_mean_fast", spy)
+    for axis in (None, "t", ("a", "b")):
+        got, want = back.v.mean(axis).values, ds.v.mean(axis).values
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert fast == [not nan] * 3          # a NaN anywhere shows in the fused result
+
+
 def test_a_duck_array_result_streams_into_a_new_store(saved, tmp_path):
     ds, path = saved
     back = xr.open_dataset(path, engine="ndpack")

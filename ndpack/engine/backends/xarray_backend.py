@@ -44,6 +44,7 @@ from ndpack.engine.backends.xarray_writer import register_accessors
 from ndpack.engine.elementwise import where
 from ndpack.engine.expr.lazyexpr import LazyExpr, as_node
 from ndpack.engine.ops.shape import permute_dims
+from ndpack.engine.statistical import mean
 from ndpack.errors import FormatError, ParameterError
 from ndpack.storage.constructors import asarray
 from ndpack.storage.dispatch import open as open_frame
@@ -126,8 +127,31 @@ class _XarrayFace:
         return permute_dims(self, tuple(order))
 
 
+def nan_mean_fast(x, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+    """``np.nanmean`` of a float NDArray through the fused mean (one pass of the C
+    core's sums) when the result holds no NaN, which proves no NaN was summed; None
+    otherwise (a NaN somewhere, or keywords beyond these): the caller takes NumPy's
+    NaN-skipping path (ndpack's streamed one)."""
+    if dtype is not None or out is not None or kwargs or np.dtype(x.dtype).kind != "f":
+        return None
+    res = np.asarray(mean(x, axis=axis, keepdims=keepdims))
+    if np.isnan(res).any():
+        return None
+    return res[()] if res.ndim == 0 else res
+
+
 class XarrayNDArray(_XarrayFace, NDArray, ExplicitlyIndexed):
-    """An NDArray as xarray's cached duck array (same super-chunk, no copy)."""
+    """An NDArray as xarray's cached duck array (same super-chunk, no copy).
+
+    xarray's ``mean`` skips NaNs (``np.nanmean``): a float variable without NaNs is
+    averaged by the fused mean in one pass (:func:`nan_mean_fast`)."""
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func is np.nanmean and args and args[0] is self:
+            res = nan_mean_fast(self, *args[1:], **kwargs)
+            if res is not None:
+                return res
+        return NDArray.__array_function__(self, func, types, args, kwargs)
 
     def _plain_getitem(self, key):
         return NDArray.__getitem__(self, key)
