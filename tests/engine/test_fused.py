@@ -35,7 +35,7 @@ CASES = [
 CASES_MORE = [
     ("a**2 + b**2 + 2*a*b + 1", lambda a, b, c: a**2 + b**2 + 2 * a * b + 1),
     ("sqrt(a*a + b*b) - c", lambda a, b, c: np.sqrt(a * a + b * b) - c),
-    ("square(a - c) / (b**0.5 + 0.1)", lambda a, b, c: np.square(a - c) / (b**0.5 + 0.1)),
+    ("square(a - c) / (sqrt(b) + 0.1)", lambda a, b, c: np.square(a - c) / (np.sqrt(b) + 0.1)),
     ("-sqrt(c) * 0.3 + a", lambda a, b, c: -np.sqrt(c) * 0.3 + a),
 ]
 

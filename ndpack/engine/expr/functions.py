@@ -4,6 +4,30 @@ where numexpr computes exactly the same thing, its numexpr spelling.
 Operators are functions too (``a + b`` is ``add(a, b)``), so a tree has one kind of
 inner node.  Reductions (:data:`REDUCTIONS`) are not elementwise: the parser builds
 :class:`ndpack.engine.ops.reductions.Reduce` nodes for them.
+
+Where NumPy's value differs from the array API standard's special cases, the function
+carries a :class:`Special`: a vectorized fix-up run on the result, only for the result
+kinds it concerns and only at the elements that can be special (the table
+:data:`SPECIAL`).  The fixes:
+
+* ``floor_divide`` of floats: an infinite dividend over a finite nonzero divisor is
+  ``±inf`` (NumPy: NaN), a finite dividend over an infinite divisor of the other sign
+  is ``-0`` (NumPy: -1): the standard's ``floor(x1 / x2)``;
+* ``pow`` of floats with the exponent 0.5 (NumPy computes it as ``sqrt``): ``-inf``
+  and ``-0`` give ``+inf`` and ``+0``;
+* complex ``expm1`` of non-finite values is ``exp(z) - 1`` (NumPy's loop gives NaNs);
+* complex ``tanh``/``tan`` of an infinite real/imaginary part: the zero part has the
+  sign of the finite part (``tanh(inf + 2j)`` is ``1 + 0j``; NumPy: ``1 - 0j``);
+* complex ``sign`` of a value with a NaN part is ``NaN + NaN j``.
+
+Examples
+--------
+>>> import numpy as np
+>>> x1, x2 = np.array([np.inf, 1.0, -1.0]), np.array([2.0, -np.inf, np.inf])
+>>> FUNCTIONS["floor_divide"].call(x1, x2).tolist()
+[inf, -0.0, -0.0]
+>>> complex(FUNCTIONS["expm1"].call(np.array([complex(-np.inf, np.nan)]))[0])
+(-1+0j)
 """
 
 from __future__ import annotations
@@ -13,7 +37,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["Function", "FUNCTIONS", "REDUCTIONS", "BINARY_OPERATORS", "UNARY_OPERATORS",
+__all__ = ["Function", "Special", "SPECIAL", "FUNCTIONS", "REDUCTIONS", "BINARY_OPERATORS", "UNARY_OPERATORS",
            "lookup"]
 
 
@@ -34,6 +58,8 @@ class Function:
         it or computes it differently.
     keywords : tuple of str
         Keyword arguments accepted in string expressions.
+    special : Special or None
+        The fix-up of the standard's special cases where NumPy differs.
     """
 
     name: str
@@ -41,10 +67,141 @@ class Function:
     nargs: tuple = (1,)
     numexpr: str | None = None
     keywords: tuple = ()
+    special: Special | None = None
+
+    def call(self, *args, **kwargs):
+        """NumPy's function with the standard's special cases (:attr:`special`)."""
+        out = self.numpy(*args, **kwargs)
+        if self.special is not None and self.special.applies(np.result_type(out)):
+            out = np.asarray(out)
+            if out.ndim == 0:
+                out = out.reshape(1)
+                self.special.fix(args, out)
+                return out[0]
+            self.special.fix(args, out)
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Special:
+    """A fix-up of NumPy's result to the standard's special cases.
+
+    Attributes
+    ----------
+    kinds : str
+        Result dtype kinds it concerns (``"f"``, ``"c"``).
+    fix : callable
+        ``fix(args, out)``: rewrites the special elements of `out` (NumPy's result of
+        `args`, broadcast to it) in place.
+    numexpr_ok : callable
+        ``numexpr_ok(arg_nodes)``: numexpr's spelling gives the standard's values (it has
+        no fix-up step).
+    """
+
+    kinds: str
+    fix: Callable
+    numexpr_ok: Callable = lambda args: False
+
+    def applies(self, dtype) -> bool:
+        return np.dtype(dtype).kind in self.kinds
+
+    def wrap(self, ufunc):
+        """`ufunc` (called as ``f(*args, out=...)``) followed by the fix; inputs that
+        share memory with `out` are copied first (the fix reads them)."""
+        fix = self.fix
+
+        def step(*args, out):
+            args = [a.copy() if isinstance(a, np.ndarray) and a.ndim and
+                    np.may_share_memory(a, out) else a for a in args]
+            ufunc(*args, out=out)
+            fix(args, out)
+            return out
+        step.__name__ = getattr(ufunc, "__name__", "step")
+        return step
+
+
+def _at(x, out, mask):
+    """`x` (an array or a scalar) at the elements `mask` of the broadcast result."""
+    x = np.asarray(x)
+    return x if x.ndim == 0 else np.broadcast_to(x, out.shape)[mask]
+
+
+def _fix_floor_divide(args, out):
+    x1, x2 = args
+    cand = np.isnan(out)
+    cand |= out == -1.0                 # finite // inf of other signs: NumPy's -1
+    if not cand.any():
+        return
+    a, b = _at(x1, out, cand), _at(x2, out, cand)
+    inf = np.isinf(a) | np.isinf(b)
+    if np.ndim(inf) == 0:
+        inf = np.full(int(cand.sum()), bool(inf))
+    with np.errstate(all="ignore"):
+        q = np.broadcast_to(np.divide(a, b, dtype=out.dtype), inf.shape)
+    vals = out[cand]
+    vals[inf] = q[inf]                  # floor(x1 / x2): ±inf, ±0 or NaN here
+    out[cand] = vals
+
+
+def _fix_pow(args, out):
+    x1, x2 = args
+    if np.ndim(x2) or x2 != 0.5:        # only NumPy's sqrt shortcut of ** 0.5
+        return
+    np.add(out, 0.0, out=out)           # sqrt(-0) = -0: the standard's +0
+    bad = np.isnan(out)
+    if bad.any():
+        out[bad & (np.broadcast_to(x1, out.shape) == -np.inf)] = np.inf
+
+
+def _fix_expm1(args, out):
+    z = np.broadcast_to(args[0], out.shape)
+    bad = ~np.isfinite(z)
+    if bad.any():
+        w = np.exp(z[bad])
+        w.real -= 1.0                   # exp's special values, minus one
+        out[bad] = w
+
+
+def _fix_tanh(args, out):
+    z = np.broadcast_to(args[0], out.shape)
+    bad = np.isinf(z.real) & np.isfinite(z.imag)
+    if bad.any():
+        out.imag[bad] = np.copysign(0.0, z.imag[bad])
+
+
+def _fix_tan(args, out):
+    z = np.broadcast_to(args[0], out.shape)
+    bad = np.isinf(z.imag) & np.isfinite(z.real)
+    if bad.any():
+        out.real[bad] = np.copysign(0.0, z.real[bad])
+
+
+def _fix_sign(args, out):
+    bad = np.isnan(np.broadcast_to(args[0], out.shape))
+    if bad.any():
+        out[bad] = complex(np.nan, np.nan)
+
+
+def _pow_numexpr_ok(args):
+    e = args[1]
+    return not (hasattr(e, "value") and np.ndim(e.value) == 0 and e.value == 0.5) and \
+        not (hasattr(e, "shape") and e.shape == () and not hasattr(e, "value"))
+
+
+#: Function name -> its fix-up (see the module docstring).
+SPECIAL = {
+    "floor_divide": Special("f", _fix_floor_divide),
+    "power": Special("f", _fix_pow, _pow_numexpr_ok),
+    "pow": Special("f", _fix_pow, _pow_numexpr_ok),
+    "expm1": Special("c", _fix_expm1),
+    "tanh": Special("c", _fix_tanh),
+    "tan": Special("c", _fix_tan),
+    "sign": Special("c", _fix_sign),
+}
 
 
 def _f(name, fn, nargs=(1,), ne=None, keywords=()):
-    return Function(name, fn, tuple(nargs), ne, tuple(keywords))
+    return Function(name, fn, tuple(nargs), ne, tuple(keywords), SPECIAL.get(name))
 
 
 def _unary_ne(name):

@@ -2,7 +2,7 @@
 
 On the aligned path each worker decodes a group of blocks of every operand, runs the
 tree on them and encodes the result blocks.  For the commonest trees -- ``+``, ``-``,
-``*``, ``/``, negation, ``square``/``**2`` and ``sqrt``/``**0.5`` of float64
+``*``, ``/``, negation, ``square``/``**2`` and ``sqrt`` of float64 (not ``**0.5``)
 operands (or of float32 ones, computed in float32 as NumPy does) and real constants --
 the C core does all three for one block at a time (:class:`ndpack._core.FusedProgram`,
 csrc/math/fused.c): a block's values never leave the core's L2 cache, and no Python
@@ -38,7 +38,8 @@ __all__ = ["program"]
 _IN, _CONST, _NEG, _SQUARE, _SQRT = 1, 2, 3, 8, 9
 _BINARY = {np.add: 4, np.subtract: 5, np.multiply: 6, np.true_divide: 7}
 _UNARY = {np.negative: _NEG, np.square: _SQUARE, np.sqrt: _SQRT}
-_POWERS = {2: _SQUARE, 0.5: _SQRT}       # NumPy's power takes these exponents exactly so
+_POWERS = {2: _SQUARE}       # NumPy's power takes this exponent exactly so (** 0.5 is
+#                              sqrt too, but the standard's pow(-0, 0.5) is +0: not fused)
 _FLOATS = (np.dtype(np.float64), np.dtype(np.float32))
 
 

@@ -77,7 +77,7 @@ def _numexpr_parts(node: Node, names: dict) -> tuple:
     parts = [_numexpr_parts(a, names) for a in node.args]
     if all(v is not _NOT_CONSTANT for _, v in parts):
         with np.errstate(all="ignore"):
-            value = node.func.numpy(*[v for _, v in parts])
+            value = node.func.call(*[v for _, v in parts])
         return (_numexpr_literal(value) if np.ndim(value) == 0 else None), value
     texts = [t for t, _ in parts]
     if any(t is None for t in texts):
@@ -107,6 +107,10 @@ def _numexpr_ok(node: Node) -> bool:
         return False
     if node.func.name in ("divide", "true_divide") and _constant(node.args[1]):
         return False           # numexpr multiplies by the reciprocal: 3 / 8.5 is 1 ulp off
+    special = node.func.special
+    if special is not None and special.applies(node.dtype) and \
+            not special.numexpr_ok(node.args):
+        return False           # the standard's special cases need the fix-up step
     return (node.func.numexpr is not None and node.dtype in _NUMEXPR_DTYPES
             and all(_numexpr_ok(a) for a in node.args)
             and all(a.dtype == node.dtype or isinstance(a, Constant) or node.dtype == np.bool_
@@ -141,7 +145,7 @@ def _numpy_eval(node: Node, data: dict):
         return data[id(node.array)]
     if isinstance(node, Constant):
         return node.value
-    return node.func.numpy(*[_numpy_eval(a, data) for a in node.args], **node.kwargs)
+    return node.func.call(*[_numpy_eval(a, data) for a in node.args], **node.kwargs)
 
 
 def run(node: Node, ops: list, values: list, out=None):

@@ -104,8 +104,10 @@ class UfuncProgram:
             if any(a is None for a in args):
                 return None
             order.append((n.func.numpy, args))
+            specials.append(n.func.special)
             return ("tmp", len(order) - 1)
 
+        specials: list = []
         if visit(node) is None:
             return None
         dtypes = _probe_dtypes(order, ops)
@@ -114,7 +116,7 @@ class UfuncProgram:
         progs = []
         for use_out in (False, True):
             steps, reg_dtypes = _allocate(order, dtypes, use_out)
-            steps = [(fast_ufunc(ufunc, dtypes[k]) if ufunc in _FAST else ufunc, args, reg)
+            steps = [(_step(ufunc, dtypes[k], specials[k]), args, reg)
                      for k, (ufunc, args, reg) in enumerate(steps)]
             progs.append((steps, reg_dtypes))
         plain = cls(*progs[0], node.dtype)
@@ -150,6 +152,13 @@ class UfuncProgram:
 # ours or NumPy's per function, once per process
 _FAST = frozenset([np.sin, np.cos, np.exp, np.log, np.expm1, np.log1p, np.arctan,
                    np.arctan2, np.tanh, np.sinh, np.cosh, np.tan, np.power])
+
+
+def _step(ufunc, dtype: np.dtype, special):
+    """The callable of one step: NumPy's ufunc or the C core's, followed by the
+    standard's special-case fix-up where the function has one for `dtype`."""
+    f = fast_ufunc(ufunc, dtype) if ufunc in _FAST else ufunc
+    return special.wrap(f) if special is not None and special.applies(dtype) else f
 
 
 def _probe_dtypes(order: list, ops: list) -> list | None:
