@@ -62,8 +62,9 @@ def guard_bytes() -> int:
         raise ParameterError(f"NDPACK_LINALG_BYTES={text!r}: give a number of bytes") from None
 
 
-def _in_memory(x, name: str, min_ndim: int = 2) -> np.ndarray:
-    """The decoded input of an in-memory function, after the size guard."""
+def _in_memory(x, name: str, min_ndim: int = 2, kinds: str = "fc") -> np.ndarray:
+    """The decoded input of an in-memory function, after the size guard; dtype kinds
+    outside `kinds` are a TypeError."""
     x = as_array(x)
     nbytes = math.prod(x.shape) * np.dtype(x.dtype).itemsize
     if nbytes > guard_bytes():
@@ -73,7 +74,7 @@ def _in_memory(x, name: str, min_ndim: int = 2) -> np.ndarray:
     if len(x.shape) < min_ndim:
         raise ValueError(f"linalg.{name} needs at least {min_ndim} dimensions, not "
                          f"{len(x.shape)}")
-    if np.dtype(x.dtype).kind not in "fc":
+    if np.dtype(x.dtype).kind not in kinds:
         raise TypeError(f"linalg.{name} needs a floating-point array, not {x.dtype}")
     return np.asarray(x[...])
 
@@ -273,8 +274,9 @@ def matrix_power(x, n, /):
 
 def matrix_rank(x, /, *, rtol=None):
     """The number of singular values above ``rtol * largest`` (default tolerance:
-    ``max(M, N) * eps``)."""
-    v = _in_memory(x, "matrix_rank")
+    ``max(M, N) * eps``); integer and boolean matrices are ranked in float64, as
+    NumPy and the reference implementation do."""
+    v = _in_memory(x, "matrix_rank", kinds="biufc")
     s = np.linalg.svd(v, compute_uv=False)
     if rtol is None:
         rtol = max(v.shape[-2:]) * np.finfo(s.dtype).eps

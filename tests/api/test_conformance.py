@@ -617,3 +617,74 @@ def test_every_special_case_is_reached():
     rules |= {(n, line.strip()) for n, t in sc.COMPLEX.items()
               for line in t.strip().splitlines()}
     assert sorted(rules - seen) == []
+
+
+# ---- result dtypes of the functions that accumulate ----------------------------------
+
+_PAIRED = {"vecdot": lambda m, a, b: m.vecdot(a, b), "matmul": lambda m, a, b: m.matmul(a, b),
+           "tensordot": lambda m, a, b: m.tensordot(a, b, axes=1),
+           "linalg.vecdot": lambda m, a, b: m.linalg.vecdot(a, b),
+           "linalg.matmul": lambda m, a, b: m.linalg.matmul(a, b),
+           "linalg.tensordot": lambda m, a, b: m.linalg.tensordot(a, b, axes=1),
+           "linalg.outer": lambda m, a, b: m.linalg.outer(a[0, ...], b[0, ...])}
+_SINGLE = {"sum": lambda m, a: m.sum(a), "sum axis": lambda m, a: m.sum(a, axis=0),
+           "prod": lambda m, a: m.prod(a), "cumulative_sum": lambda m, a: m.cumulative_sum(a, axis=1),
+           "cumulative_prod": lambda m, a: m.cumulative_prod(a, axis=0),
+           "linalg.trace": lambda m, a: m.linalg.trace(a),
+           "linalg.matrix_rank": lambda m, a: m.linalg.matrix_rank(a)}
+
+
+def _dtype_name(x):
+    return str(x.dtype).replace("array_api_strict.", "")
+
+
+def _both(fn, *arrays):
+    """(reference result or None, ndpack's result as NumPy)."""
+    try:
+        want = _quiet(fn, xp, *[xp.asarray(a) for a in arrays])
+    except (TypeError, ValueError):
+        return None, None
+    got = _quiet(fn, ndpack, *[ndpack.asarray(a) for a in arrays])
+    return want, got
+
+
+@given(d1=xps.numeric_dtypes(), d2=xps.numeric_dtypes(), name=st.sampled_from(sorted(_PAIRED)),
+       data=st.data())
+def test_products_keep_the_promoted_dtype(d1, d2, name, data):
+    """vecdot/matmul/tensordot/outer give the standard's promotion of the two dtypes
+    (``vecdot(uint8, uint8)`` is uint8) and the reference's values (integers wrap)."""
+    n = data.draw(st.integers(1, 4))
+    def small(d):
+        if "int" in str(d):
+            return {"min_value": 0 if "uint" in str(d) else -3, "max_value": 3}
+        return {"allow_nan": False, "allow_infinity": False} \
+            if "complex" in str(d) else {"allow_nan": False, "min_value": -4, "max_value": 4}
+    a = data.draw(xps.arrays(d1, (3, n), elements=small(d1)))
+    b = data.draw(xps.arrays(d2, (n, 3) if "mat" in name or "tensor" in name else (3, n),
+                             elements=small(d2)))
+    want, got = _both(_PAIRED[name], np.asarray(a), np.asarray(b))
+    if want is None:
+        return
+    got = np.asarray(got[()] if hasattr(got, "compute") or isinstance(got, ndpack.NDArray)
+                     else got)
+    assert str(got.dtype) == _dtype_name(want)
+    np.testing.assert_allclose(got, np.asarray(want), rtol=1e-5, atol=1e-5)
+
+
+@given(d=xps.numeric_dtypes() | xps.boolean_dtypes(), name=st.sampled_from(sorted(_SINGLE)))
+def test_accumulations_keep_the_standards_dtype(d, name):
+    a = np.ones((3, 3), dtype=_dtype_name(xp.asarray(0, dtype=d)))
+    want, got = _both(_SINGLE[name], a)
+    if want is None:
+        return
+    got = np.asarray(got[()] if isinstance(got, (ndpack.NDArray, ndpack.LazyExpr)) else got)
+    assert str(got.dtype) == _dtype_name(want)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "uint32", "float32"])
+def test_vecdot_of_small_integers_keeps_their_dtype(dtype):
+    a = np.full((2, 200), 3, dtype=dtype)
+    got = np.asarray(ndpack.vecdot(ndpack.asarray(a), ndpack.asarray(a)))
+    want = np.asarray(xp.vecdot(xp.asarray(a), xp.asarray(a)))
+    assert got.dtype == want.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, want)         # 1800 wraps in uint8/int8

@@ -349,9 +349,15 @@ def _batch_key(rb, own, batch):
 
 
 def vecdot(x1, x2, axis=-1, **storage):
-    """``sum(conj(x1) * x2, axis=axis)`` (array API), streamed: returns NumPy."""
+    """``sum(conj(x1) * x2, axis=axis)`` (array API), streamed: returns NumPy.
+
+    The sum keeps the product's dtype (the standard's type promotion of `x1` and `x2`:
+    ``vecdot(uint8, uint8)`` is uint8, wrapping as NumPy's ``matmul`` does), not
+    ``sum``'s widening of small integers; booleans sum to NumPy's default integer.
+    """
     prod = Apply("multiply", (Apply("conj", (_leaf(x1),)), _leaf(x2)))
-    res = compute_reduction(Reduce("sum", prod, axis=axis))
+    dtype = None if prod.dtype == np.bool_ else prod.dtype
+    res = compute_reduction(Reduce("sum", prod, axis=axis, dtype=dtype))
     return res[()] if res.ndim == 0 else res
 
 
