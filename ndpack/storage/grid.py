@@ -467,6 +467,8 @@ def compute_chunks_blocks(shape, chunks=None, blocks=None, dtype=np.float64, *,
         blocksize = max(32 * KIB, _min_blocksize(l1, l2), itemsize)
         nitems = blocksize // itemsize
     blocks = tuple(_partition(nitems, chunks if chunks is not None else shape))
+    if chunks is not None:              # blocks never exceed the given chunks (a chunk
+        blocks = tuple(min(b, c) for b, c in zip(blocks, chunks))   # of 0: a block of 0)
     if chunks is None:
         bsz = prod(blocks) * itemsize
         cs = _chunk_bytes(bsz, l2, l3)
@@ -475,7 +477,8 @@ def compute_chunks_blocks(shape, chunks=None, blocks=None, dtype=np.float64, *,
         cs = max(cs, bsz)
         cs -= cs % bsz
         part = _partition(cs // itemsize, shape, minpart=blocks)
-        chunks = tuple(min(shape[d], -(-part[d] // blocks[d]) * blocks[d]) for d in range(nd))
+        chunks = tuple(max(min(shape[d], -(-part[d] // blocks[d]) * blocks[d]), blocks[d])
+                       for d in range(nd))      # given blocks beyond the shape: as big
     check_layout(shape, chunks, blocks)
     return tuple(chunks), tuple(blocks)
 

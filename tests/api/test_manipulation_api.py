@@ -137,3 +137,64 @@ def test_reshape_copy_keyword():
         r = ndpack.reshape(a, (2, 6), copy=copy)
         assert r is not a
         np.testing.assert_array_equal(r[()], np.arange(12).reshape(2, 6))
+
+
+# ---- output layouts: every manipulation function, any input layout ------------------
+
+@st.composite
+def _laid_out(draw, min_dims=0, max_dims=3):
+    """A NumPy array and an NDArray of it with drawn chunks and blocks (sides 0..4,
+    chunks and blocks from 1 up to beyond the side, or 0 on an empty side)."""
+    shape = draw(st.lists(st.integers(0, 4), min_size=min_dims, max_size=max_dims))
+    chunks, blocks = [], []
+    for s in shape:
+        c = 0 if s == 0 and draw(st.booleans()) else draw(st.integers(1, 5))
+        chunks.append(c)
+        blocks.append(0 if c == 0 else draw(st.integers(1, c)))
+    x = np.arange(int(np.prod(shape)), dtype=np.int16).reshape(shape)
+    if 0 in chunks and 0 not in shape:
+        chunks = [max(c, 1) for c in chunks]
+        blocks = [max(b, 1) for b in blocks]
+    return x, ndpack.asarray(x, chunks=tuple(chunks), blocks=tuple(blocks))
+
+
+_STORE = [{}, {"cparams": {"clevel": 1}}]
+
+
+@given(xa=_laid_out(), data=st.data(), kw=st.sampled_from(_STORE))
+def test_manipulations_derive_valid_layouts(xa, data, kw):
+    """No shape, chunks or blocks of the input makes an invalid output layout ("blocks
+    are larger than chunks"): the one derivation clips blocks to the chunks."""
+    x, a = xa
+    nd = x.ndim
+    ax = data.draw(st.integers(-nd - 1, nd))
+    _same_view(ndpack.expand_dims(a, axis=ax, **kw), np.expand_dims(x, ax))
+    lead = data.draw(st.lists(st.integers(0, 3), max_size=2))
+    _same_view(ndpack.broadcast_to(a, tuple(lead) + x.shape, **kw),
+               np.broadcast_to(x, tuple(lead) + x.shape))
+    sax = data.draw(st.integers(-nd - 1, nd))
+    _same_view(ndpack.stack([a, a], axis=sax, **kw), np.stack([x, x], axis=sax))
+    _same_view(ndpack.reshape(a, (-1,), **kw), x.reshape(-1))
+    _same_view(ndpack.squeeze(a, axis=tuple(d for d in range(nd) if x.shape[d] == 1), **kw),
+               np.squeeze(x, axis=tuple(d for d in range(nd) if x.shape[d] == 1)))
+    if nd:
+        s, d = data.draw(st.integers(0, nd - 1)), data.draw(st.integers(0, nd - 1))
+        _same_view(ndpack.moveaxis(a, s, d, **kw), np.moveaxis(x, s, d))
+        _same_view(ndpack.permute_dims(a, tuple(range(nd))[::-1], **kw), x.T)
+        axis = data.draw(st.integers(-nd, nd - 1))
+        _same_view(ndpack.concat([a, a], axis=axis, **kw), np.concatenate([x, x], axis))
+        _same_view(ndpack.flip(a, **kw), np.flip(x))
+        _same_view(ndpack.roll(a, 1, **kw), np.roll(x, 1))
+        _same_view(ndpack.repeat(a, 2, axis=0), np.repeat(x, 2, axis=0))
+        _same_view(ndpack.tile(a, (2,) * nd), np.tile(x, (2,) * nd))
+    if nd >= 2:
+        _same_view(ndpack.matrix_transpose(a, **kw), np.swapaxes(x, -1, -2))
+
+
+def _same_view(got, want):
+    if want is None:
+        return
+    assert isinstance(got, ndpack.NDArray), type(got)
+    assert all(b <= c for b, c in zip(got.blocks, got.chunks)), (got.chunks, got.blocks)
+    np.testing.assert_array_equal(got[()], want)
+    assert got.shape == want.shape
