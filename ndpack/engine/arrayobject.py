@@ -30,6 +30,7 @@ import numpy as np
 from ndpack.engine.elementwise import astype
 from ndpack.engine.ops.shape import matrix_transpose, permute_dims
 from ndpack.engine.ops.take import take
+from ndpack.storage.constructors import CopyRequired
 
 __all__ = ["NDARRAY_MEMBERS", "LAZYEXPR_MEMBERS", "API_VERSIONS", "DEVICE"]
 
@@ -100,7 +101,7 @@ def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=N
     """A DLPack capsule of the decoded array (a copy: compressed chunks cannot be
     shared; ``copy=False`` is a BufferError)."""
     if copy is False:
-        raise BufferError("an ndpack array is compressed: it can only be exported as a copy")
+        raise CopyRequired("an ndpack array is compressed: it can only be exported as a copy")
     if dl_device is not None and tuple(dl_device) != (_KDLCPU, 0):
         raise BufferError(f"ndpack arrays are on the CPU, not device {dl_device}")
     values = np.ascontiguousarray(self[()])

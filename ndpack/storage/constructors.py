@@ -41,6 +41,7 @@ from ndpack.storage.remote import is_url, upload
 from ndpack.storage.schunk import SChunk, open_schunk, schunk_from_cframe
 
 __all__ = [
+    "CopyRequired",
     "arange",
     "array",
     "asarray",
@@ -221,19 +222,36 @@ def asarray(array, copy=None, *, dtype=None, device=None, **kwargs) -> NDArray:
     return fill_from(out, lambda reg: array[reg])
 
 
+class CopyRequired(BufferError, ValueError):
+    """``copy=False`` asked of an exchange that must copy (compressed values are never
+    shared): the standard's BufferError of ``__dlpack__`` and ValueError of
+    ``from_dlpack``, both."""
+
+
 def from_dlpack(x, /, *, device=None, copy=None, **kwargs) -> NDArray:
     """An NDArray of the values of any DLPack exporter on the CPU (NumPy, PyTorch,
     JAX, ...).  The values are compressed: this is always a copy (``copy=False`` is a
-    ValueError).
+    :class:`CopyRequired`, both ValueError and BufferError).  `device` is ``"cpu"``,
+    None or DLPack's CPU device ``(1, 0)``; an exporter's own BufferError (another
+    device, strides or dtype it cannot export) and the AttributeError of an object
+    without ``__dlpack__`` propagate, as the standard asks.
 
     Examples
     --------
     >>> from_dlpack(np.arange(4.0))[:].tolist()
     [0.0, 1.0, 2.0, 3.0]
+    >>> from_dlpack(np.arange(2), copy=False)
+    Traceback (most recent call last):
+    ...
+    ndpack.storage.constructors.CopyRequired: from_dlpack(copy=False): an NDArray stores its values compressed, so it always copies
     """
     if copy is False:
-        raise ValueError("from_dlpack(copy=False): an NDArray stores its values "
-                         "compressed, so it always copies")
+        raise CopyRequired("from_dlpack(copy=False): an NDArray stores its values "
+                           "compressed, so it always copies")
+    if isinstance(device, tuple) and tuple(device) == (1, 0):      # kDLCPU, device 0
+        device = None
+    if not hasattr(x, "__dlpack__"):
+        raise AttributeError(f"from_dlpack: {type(x).__name__} has no __dlpack__ method")
     return asarray(np.from_dlpack(x), device=device, **kwargs)
 
 

@@ -188,3 +188,44 @@ def test_asarray_copy_keyword():
             ndpack.asarray(bad, copy=False)
     with pytest.raises(ValueError, match="copy=False"):
         ndpack.asarray(a, copy=False, dtype=np.float32)
+
+
+class _OnDevice:
+    """A DLPack exporter whose data lives on another device (kDLCUDA)."""
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, **kwargs):
+        raise BufferError("data is on the device; cannot export to the host")
+
+
+@pytest.mark.parametrize("kind", ["ndarray", "lazyexpr"])
+def test_dlpack_keywords_as_the_standard(kind):
+    """__dlpack__ with max_version= (old and new consumers), dl_device= (the CPU only),
+    copy= (True and None copy; False is a BufferError) and stream=None; from_dlpack with
+    copy=True/None, device="cpu"/(1, 0)/None and the standard's errors."""
+    x = np.arange(12.0).reshape(3, 4)
+    a = ndpack.asarray(x) if kind == "ndarray" else ndpack.asarray(x) + 0
+    for kw in ({}, {"max_version": None}, {"max_version": (1, 0)}, {"max_version": (0, 8)},
+               {"dl_device": (1, 0)}, {"copy": True}, {"copy": None}, {"stream": None}):
+        assert type(a.__dlpack__(**kw)).__name__ == "PyCapsule", kw
+    with pytest.raises(BufferError):
+        a.__dlpack__(dl_device=(2, 0))
+    with pytest.raises(BufferError):
+        a.__dlpack__(copy=False)
+    for kw in ({}, {"copy": True}, {"copy": None}, {"device": "cpu"}, {"device": (1, 0)}):
+        got = ndpack.from_dlpack(a, **kw)
+        assert isinstance(got, ndpack.NDArray) and got.device == "cpu"
+        np.testing.assert_array_equal(got[()], x)
+        np.testing.assert_array_equal(np.from_dlpack(a), x)     # as a consumer sees it
+    with pytest.raises(ValueError):                 # the standard: ValueError (and BufferError)
+        ndpack.from_dlpack(a, copy=False)
+    with pytest.raises(BufferError):
+        ndpack.from_dlpack(a, copy=False)
+    with pytest.raises(AttributeError):
+        ndpack.from_dlpack([1.0, 2.0])
+    with pytest.raises(BufferError, match="device"):
+        ndpack.from_dlpack(_OnDevice())
+    with pytest.raises(ValueError, match="device must be 'cpu'"):
+        ndpack.from_dlpack(a, device="cuda")
