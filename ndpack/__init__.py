@@ -54,8 +54,8 @@ from ndpack.engine.ops.cumulative import cumulative_prod, cumulative_sum
 from ndpack.engine.ops.linalg import matmul, outer, tensordot, vecdot
 from ndpack.engine.elementwise import *  # noqa: F403 -- the standard's elementwise functions
 from ndpack.engine import elementwise as _elementwise
-from ndpack.engine.ops.manipulation import (broadcast_arrays, diff, meshgrid, repeat, tile, tril,
-                                        triu, unstack)
+from ndpack.engine.ops.manipulation import (broadcast_arrays, broadcast_shapes, diff, isin,
+                                           meshgrid, repeat, tile, tril, triu, unstack)
 from ndpack.engine.ops.sorting import (argsort, nonzero, searchsorted, sort, unique_all,
                                    unique_counts, unique_inverse, unique_values)
 from ndpack.engine.ops.quantile import median, quantile
@@ -118,6 +118,7 @@ __all__ = [
     "Index", "IndexKind", "iter_sorted",
     "sort", "argsort", "searchsorted", "nonzero", "unique_all", "unique_counts",
     "unique_inverse", "unique_values", "quantile", "median", "broadcast_arrays", "meshgrid",
+    "broadcast_shapes", "isin",
     "tile", "repeat", "unstack", "tril", "triu", "diff",
     "concat", "stack", "permute_dims", "matrix_transpose", "moveaxis", "expand_dims",
     "squeeze", "broadcast_to", "reshape", "flip", "roll", "take", "take_along_axis",

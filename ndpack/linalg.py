@@ -42,11 +42,12 @@ from ndpack.errors import ParameterError
 from ndpack.storage.constructors import asarray
 from ndpack.storage.ndarray import NDArray, create
 
-__all__ = ["cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul",
+__all__ = ["cholesky", "cross", "det", "diagonal", "eig", "eigvals", "eigh", "eigvalsh",
+           "inv", "matmul",
            "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv",
            "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "trace", "vecdot",
-           "vector_norm", "IN_MEMORY_BYTES", "EighResult", "QRResult", "SlogdetResult",
-           "SVDResult"]
+           "vector_norm", "IN_MEMORY_BYTES", "EigResult", "EighResult", "QRResult",
+           "SlogdetResult", "SVDResult"]
 
 #: Largest input (bytes, decoded) that the in-memory functions accept.
 IN_MEMORY_BYTES = 1 << 30
@@ -81,6 +82,11 @@ def _in_memory(x, name: str, min_ndim: int = 2, kinds: str = "fc") -> np.ndarray
 
 def _out(values) -> NDArray:
     return asarray(np.asarray(values))
+
+
+class EigResult(NamedTuple):
+    eigenvalues: NDArray
+    eigenvectors: NDArray
 
 
 class EighResult(NamedTuple):
@@ -255,6 +261,32 @@ def eigh(x, /):
     """Eigenvalues (ascending) and eigenvectors of Hermitian matrices."""
     w, v = np.linalg.eigh(_in_memory(x, "eigh"))
     return EighResult(_out(w), _out(v))
+
+
+def _complex(a: np.ndarray) -> np.ndarray:
+    """Real results of eig/eigvals as the complex dtype of their precision (the
+    standard's 2025.12 eig: always complex)."""
+    return a.astype(np.result_type(a.dtype, np.complex64)) if a.dtype.kind == "f" else a
+
+
+def eig(x, /):
+    """Eigenvalues and right eigenvectors of general square matrices (array API
+    2025.12), complex whatever the input's real dtype; in memory.
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> w, v = ndpack.linalg.eig(ndpack.asarray(np.array([[0.0, -1.0], [1.0, 0.0]])))
+    >>> sorted(complex(z).imag for z in w[()]), v.dtype
+    ([-1.0, 1.0], dtype('complex128'))
+    """
+    w, v = np.linalg.eig(_in_memory(x, "eig"))
+    return EigResult(_out(_complex(w)), _out(_complex(v)))
+
+
+def eigvals(x, /):
+    """Eigenvalues of general square matrices (array API 2025.12), complex."""
+    return _out(_complex(np.linalg.eigvals(_in_memory(x, "eigvals"))))
 
 
 def eigvalsh(x, /):

@@ -28,7 +28,8 @@ import sys
 import numpy as np
 
 from ndpack.engine.elementwise import astype
-from ndpack.engine.ops.shape import matrix_transpose, permute_dims
+from ndpack.engine.ops.shape import matrix_transpose, permute_dims, reshape
+from ndpack.engine.ops.sorting import argsort, sort
 from ndpack.engine.ops.take import take
 from ndpack.storage.constructors import CopyRequired
 
@@ -135,6 +136,24 @@ def _take(self, indices, axis=None, **kwargs):
     return take(self, indices, axis=axis, **kwargs)
 
 
+def _reshape(self, shape, /, c_order=True, **kwargs):
+    """`self` with a new shape, as a new NDArray (python-blosc2's method); see
+    :func:`ndpack.reshape`."""
+    return reshape(self, shape, c_order=c_order, **kwargs)
+
+
+def _sort(self, order=None, **kwargs):
+    """`self` sorted along its last axis (by the fields `order` of a structured dtype),
+    as a new NDArray (python-blosc2's method); see :func:`ndpack.sort`."""
+    return sort(self, order=order, **kwargs)
+
+
+def _argsort(self, order=None, **kwargs):
+    """The positions that sort `self` (python-blosc2's method); see
+    :func:`ndpack.argsort`."""
+    return argsort(self, order=order, **kwargs)
+
+
 _PROTOCOL = [
     ("__array_namespace__", __array_namespace__),
     ("device", property(_device, doc="``'cpu'``: where the array is computed.")),
@@ -142,9 +161,11 @@ _PROTOCOL = [
 ] + [(fn.__name__, fn) for fn in (__bool__, __int__, __float__, __complex__, __index__,
                                   __dlpack__, __dlpack_device__)]
 
-#: NDArray's members from here: the protocol, ``astype`` and python-blosc2's ``take``
+#: NDArray's members from here: the protocol, ``astype`` and python-blosc2's ``take``,
+#: ``reshape``, ``sort`` and ``argsort``
 #: (NDArray has its own ``T`` and ``mT``)
-NDARRAY_MEMBERS = _PROTOCOL + [("astype", _astype), ("take", _take)]
+NDARRAY_MEMBERS = _PROTOCOL + [("astype", _astype), ("take", _take), ("reshape", _reshape),
+                               ("sort", _sort), ("argsort", _argsort)]
 
 #: LazyExpr's: the protocol and the transposes (it has its own lazy ``astype``)
 LAZYEXPR_MEMBERS = _PROTOCOL + [

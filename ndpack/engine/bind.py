@@ -25,7 +25,7 @@ Examples
 
 from __future__ import annotations
 
-from ndpack.engine import arrayobject, operators, statistical
+from ndpack.engine import arrayobject, operators, persist, statistical
 from ndpack.engine.backends import dask
 from ndpack.engine.backends.dask import compute_with_dask, evaluate_with_dask
 from ndpack.engine.compute import compute, compute_box, compute_masked, evaluate_into, explain
@@ -82,7 +82,8 @@ NDARRAY_SURFACE = surface(
 )
 
 #: LazyExpr's members from outside its class body
-LAZYEXPR_SURFACE = surface(arrayobject.LAZYEXPR_MEMBERS)
+LAZYEXPR_SURFACE = surface(arrayobject.LAZYEXPR_MEMBERS,
+                           persist.LAZYEXPR_MEMBERS)    # expression (python-blosc2's)
 
 #: class attributes storage declares for the engine to replace
 HOOKS = {NDArray: ("expr_key",), LazyExpr: ()}

@@ -46,7 +46,7 @@ from ndpack.storage.dispatch import open as open_storage
 from ndpack.engine.expr.lazyexpr import LazyExpr
 from ndpack.storage.dispatch import open_store
 
-__all__ = ["save_expr", "open", "expression_text", "MissingOperandsError"]
+__all__ = ["save_expr", "open", "expression_text", "MissingOperandsError", "LAZYEXPR_MEMBERS"]
 
 _KIND = {"kind": "lazyexpr", "version": 1}
 _USER = "_b2o_user_vlmeta"
@@ -393,3 +393,23 @@ def _rebuild(urlpath, text, operands: dict, trust_code: bool, roots=(), chain=()
     for name, real in found.items():
         names[name] = _open(real, "r", 0, trust_code, roots, chain, {})
     return LazyExpr(parse(text, names))
+
+
+def _expression(self) -> str:
+    """python-blosc2's ``LazyExpr.expression``: the expression as text over the names
+    of :attr:`LazyExpr.operands` (``lazyexpr(e.expression, e.operands)`` is `e` again).
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> a = ndpack.asarray(np.arange(3.0))
+    >>> e = ndpack.sin(a) + 2 * a
+    >>> e.expression, list(e.operands)
+    ('(sin(o0) + (2 * o0))', ['o0'])
+    """
+    names = {id(arr): name for name, arr in self.operands.items()}
+    return expression_text(self.node, names)
+
+
+#: LazyExpr's members from here: python-blosc2's ``expression``
+LAZYEXPR_MEMBERS = [("expression", property(_expression, doc=_expression.__doc__))]

@@ -405,14 +405,28 @@ def eye(N, M=None, k=0, dtype=None, *, device=None, **kwargs) -> NDArray:
 def fromiter(iterable, shape, dtype, c_order=True, **kwargs) -> NDArray:
     """An array filled from an iterable in C order, one slab of chunk rows at a time.
 
+    With ``c_order=False`` the items fill the chunks one after another (in C order of
+    the chunk grid), each chunk's items in C order of its own extent -- python-blosc2's
+    order, which stores the items without reordering them.
+
     Examples
     --------
     >>> fromiter(range(12), (3, 4), np.int64, chunks=(2, 2))[2].tolist()
     [8, 9, 10, 11]
+    >>> fromiter(range(12), (3, 4), np.int64, c_order=False, chunks=(2, 2))[:].tolist()
+    [[0, 1, 4, 5], [2, 3, 6, 7], [8, 9, 10, 11]]
     """
-    if not c_order:
-        raise ParameterError("fromiter fills in C order only (c_order=True)")
     dt = np.dtype(dtype)
+    if not c_order:
+        it = iter(iterable)
+
+        def chunk_of(region):
+            ext = tuple(r.stop - r.start for r in region)
+            n = prod(ext)
+            return np.fromiter(itertools.islice(it, n), dtype=dt, count=n).reshape(ext)
+        with holding(create(shape, dt, **kwargs)) as out:
+            return fill_from(out, chunk_of) if out.ndim else _fill_iter(
+                fill_from(out, special=SpecialValue.ZERO), it)
     with holding(create(shape, dt, **kwargs)) as out:   # on disk: in place when complete
         return _fill_iter(fill_from(out, special=SpecialValue.ZERO), iterable)
 

@@ -159,6 +159,17 @@ def unpack_vlmeta_value(chunk, name: str = "?"):
     return unpackb(raw)
 
 
+def name_of(name):
+    """A vlmeta key as stored: bytes keys are their UTF-8 text (python-blosc2 takes
+    ``vlmeta[b"k"]`` and lists it as ``"k"``)."""
+    if isinstance(name, (bytes, bytearray)):
+        try:
+            return bytes(name).decode()
+        except UnicodeDecodeError:
+            raise ParameterError(f"metadata name {bytes(name)!r} is not UTF-8") from None
+    return name
+
+
 def check_name(name) -> str:
     """Validate a metalayer name (str of 1..31 UTF-8 bytes)."""
     if not isinstance(name, str):
@@ -383,15 +394,17 @@ class vlmeta(MutableMapping):  # noqa: N801  (python-blosc2's name)
             if name == slice(None):
                 return self.getall()
             raise KeyError("only vlmeta[:] is supported as a slice")
+        name = name_of(name)
         if name not in self._store.vlmeta:
             raise KeyError(name)
         return unpack_vlmeta_value(self._store.vlmeta[name], name)
 
     def __setitem__(self, name, value):
-        check_name(name)
+        name = check_name(name_of(name))
         self._store.set_vlmeta(name, pack_vlmeta_value(value))
 
     def __delitem__(self, name):
+        name = name_of(name)
         if name not in self._store.vlmeta:
             raise KeyError(name)
         self._store.del_vlmeta(name)
@@ -403,7 +416,7 @@ class vlmeta(MutableMapping):  # noqa: N801  (python-blosc2's name)
         return len(self._store.vlmeta)
 
     def __contains__(self, name) -> bool:
-        return name in self._store.vlmeta
+        return name_of(name) in self._store.vlmeta
 
     def getall(self) -> dict:
         """All entries decoded, as a dict (insertion order)."""

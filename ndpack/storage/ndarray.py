@@ -56,7 +56,7 @@ from ndpack.storage.ndview import NDViews
 from ndpack.storage.ndread import ChunkIO
 from ndpack.storage.params import storage_keywords
 from ndpack.storage.validate import check_array_frame
-from ndpack.storage.schunk import SChunk, frame_info, new_file_frame
+from ndpack.storage.schunk import SChunk, frame_info, info_text, new_file_frame, size_text
 
 __all__ = ["NDArray", "NDChunkInfo", "array_or_schunk", "create", "fill_from", "holding"]
 
@@ -406,14 +406,14 @@ class NDArray(NDStored, NDViews):
         return self._schunk.urlpath if self._base is None else None
 
     @property
-    def info(self) -> str:
-        """A short text report of the array."""
-        rows = [("type", "NDArray"), ("shape", self.shape), ("chunks", self.chunks),
-                ("blocks", self.blocks), ("dtype", self.dtype), ("nbytes", self.nbytes),
-                ("cbytes", self.cbytes), ("cratio", f"{self.cratio:.2f}x"),
-                ("urlpath", self.urlpath), ("cparams", self.cparams),
+    def info_items(self) -> list:
+        """python-blosc2's report as ``(name, value)`` pairs (``info`` as text)."""
+        return [("type", "NDArray"), ("shape", self.shape), ("chunks", self.chunks),
+                ("blocks", self.blocks), ("dtype", self.dtype),
+                ("nbytes", size_text(self.nbytes)), ("cbytes", size_text(self.cbytes)),
+                ("cratio", f"{self.cratio:.2f}x"), ("cparams", self.cparams),
                 ("dparams", self.dparams)]
-        return "\n".join(f"{k:<8}: {v}" for k, v in rows) + "\n"
+    info = property(lambda self: info_text(self.info_items), doc="A text report.")
 
     @property
     def T(self) -> NDArray:

@@ -41,7 +41,29 @@ from ndpack.storage.meta import Meta, check_name, packb, vlmeta
 from ndpack.storage.params import schunk_storage
 
 __all__ = ["SChunk", "open_schunk", "schunk_from_cframe", "remove_urlpath", "ChunkInfo",
-           "frame_info", "new_file_frame"]
+           "frame_info", "new_file_frame", "size_text", "info_text"]
+
+
+def size_text(n: int) -> str:
+    """python-blosc2's size in ``info_items``: ``"16000 (15.62 KiB)"``.
+
+    Examples
+    --------
+    >>> size_text(800), size_text(2400000)
+    ('800 (800 B)', '2400000 (2.29 MiB)')
+    """
+    value, unit = float(n), "B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if value < 1024 or unit == "PiB":
+            break
+        value /= 1024
+    return f"{n} ({int(value)} B)" if unit == "B" else f"{n} ({value:.2f} {unit})"
+
+
+def info_text(items) -> str:
+    """The ``info`` report of ``info_items`` rows: ``name : value`` lines."""
+    width = max(len(k) for k, _ in items)
+    return "\n".join(f"{k:<{width}} : {v}" for k, v in items) + "\n"
 
 DEFAULT_CHUNKSIZE = 2 ** 24
 MAX_CHUNKSIZE = 2 ** 31 - 33
@@ -259,6 +281,28 @@ class SChunk:
     def cratio(self) -> float:
         """``nbytes / cbytes`` (0 when empty)."""
         return self.nbytes / self.cbytes if self.cbytes else 0.0
+
+    @property
+    def info_items(self) -> list:
+        """python-blosc2's report as ``(name, value)`` pairs: type, chunksize,
+        blocksize, typesize, nbytes, cbytes, cratio, cparams, dparams.
+
+        Examples
+        --------
+        >>> s = SChunk(chunksize=80)
+        >>> [k for k, _ in s.info_items][:4], s.info_items[4]
+        (['type', 'chunksize', 'blocksize', 'typesize'], ('nbytes', '0 (0 B)'))
+        """
+        return [("type", "SChunk"), ("chunksize", self.chunksize),
+                ("blocksize", self.cparams.blocksize), ("typesize", self.typesize),
+                ("nbytes", size_text(self.nbytes)), ("cbytes", size_text(self.cbytes)),
+                ("cratio", f"{self.cratio:.2f}x"), ("cparams", self.cparams),
+                ("dparams", self.dparams)]
+
+    @property
+    def info(self) -> str:
+        """:attr:`info_items` as text."""
+        return info_text(self.info_items)
 
     @property
     def nchunks(self) -> int:

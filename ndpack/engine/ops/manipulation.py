@@ -30,10 +30,11 @@ import numpy as np
 from ndpack.engine.expr.axes import normalize_axis
 from ndpack.engine.ops.shape import (as_array, broadcast_to, concat, fill_chunks,
                                      layout_keywords, read_values, reshape)
+from ndpack.engine.ops.sorting import unique_values
 from ndpack.storage.ndarray import NDArray, create
 
-__all__ = ["broadcast_arrays", "meshgrid", "tile", "repeat", "unstack", "tril", "triu",
-           "diff"]
+__all__ = ["broadcast_arrays", "broadcast_shapes", "meshgrid", "tile", "repeat", "unstack",
+           "tril", "triu", "diff", "isin"]
 
 
 def _new(shape, x, kwargs) -> NDArray:
@@ -228,3 +229,60 @@ def diff(x, /, *, axis=-1, n=1, prepend=None, append=None, **kwargs) -> NDArray:
         return np.diff(read_values(x, tuple(key)), n=n, axis=ax)
 
     return fill_chunks(out, producer)
+
+
+# ---------------------------------------------------------------------------------------
+# the standard's 2025.12 additions
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    """The shape that `shapes` broadcast to (array API 2025.12; NumPy's rules): a
+    ValueError when they do not broadcast.
+
+    Examples
+    --------
+    >>> import ndpack
+    >>> ndpack.broadcast_shapes((2, 1), (3,), ())
+    (2, 3)
+    """
+    return tuple(int(d) for d in np.broadcast_shapes(*[tuple(s) for s in shapes]))
+
+
+def isin(x1, x2, /, *, invert=False, **kwargs) -> NDArray:
+    """Whether each element of `x1` is among the elements of `x2` (array API 2025.12;
+    ``~`` of that with ``invert=True``), as a boolean NDArray of `x1`'s shape.
+
+    `x2`'s distinct values are found first (out of core for big arrays:
+    :func:`~ndpack.engine.ops.sorting.unique_values`), then `x1` is tested chunk by
+    chunk.  Either argument (not both) may be a Python scalar; NaN is never found.
+
+    Examples
+    --------
+    >>> import numpy as np, ndpack
+    >>> a = ndpack.asarray(np.arange(6).reshape(2, 3))
+    >>> ndpack.isin(a, ndpack.asarray(np.array([1, 4, 9])))[()].tolist()
+    [[False, True, False], [False, True, False]]
+    >>> ndpack.isin(a, 2, invert=True)[()].tolist()
+    [[True, True, False], [True, True, True]]
+    """
+    scalars = (bool, int, float, complex)
+    if type(x1) in scalars and type(x2) in scalars:
+        raise TypeError("isin() needs at least one array argument")
+    if type(x2) in scalars:
+        values = np.asarray([x2], dtype=np.result_type(as_array(x1).dtype, type(x2))
+                            if type(x2) is not bool else bool)
+    else:
+        x2 = as_array(x2)
+        values = np.asarray(unique_values(x2)[()]) if x2.ndim and isinstance(
+            x2, NDArray) else np.unique(np.asarray(x2[()]))
+    if type(x1) in scalars:
+        return _scalar_isin(x1, values, invert)
+    x1 = as_array(x1)
+    out = create(tuple(x1.shape), np.bool_, **layout_keywords(x1, kwargs, cparams=False))
+    return fill_chunks(out, lambda reg: np.isin(read_values(x1, reg), values, invert=invert))
+
+
+def _scalar_isin(x1, values, invert):
+    from_value = np.isin(np.asarray(x1), values, invert=invert)
+    out = create((), np.bool_)
+    return fill_chunks(out, lambda reg: from_value)

@@ -60,7 +60,7 @@ def _result(values: np.ndarray, like=None) -> NDArray:
     return asarray(values)
 
 
-def sort(x, /, *, axis=-1, descending=False, stable=True, urlpath=None,
+def sort(x, /, *, axis=-1, descending=False, stable=True, urlpath=None, order=None,
          **kwargs) -> NDArray:
     """`x` sorted along `axis`, out of core.
 
@@ -68,7 +68,7 @@ def sort(x, /, *, axis=-1, descending=False, stable=True, urlpath=None,
     ----------
     x : NDArray, LazyExpr or array-like
         Anything with ``shape``, ``dtype`` and ``__getitem__`` (NumPy, h5py, zarr), of
-        at least one dimension; structured dtypes are refused (TypeError).
+        at least one dimension; structured dtypes sort in memory by their fields.
     axis : int
         The axis to sort along (an AxisError when out of range).
     descending : bool
@@ -79,6 +79,11 @@ def sort(x, /, *, axis=-1, descending=False, stable=True, urlpath=None,
     urlpath : str, optional
         Write the result to this file (``mode='w'`` replaces an existing one; it
         appears under its name only once complete).
+    order : str or list of str, optional
+        python-blosc2's and NumPy's: the fields of a structured dtype to sort by, first
+        to last, ties broken by the other fields in turn (NumPy's rule, which
+        python-blosc2's argsort follows; its sort keeps ties in their order); without
+        it every field in turn.  Other dtypes refuse it (ValueError, as NumPy).
     **kwargs
         Storage of the result: ``chunks``, ``blocks`` (default: the input's),
         ``cparams``, ``dparams``, ``contiguous``, ``mode``.
@@ -98,11 +103,16 @@ def sort(x, /, *, axis=-1, descending=False, stable=True, urlpath=None,
     [[-1.0, 2.0, nan], [0.0, 0.5, 3.0]]
     >>> ndpack.sort(a, axis=0, descending=True)[()].tolist()
     [[2.0, nan, 0.5], [0.0, 3.0, -1.0]]
+    >>> r = np.array([(3, 1.0), (1, 5.0), (1, 2.0)], dtype=[("a", "i4"), ("b", "f8")])
+    >>> ndpack.sort(r, order="a")[()].tolist()
+    [(1, 2.0), (1, 5.0), (3, 1.0)]
     """
+    if order is not None or getattr(getattr(x, "dtype", None), "names", None) is not None:
+        return _by_fields(x, order, axis, descending, False, urlpath, kwargs)
     return sort_array(x, axis, descending, stable, False, urlpath, "sort", **kwargs)
 
 
-def argsort(x, /, *, axis=-1, descending=False, stable=True, urlpath=None,
+def argsort(x, /, *, axis=-1, descending=False, stable=True, urlpath=None, order=None,
             **kwargs) -> NDArray:
     """Positions (int64) that sort `x` along `axis`, as :func:`sort` orders it, out of
     core (parameters as :func:`sort`).
@@ -115,7 +125,32 @@ def argsort(x, /, *, axis=-1, descending=False, stable=True, urlpath=None,
     >>> ndpack.argsort(np.array([3, 1, 2, 1]), descending=True)[()].tolist()
     [0, 2, 1, 3]
     """
+    if order is not None or getattr(getattr(x, "dtype", None), "names", None) is not None:
+        return _by_fields(x, order, axis, descending, True, urlpath, kwargs)
     return sort_array(x, axis, descending, stable, True, urlpath, "argsort", **kwargs)
+
+
+def _by_fields(x, order, axis, descending, positions, urlpath, kwargs) -> NDArray:
+    """sort/argsort of a structured array by the fields `order` (all when None), in
+    memory; ties keep their order."""
+    names = np.dtype(x.dtype).names
+    if names is None:
+        raise ValueError("order= needs a structured dtype (an array with fields), not "
+                         f"{np.dtype(x.dtype)}")
+    fields = list(names) if order is None else [order] if isinstance(order, str) else list(order)
+    for f in fields:
+        if f not in names:
+            raise ValueError(f"order={order!r}: no field named {f!r} (fields: {names})")
+    values = np.asarray(x[()])
+    if values.ndim == 0:
+        raise ValueError("sort needs at least one dimension")
+    idx = np.argsort(values, axis=axis, kind="stable", order=fields)
+    if descending:                  # largest first, ties still in their order
+        idx = np.flip(np.argsort(np.flip(values, axis), axis=axis, kind="stable",
+                                 order=fields), axis)
+        idx = values.shape[axis] - 1 - idx
+    out = idx.astype(np.int64) if positions else np.take_along_axis(values, idx, axis)
+    return asarray(out, urlpath=urlpath, **kwargs)
 
 
 def searchsorted(x1, x2, /, *, side="left", sorter=None) -> NDArray:
