@@ -114,7 +114,7 @@ __all__ = [
     "float32", "float64", "complex64", "complex128",
     "can_cast", "finfo", "iinfo", "isdtype", "result_type",
     *_elementwise.UNARY, *_elementwise.BINARY, *_elementwise.ALIASES, "clip", "where",
-    "astype",
+    "astype", "startswith", "endswith", "contains", "lower", "upper",
     "Index", "IndexKind", "iter_sorted",
     "sort", "argsort", "searchsorted", "nonzero", "unique_all", "unique_counts",
     "unique_inverse", "unique_values", "quantile", "median", "broadcast_arrays", "meshgrid",

@@ -46,6 +46,8 @@ __all__ = [
     "not_equal", "pow", "remainder", "subtract",
     # NumPy's names
     "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "arctan2",
+    # python-blosc2's string functions
+    "startswith", "endswith", "contains", "lower", "upper",
 ]
 
 #: The standard's unary elementwise functions (name in the engine's function table).
@@ -176,3 +178,22 @@ def astype(x, dtype, /, *, copy=True, device=None):
         cast = LazyExpr(as_node(x)).astype(dtype)
         return cast.compute(chunks=x.chunks, blocks=x.blocks)
     return LazyExpr(_array_arg(x, "astype")).astype(dtype)
+
+
+def _string_function(name: str, nargs: int, what: str):
+    def fn(*args):
+        if len(args) != nargs:
+            raise TypeError(f"{name}() takes {nargs} argument{'s' * (nargs > 1)}, "
+                            f"got {len(args)}")
+        return LazyExpr(Apply(name, tuple(as_node(a) for a in args)))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"{what} of fixed-width strings (python-blosc2's ``{name}``; NumPy's "
+                  f"``np.strings``), elementwise, as a lazy expression.")
+    return fn
+
+
+startswith = _string_function("startswith", 2, "Whether each string starts with a prefix")
+endswith = _string_function("endswith", 2, "Whether each string ends with a suffix")
+contains = _string_function("contains", 2, "Whether each string contains a substring")
+lower = _string_function("lower", 1, "The lower-case version")
+upper = _string_function("upper", 1, "The upper-case version")

@@ -37,6 +37,7 @@ from ndpack.storage.embedstore import (
 )
 from ndpack.storage.atomic import Pending, replacing
 from ndpack.storage.framefile import ContiguousFrame
+from ndpack.storage.params import Storage
 from ndpack.storage.storefiles import DirFiles, ZipFiles
 
 __all__ = ["DictStore", "check_path"]
@@ -84,6 +85,33 @@ def _frame_source(store):
         return pieces(), size
     data = store.to_cframe()
     return [data], len(data)
+
+
+#: metalayers python-blosc2 marks its other containers with -> the class it opens them as
+#: (ndpack has none of them: such members are refused by name, never opened as SChunks)
+FOREIGN_KINDS = {"listarray": "ListArray", "batcharray": "BatchArray",
+                 "vlarray": "ObjectArray", "b2embed": "EmbedStore"}
+#: python-blosc2's "b2o" object kinds ndpack does not open
+FOREIGN_OBJECTS = {"c2array": "C2Array", "remote_array": "RemoteArray"}
+
+
+def check_member(key: str, value):
+    """`value` (a store member just opened) unless python-blosc2 wrote it as one of its
+    containers that ndpack lacks: then a TypeError naming the class."""
+    schunk = getattr(value, "schunk", value)
+    meta = getattr(schunk, "meta", None)
+    if meta is None:
+        return value
+    names = set(meta)
+    found = next((FOREIGN_KINDS[n] for n in FOREIGN_KINDS if n in names), None)
+    if found is None and "b2o" in names:
+        marker = meta["b2o"]
+        kind = marker.get("kind") if isinstance(marker, dict) else None
+        found = FOREIGN_OBJECTS.get(kind)
+    if found is not None and not (found == "EmbedStore" and isinstance(value, EmbedStore)):
+        raise TypeError(f"the store member {key!r} is a python-blosc2 {found}, which ndpack "
+                        f"does not have (docs/compat.md); open it with python-blosc2")
+    return value
 
 
 def _is_zip(path: str) -> bool:
@@ -223,11 +251,12 @@ class DictStore(StoreMapping):
         if key in self._cache:
             return self._cache[key]
         if key[1:] in self._files.leaves:
-            value = self._files.open_leaf(key[1:], self.mode, self._mmap_mode)
+            value = check_member(key, self._files.open_leaf(key[1:], self.mode,
+                                                            self._mmap_mode))
             self._cache[key] = value
             return value
         if key in self._estore:
-            return self._estore[key]
+            return check_member(key, self._estore[key])
         raise KeyError(f"key {key!r} not found in the store {self.localpath!r}")
 
     def _set(self, key: str, value):
@@ -291,6 +320,22 @@ class DictStore(StoreMapping):
     def estore(self) -> EmbedStore:
         """The embedded store of the small values."""
         return self._estore
+
+    @property
+    def map_tree(self) -> dict:
+        """python-blosc2's ``map_tree``: each key stored as a leaf file of its own ->
+        that file's path inside the store (``{"/dir/b": "dir/b.b2nd"}``); keys in the
+        embedded store are not listed."""
+        self._check_open()
+        return {"/" + rel: self._member_name(self._files.leaves[rel])
+                for rel in sorted(self._files.leaves)}
+
+    @property
+    def storage(self) -> Storage:
+        """python-blosc2's ``storage``: the :class:`Storage` of the embedded store (in
+        memory, its metalayer naming the store kind)."""
+        return Storage(contiguous=False, urlpath=None, mode=self.mode,
+                       meta={self._kind: {"version": 1}})
 
     def member_window(self, key):
         """``(offset, nbytes)`` of the frame of `key` inside the ``.b2z``, else None."""

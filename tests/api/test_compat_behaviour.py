@@ -101,3 +101,63 @@ def test_vlmeta_keys_as_python_blosc2():
         assert b"k2" in s.vlmeta and "k2" in s.vlmeta
         del s.vlmeta[b"k2"]
         assert list(s.vlmeta) == ["k"]
+
+
+@pytest.mark.parametrize("ext", ["b2z", "b2d"])
+@pytest.mark.parametrize("threshold", [0, None])
+def test_dictstore_map_tree_storage_and_foreign_members(tmp_path, ext, threshold):
+    """map_tree/storage as python-blosc2's; members that are python-blosc2 containers
+    ndpack lacks (BatchArray, ObjectArray) are refused by name, never opened as
+    SChunks; the arrays beside them open."""
+    path = str(tmp_path / f"s.{ext}")
+    with blosc2.DictStore(path, mode="w", threshold=threshold) as s:
+        s["/a"] = np.arange(3)
+        s["/g/b"] = np.arange(4.0)
+        batch = blosc2.BatchArray()
+        batch.append([1, 2])
+        s["/batch"] = batch
+        obj = blosc2.ObjectArray()
+        obj.append({"k": 1})
+        s["/obj"] = obj
+        tree, storage = s.map_tree, s.storage
+    with ndpack.DictStore(path, mode="r") as s:
+        assert s.map_tree == tree
+        assert (s.storage.contiguous, s.storage.urlpath, s.storage.meta) == \
+            (storage.contiguous, storage.urlpath, storage.meta)
+        np.testing.assert_array_equal(s["/a"][()], np.arange(3))
+        np.testing.assert_array_equal(s["/g/b"][()], np.arange(4.0))
+        for key, name in (("/batch", "BatchArray"), ("/obj", "ObjectArray")):
+            with pytest.raises(TypeError, match=f"python-blosc2 {name}"):
+                s[key]
+
+
+def test_decompress_forms_and_refusals():
+    """decompress/decompress2 take bytes, memoryviews and arrays as src and a
+    writable dst (bytearray, NumPy, memoryview: filled, None returned), as
+    python-blosc2; a too-small or read-only dst and a corrupt src are refused (ValueError
+    and BufferError) where python-blosc2 raises RuntimeError, returns None after a
+    partial write, or writes into immutable bytes."""
+    x = np.arange(100, dtype="i4")
+    for m in (ndpack, blosc2):
+        c, c2 = m.compress(x.tobytes(), typesize=4), m.compress2(x.tobytes(), typesize=4)
+        assert m.decompress(c) == x.tobytes() == m.decompress(memoryview(c))
+        assert m.decompress(np.frombuffer(c, np.uint8)) == x.tobytes()
+        assert isinstance(m.decompress(c, as_bytearray=True), bytearray)
+        for dst in (bytearray(400), np.empty(100, "i4"), memoryview(bytearray(400))):
+            assert m.decompress(c, dst=dst) is None
+            assert bytes(dst) == x.tobytes()
+            d2 = np.empty(100, "i4")
+            assert m.decompress2(c2, dst=d2) is None and np.array_equal(d2, x)
+        assert m.decompress2(c2, dparams=m.DParams(nthreads=1)) == x.tobytes()
+        assert m.decompress2(c2, nthreads=1) == x.tobytes()
+        with pytest.raises(TypeError):
+            m.decompress("abc")
+    c = ndpack.compress(x.tobytes(), typesize=4)
+    with pytest.raises(ValueError):
+        ndpack.decompress(c, dst=bytearray(10))
+    with pytest.raises(ValueError):
+        ndpack.decompress2(ndpack.compress2(x.tobytes()), dst=bytearray(10))
+    with pytest.raises(ValueError):
+        ndpack.decompress(b"garbage data here")
+    with pytest.raises(BufferError):
+        ndpack.decompress(c, dst=bytes(400))

@@ -301,6 +301,12 @@ _table = [
     _f("fmod", np.fmod, (2,)),
     _f("clip", np.clip, (3,)),
     _f("where", np.where, (3,), "where({0}, {1}, {2})"),
+    # python-blosc2's string functions over fixed-width strings (NumPy's np.strings)
+    _f("startswith", np.strings.startswith, (2,)),
+    _f("endswith", np.strings.endswith, (2,)),
+    _f("contains", lambda a, sub: np.strings.find(a, sub) >= 0, (2,)),
+    _f("lower", np.strings.lower, (1,)),
+    _f("upper", np.strings.upper, (1,)),
 ]
 
 FUNCTIONS: dict[str, Function] = {f.name: f for f in _table}

@@ -74,6 +74,8 @@ def as_node(x) -> Node:
         return x
     if isinstance(x, (bool, int, float, complex, np.generic)):
         return Constant(x)
+    if isinstance(x, (str, bytes)):       # next to string arrays: NumPy's str_/bytes_
+        return Constant(np.str_(x) if isinstance(x, str) else np.bytes_(x))
     if isinstance(x, (list, tuple)):
         x = np.asarray(x)
     return Operand(x)

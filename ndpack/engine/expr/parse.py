@@ -160,6 +160,8 @@ class _Builder:
         v = node.value
         if isinstance(v, bool) or (isinstance(v, numbers.Number) and not isinstance(v, str)):
             return Constant(v)
+        if isinstance(v, (str, bytes)) and len(v) <= 4096:   # next to string arrays
+            return Constant(np.str_(v) if isinstance(v, str) else np.bytes_(v))
         self.reject(node, "constant of type " + type(v).__name__)
 
     def visit_Name(self, node, depth):

@@ -171,6 +171,7 @@ def tensordot(x1, x2, axes=2, chunks=None, blocks=None, out=None, **storage):
     >>> bool(np.allclose(r[()], np.tensordot(x, x, axes=((2, 0), (2, 0)))))
     True
     """
+    storage.pop("fast_path", None)      # python-blosc2's testing switch: no effect here
     x1, s1, d1 = _shape_dtype(x1)
     x2, s2, d2 = _shape_dtype(x2)
     ax1, ax2 = norm_axes(axes, len(s1), len(s2))
@@ -295,6 +296,7 @@ def _regions(shape, chunks):
 def matmul(x1, x2, chunks=None, blocks=None, out=None, **storage):
     """``np.matmul(x1, x2)``: 2-D products and stacks of them (batch dimensions
     broadcast), tile by tile; 1-D operands as in NumPy."""
+    storage.pop("fast_path", None)      # python-blosc2's testing switch: no effect here
     x1, s1, d1 = _shape_dtype(x1)
     x2, s2, d2 = _shape_dtype(x2)
     result_shape("matmul", s1, s2, {})          # checks, with matmul's messages
@@ -355,6 +357,7 @@ def vecdot(x1, x2, axis=-1, **storage):
     ``vecdot(uint8, uint8)`` is uint8, wrapping as NumPy's ``matmul`` does), not
     ``sum``'s widening of small integers; booleans sum to NumPy's default integer.
     """
+    storage.pop("fast_path", None)      # python-blosc2's testing switch: no effect here
     prod = Apply("multiply", (Apply("conj", (_leaf(x1),)), _leaf(x2)))
     dtype = None if prod.dtype == np.bool_ else prod.dtype
     res = compute_reduction(Reduce("sum", prod, axis=axis, dtype=dtype))
@@ -371,6 +374,7 @@ def _leaf(x) -> Node:
 
 def outer(x1, x2, **storage):
     """The outer product of two vectors (flattened as in NumPy), chunk by chunk."""
+    storage.pop("fast_path", None)      # python-blosc2's testing switch: no effect here
     x1, s1, _ = _shape_dtype(x1)
     x2, s2, _ = _shape_dtype(x2)
     if len(s1) != 1 or len(s2) != 1:
