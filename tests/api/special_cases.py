@@ -19,7 +19,8 @@ an operand (``x``, ``x1``, ``x2``, ``|x1|``, ``-|x1|``, ``|x2|``), ``+NaN``/``-N
 (``r`` times ``cos(b) + sin(b)j``, componentwise), optionally ``- 1``.
 
 Complex functions that the standard defines "as if implemented as" another one
-(``asin`` as ``-1j * asinh(x*1j)``, ``cos`` as ``cosh(x*1j)``, ...) are :data:`DERIVED`;
+(``asin`` as ``-1j * asinh(x*1j)``, ``cos`` as ``cosh(x*1j)``, ...) are :data:`DERIVED`,
+``log2``/``log10`` (``log(x) / log(base)``) :data:`SCALED`;
 the symmetries it states (``f(conj(x)) == conj(f(x))``, odd and even functions) extend
 every rule to the other quadrants (:data:`SYMMETRIES`).
 """
@@ -30,7 +31,8 @@ import math
 
 import numpy as np
 
-__all__ = ["REAL", "COMPLEX", "DERIVED", "SYMMETRIES", "expected", "check", "VALUES"]
+__all__ = ["REAL", "COMPLEX", "DERIVED", "SCALED", "SYMMETRIES", "expected", "check",
+           "VALUES"]
 
 REAL = {
     "abs": """
@@ -687,6 +689,9 @@ DERIVED = {
     "sin": ("sinh", "-1j"), "tan": ("tanh", "-1j"),
 }
 
+#: f(z) is g(z) times a positive constant: "the standard change of base formula".
+SCALED = {"log2": ("log", 1 / math.log(2)), "log10": ("log", 1 / math.log(10))}
+
 #: The symmetries the standard states: "conj" (f(conj(z)) == conj(f(z))), "odd"
 #: (f(-z) == -f(z)), "even" (f(-z) == f(z)).
 SYMMETRIES = {
@@ -775,6 +780,12 @@ class Want:
             return Want("sign", None, -self.sign)
         if self.kind == "nan" and self.sign is not None:
             return Want("nan", None, -self.sign)
+        return self
+
+    def scaled(self, k):
+        """This value times the positive constant `k` (zeros, infinities, NaN stay)."""
+        if self.kind in ("exact", "approx") and math.isfinite(self.value) and self.value:
+            return Want("approx", self.value * k, self.sign)
         return self
 
     def holds(self, got, rtol):
@@ -886,6 +897,10 @@ def _neg(pair):
 def _complex_cases(name, a, b):
     """(rule text, (Want, Want)) of every rule of complex `name` that applies at a+bj,
     through the stated symmetries and derivations."""
+    if name in SCALED:                  # log2(z) as log(z) / log(2): the change of base
+        base, k = SCALED[name]
+        return [(f"{name} as {base}(z)*{k:.4g}: {line}", (r[0].scaled(k), r[1].scaled(k)))
+                for line, r in _complex_cases(base, a, b)]
     if name in DERIVED:
         base, unit = DERIVED[name]
         # z * 1j = -b + a j; then -1j * (u + v j) = v - u j

@@ -573,6 +573,10 @@ def test_special_cases_of_the_operators(name, dtype):
         a = ndpack.asarray(x1)
         _quiet(getattr(a, _INPLACE[name]), ndpack.asarray(x2))
         assert _special_failures(name, [x1, x2], a[()], rtol) == []
+        for s in sc.VALUES:                       # x //= 2.0, x **= 0.5, ...
+            a = ndpack.asarray(x1)
+            _quiet(getattr(a, _INPLACE[name]), float(s))
+            assert _special_failures(name, [x1, np.full_like(x1, s)], a[()], rtol) == []
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -586,7 +590,7 @@ def test_special_cases_of_clip(dtype):
         assert np.isnan(got).all()
 
 
-_COMPLEX_NAMES = sorted(set(sc.COMPLEX) | set(sc.DERIVED))
+_COMPLEX_NAMES = sorted(set(sc.COMPLEX) | set(sc.DERIVED) | set(sc.SCALED))
 
 
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])

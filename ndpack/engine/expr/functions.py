@@ -128,8 +128,12 @@ def _at(x, out, mask):
 
 def _fix_floor_divide(args, out):
     x1, x2 = args
-    cand = np.isnan(out)
-    cand |= out == -1.0                 # finite // inf of other signs: NumPy's -1
+    cand = np.isnan(out)                # inf // finite: NumPy's NaN
+    if np.ndim(x2) == 0:
+        if np.isinf(x2):                # finite // inf of other signs: NumPy's -1
+            cand[...] = True
+    else:
+        cand |= np.isinf(x2)
     if not cand.any():
         return
     a, b = _at(x1, out, cand), _at(x2, out, cand)
@@ -164,15 +168,17 @@ def _fix_expm1(args, out):
 
 def _fix_tanh(args, out):
     z = np.broadcast_to(args[0], out.shape)
-    bad = np.isinf(z.real) & np.isfinite(z.imag)
+    bad = np.isinf(z.real)
     if bad.any():
+        bad &= np.isfinite(z.imag)
         out.imag[bad] = np.copysign(0.0, z.imag[bad])
 
 
 def _fix_tan(args, out):
     z = np.broadcast_to(args[0], out.shape)
-    bad = np.isinf(z.imag) & np.isfinite(z.real)
+    bad = np.isinf(z.imag)
     if bad.any():
+        bad &= np.isfinite(z.real)
         out.real[bad] = np.copysign(0.0, z.real[bad])
 
 
