@@ -131,7 +131,15 @@ def test_dictstore_map_tree_storage_and_foreign_members(tmp_path, ext, threshold
                 s[key]
 
 
-def test_decompress_forms_and_refusals():
+@pytest.fixture
+def keep_compressor():
+    """python-blosc2's compress() sets its global compressor to the codec it used."""
+    before = blosc2.get_compressor()
+    yield
+    blosc2.set_compressor(getattr(blosc2.Codec, before.upper()))
+
+
+def test_decompress_forms_and_refusals(keep_compressor):
     """decompress/decompress2 take bytes, memoryviews and arrays as src and a
     writable dst (bytearray, NumPy, memoryview: filled, None returned), as
     python-blosc2; a too-small or read-only dst and a corrupt src are refused (ValueError
