@@ -85,6 +85,9 @@ def parse(text: str, names: dict) -> Node:
     except (RecursionError, MemoryError):
         raise ValueError(f"expression nests too deeply to parse (limit {_MAX_DEPTH} levels)") \
             from None
+    if isinstance(tree.body, ast.Constant) and isinstance(tree.body.value, (str, bytes)):
+        raise ValueError(f"not allowed in an expression: a string alone {text[:200]!r} "
+                         "(strings are arguments of string functions and comparisons)")
     return _Builder(text, names).visit(tree.body, 0)
 
 
