@@ -63,6 +63,8 @@ def open(urlpath, mode: str = "r", offset: int = 0,  # noqa: A001  (python-blosc
         ``dparams=`` (DParams or dict); for URLs also ``storage_options=`` (fsspec's
         options and ndpack's, :data:`ndpack.storage.remote.DEFAULTS`).
 
+    Notes
+    -----
     A URL (``s3://``, ``https://``, any fsspec knows; :mod:`ndpack.storage.remote`)
     opens read-only and lazily: two requests, then only the chunks and blocks that
     reads touch.
