@@ -63,7 +63,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ndpack import _core
+from ndpack._core import block_sums_check as check_block_sums
 from ndpack.chunks import block_sums, compress2, crc32c, decompress2, decompress_crc
 from ndpack.codecs import Codec, make_cparams
 from ndpack.errors import FormatError, NdpackError, ParameterError
@@ -304,7 +304,7 @@ def checked(frame, i: int, data, want=_RECORDED):
     if type(want) is _Blocks:
         if want.entry is not None and len(data) > 32:
             try:                                   # (the binding itself: reads of one
-                _core.block_sums_check(data, _int32(want.numbers), want.entry, True)   # block)
+                check_block_sums(data, _int32(want.numbers), want.entry, True)   # block)
             except FormatError as exc:
                 raise block_mismatch(frame, i, exc) from None
             return data
