@@ -31,7 +31,7 @@ import tempfile
 import time
 
 import numpy as np
-from timing import best_times, write_json
+from timing import best_times, write_json, run_timed
 
 import ndpack
 
@@ -220,7 +220,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    t0 = time.perf_counter()
-    rc = main()
-    print(f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
-    sys.exit(rc)
+    run_timed(main)

@@ -7,6 +7,7 @@ benchmark's table says where its ratios were measured.
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 
@@ -154,3 +155,11 @@ def optional(name: str):
         return importlib.import_module(name)
     except ImportError:
         return None
+
+
+def run_timed(main) -> None:
+    """Run a benchmark's ``main()``, print its wall time on stderr, exit with its status."""
+    t0 = time.perf_counter()
+    rc = main()
+    print(f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+    sys.exit(rc)

@@ -222,32 +222,6 @@ REAL = {
         x is -0 -> -0
         x is NaN -> NaN
     """,
-    "floor_divide": """
-        x1 is NaN -> NaN
-        x2 is NaN -> NaN
-        x1 is ±inf and x2 is ±inf -> NaN
-        x1 is ±0 and x2 is ±0 -> NaN
-        x1 is +0 and x2 > 0 -> +0
-        x1 is -0 and x2 > 0 -> -0
-        x1 is +0 and x2 < 0 -> -0
-        x1 is -0 and x2 < 0 -> +0
-        x1 > 0 and x2 is +0 -> +inf
-        x1 > 0 and x2 is -0 -> -inf
-        x1 < 0 and x2 is +0 -> -inf
-        x1 < 0 and x2 is -0 -> +inf
-        x1 is +inf and x2 pos-finite -> +inf
-        x1 is +inf and x2 neg-finite -> -inf
-        x1 is -inf and x2 pos-finite -> -inf
-        x1 is -inf and x2 neg-finite -> +inf
-        x1 pos-finite and x2 is +inf -> +0
-        x1 pos-finite and x2 is -inf -> -0
-        x1 neg-finite and x2 is +inf -> -0
-        x1 neg-finite and x2 is -inf -> +0
-        x1 pos-finite and x2 pos-finite -> positive
-        x1 neg-finite and x2 neg-finite -> positive
-        x1 pos-finite and x2 neg-finite -> negative
-        x1 neg-finite and x2 pos-finite -> negative
-    """,
     "hypot": """
         x1 is ±inf and x2 any -> +inf
         x2 is ±inf and x1 any -> +inf
@@ -876,6 +850,10 @@ def _rules(text):
         out.append((line.strip(), conds, res))
     return out
 
+
+# floor_divide: the standard states the same rules as for divide (the quotient's sign
+# and its infinite/zero cases)
+REAL["floor_divide"] = REAL["divide"]
 
 _REAL_RULES = {name: _rules(t) for name, t in REAL.items()}
 _COMPLEX_RULES = {name: _rules(t) for name, t in COMPLEX.items()}

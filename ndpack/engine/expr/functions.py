@@ -166,20 +166,22 @@ def _fix_expm1(args, out):
         out[bad] = w
 
 
-def _fix_tanh(args, out):
+def _signed_zero(args, out, infinite: str, other: str):
+    """Where part `infinite` of z is infinite and part `other` finite, the result's
+    part `other` is a zero of the sign of z's (tanh: real/imag, tan: imag/real)."""
     z = np.broadcast_to(args[0], out.shape)
-    bad = np.isinf(z.real)
+    bad = np.isinf(getattr(z, infinite))
     if bad.any():
-        bad &= np.isfinite(z.imag)
-        out.imag[bad] = np.copysign(0.0, z.imag[bad])
+        bad &= np.isfinite(getattr(z, other))
+        getattr(out, other)[bad] = np.copysign(0.0, getattr(z, other)[bad])
+
+
+def _fix_tanh(args, out):
+    _signed_zero(args, out, "real", "imag")
 
 
 def _fix_tan(args, out):
-    z = np.broadcast_to(args[0], out.shape)
-    bad = np.isinf(z.imag)
-    if bad.any():
-        bad &= np.isfinite(z.real)
-        out.real[bad] = np.copysign(0.0, z.real[bad])
+    _signed_zero(args, out, "imag", "real")
 
 
 def _fix_sign(args, out):
