@@ -17,6 +17,11 @@ def crc32c(src, uint32_t value=0, bint reference=False):
     return out
 
 
+def crc32c_combine(uint32_t crc1, uint32_t crc2, size_t len2):
+    """crc32c of A + B from crc32c(A) = `crc1` and crc32c(B) = `crc2`, ``len(B) == len2``."""
+    return ndp_crc32c_combine(crc1, crc2, len2)
+
+
 def crc32c_kernel():
     """The crc32c kernel ndp_crc32c runs now ('avx512-vpclmul', 'avx2-vpclmul', 'sse4.2'
     or 'scalar')."""

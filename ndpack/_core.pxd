@@ -101,6 +101,7 @@ cdef extern from "ndpack.h" nogil:
                              const uint32_t *entry, int32_t nentry, int check_prefix,
                              ndp_error *err)
     uint32_t ndp_crc32c(uint32_t crc, const void *buf, size_t len)
+    uint32_t ndp_crc32c_combine(uint32_t crc1, uint32_t crc2, size_t len2)
     uint32_t ndp_crc32c_scalar(uint32_t crc, const void *buf, size_t len)
     const char *ndp_crc32c_kernel()
     int ndp_register_codec(int id, int format_version, ndp_codec_fn encoder,

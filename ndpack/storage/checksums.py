@@ -63,7 +63,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ndpack._core import block_sums_check as check_block_sums
+from ndpack._core import block_sums_check as check_block_sums, crc32c_combine
 from ndpack.chunks import block_sums, compress2, crc32c, decompress2, decompress_crc
 from ndpack.codecs import Codec, make_cparams
 from ndpack.errors import FormatError, NdpackError, ParameterError
@@ -198,29 +198,31 @@ def chunk_sums(chunk, given=None) -> tuple:
     never blessed with fresh block checksums)."""
     if given is not None and not isinstance(given, tuple):
         given = (int(given), None)
-    header = getattr(chunk, "header", None)
-    if header is not None:                        # memcpyed: header + data apart
-        return (given[0] if given else chunk_crc(chunk)), _raw_entry(chunk)
     if len(chunk) <= 32:                          # specials: by meaning
         return (given[0] if given else chunk_crc(chunk)), None
     if given is not None and given[1] is not None:
         return given
-    crc, entry = block_sums(chunk)
+    raw = getattr(chunk, "header", None) is not None   # memcpyed: header + data apart
+    crc, entry = _raw_sums(chunk) if raw else block_sums(chunk)
     if given is not None and crc != given[0]:
         return given[0], None
     return crc, entry
 
 
-def _raw_entry(chunk):
-    """The block checksums of a RawChunk (memcpyed: the header, then each blocksize
-    bytes of the data)."""
+def _raw_sums(chunk) -> tuple:
+    """``(crc, entry)`` of a RawChunk (memcpyed: the header, then each blocksize bytes
+    of the data), the chunk's crc joined from the entries: one pass."""
     bs = struct.unpack_from("<i", chunk.header, 8)[0]
     data = chunk.data
     if bs <= 0 or not len(data):
-        return None
-    out = array.array("I", [crc32c(chunk.header)])
-    out.extend(crc32c(data[k:k + bs]) for k in range(0, len(data), bs))
-    return out.tobytes()
+        return chunk_crc(chunk), None
+    crc = crc32c(chunk.header)
+    out = array.array("I", [crc])
+    for k in range(0, len(data), bs):
+        piece = data[k:k + bs]
+        out.append(crc32c(piece))
+        crc = crc32c_combine(crc, out[-1], len(piece))
+    return crc, out.tobytes()
 
 
 def on_write(frame, i: int, chunk, op: str, sums=None):
